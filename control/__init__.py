@@ -1,0 +1,1 @@
+"""ICE controller: topology, P4Runtime clients, CCL collection, planning, telemetry, icectl."""

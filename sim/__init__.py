@@ -1,0 +1,1 @@
+"""Fluid simulator for fabrics too large for Mininet."""

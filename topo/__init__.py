@@ -1,0 +1,1 @@
+"""Topology specs, generators and Mininet bring-up."""

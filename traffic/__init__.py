@@ -1,0 +1,1 @@
+"""Collective-communication workloads, senders/receivers and the host rate agent."""
