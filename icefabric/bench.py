@@ -1,0 +1,50 @@
+"""`make bench`: run every benchmark the project has and print the measured figures.
+
+Each benchmark is a module with a `main(argv) -> int`; they run one after another in this
+process so that the figures come from the same machine state.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import time
+from collections.abc import Sequence
+
+BENCHMARKS: dict[str, str] = {
+    "target": "icefabric.target.bench",
+    "planner": "icefabric.control.planner.bench",
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the named benchmarks (all by default); exit status is non-zero if any failed."""
+    parser = argparse.ArgumentParser(prog="python -m icefabric.bench", description=__doc__)
+    parser.add_argument(
+        "names",
+        nargs="*",
+        metavar="NAME",
+        help=f"benchmarks to run (default: all of {', '.join(BENCHMARKS)})",
+    )
+    args = parser.parse_args(argv)
+    unknown = [n for n in args.names if n not in BENCHMARKS]
+    if unknown:
+        parser.error(f"unknown benchmark {unknown[0]!r}; expected one of {', '.join(BENCHMARKS)}")
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    failed: list[str] = []
+    for name in args.names or list(BENCHMARKS):
+        print(f"== bench: {name} ({BENCHMARKS[name]}) ==", flush=True)
+        start = time.perf_counter()
+        module = importlib.import_module(BENCHMARKS[name])
+        rc = int(module.main([]) or 0)
+        print(f"== bench: {name} finished in {time.perf_counter() - start:.1f} s, exit {rc} ==\n")
+        if rc:
+            failed.append(name)
+    if failed:
+        print(f"failed: {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
