@@ -46,7 +46,7 @@ $(BUILD)/%.json $(BUILD)/%.p4info.txtpb: p4src/%.p4 $(P4SRC)
 lint: setup
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
-	$(PY) -m mypy
+	scripts/typecheck.sh
 
 clean:
 	rm -rf $(BUILD) .pytest_cache .mypy_cache .ruff_cache
