@@ -1,0 +1,1 @@
+"""P4Runtime gRPC server for the embedded target."""
