@@ -56,9 +56,10 @@ class _Queued:
     preserved: dict[str, int] | None
     truncate: int | None
     passes: int
+    seq: int = 0
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _PortQueue:
     packets: deque[_Queued] = field(default_factory=deque)
     pps: int | None = None
@@ -114,6 +115,8 @@ class Device:
         self.max_packet_bytes = MAX_PACKET_BYTES
         self._arrivals: deque[_Arrival] = deque()
         self._queues: dict[int, _PortQueue] = {}
+        self._busy: set[_PortQueue] = set()
+        self._seq = 0
         self._default_queue = _PortQueue()
         self._collected: deque[tuple[int, bytes]] = deque()
         self._senders: dict[int, Sender] = {}
@@ -146,7 +149,7 @@ class Device:
         self._arrivals.clear()
         for q in self._queues.values():
             q.packets.clear()
-        self._default_queue.packets.clear()
+        self._busy.clear()
 
     def _log_msg(self, text: str) -> None:
         self.log_messages.append(text)
@@ -266,7 +269,7 @@ class Device:
     def next_departure_us(self) -> int | None:
         """Earliest time a queued packet may leave (None when all queues are empty)."""
         best: int | None = None
-        for q in self._queues.values():
+        for q in list(self._busy):
             if q.packets:
                 t = self._ready_time(q)
                 best = t if best is None or t < best else best
@@ -276,21 +279,32 @@ class Device:
         return max(q.next_free_us, q.packets[0].enq_ts)
 
     def _drain_ready(self) -> bool:
+        """Send queued packets whose time has come, oldest ready time (then FIFO) first."""
         now = self.clock.now_us()
         progressed = False
-        for port in sorted(self._queues):
-            q = self._queues[port]
-            while q.packets and self._ready_time(q) <= now:
-                start = self._ready_time(q)
-                item = q.packets.popleft()
-                gap = 0.0
-                if q.pps:
-                    gap = 1e6 / q.pps
-                if q.bps:
-                    gap = max(gap, item.packet_length * 8e6 / q.bps)
-                q.next_free_us = start + round(gap) if gap else start
-                self._egress(item, now, len(q.packets))
-                progressed = True
+        busy = self._busy
+        while busy:
+            best: _PortQueue | None = None
+            best_key = (0, 0)
+            for q in busy:
+                t = self._ready_time(q)
+                if t <= now:
+                    key = (t, q.packets[0].seq)
+                    if best is None or key < best_key:
+                        best, best_key = q, key
+            if best is None:
+                break
+            item = best.packets.popleft()
+            if not best.packets:
+                busy.discard(best)
+            gap = 0.0
+            if best.pps:
+                gap = 1e6 / best.pps
+            if best.bps:
+                gap = max(gap, item.packet_length * 8e6 / best.bps)
+            best.next_free_us = best_key[0] + round(gap) if gap else best_key[0]
+            self._egress(item, now, len(best.packets))
+            progressed = True
         return progressed
 
     def _drop(self, reason: str) -> None:
@@ -419,9 +433,23 @@ class Device:
             self._drop("queue_full")
             return
         now = self.clock.now_us()
+        self._seq += 1
         q.packets.append(
-            _Queued(ctx, port, rid, instance_type, now, depth, length, preserved, truncate, passes)
+            _Queued(
+                ctx,
+                port,
+                rid,
+                instance_type,
+                now,
+                depth,
+                length,
+                preserved,
+                truncate,
+                passes,
+                self._seq,
+            )
         )
+        self._busy.add(q)
 
     def _egress(self, item: _Queued, now: int, deq_depth: int) -> None:
         try:
