@@ -8,7 +8,7 @@ import time
 import pytest
 from icefabric.target.device import CloneSession, Device, Replica
 from icefabric.target.runtime import ManualClock
-from target_fake_pipeline import FakePipeline
+from test_device_fake import FakePipeline
 
 
 @pytest.fixture
