@@ -1,0 +1,236 @@
+"""Resync: read back what a switch holds and write only the difference to a desired state."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from p4.v1 import p4runtime_pb2
+
+from .entities import (
+    ActionProfileGroup,
+    ActionProfileMember,
+    CloneSessionEntry,
+    Entity,
+    MulticastGroupEntry,
+    TableEntry,
+    Update,
+    decode_entity,
+    encode_entity,
+)
+from .errors import EncodeError
+from .p4info import P4InfoIndex
+
+if TYPE_CHECKING:
+    from .client import SwitchConnection
+
+LOG = logging.getLogger(__name__)
+
+Kind = Literal["table_entry", "member", "group", "multicast", "clone"]
+_KINDS: tuple[Kind, ...] = ("member", "group", "table_entry", "multicast", "clone")
+_Key = tuple[object, ...]
+
+
+@dataclass(slots=True, kw_only=True)
+class ResyncSummary:
+    """What a resync changed, in total and per kind of entity."""
+
+    inserted: int = 0
+    modified: int = 0
+    deleted: int = 0
+    unchanged: int = 0
+    by_kind: dict[str, dict[str, int]] = field(default_factory=dict)
+    dry_run: bool = False
+
+    @property
+    def writes(self) -> int:
+        """Number of updates sent (or that would be sent on a dry run)."""
+        return self.inserted + self.modified + self.deleted
+
+    def _count(self, kind: str, what: str, n: int = 1) -> None:
+        setattr(self, what, getattr(self, what) + n)
+        per = self.by_kind.setdefault(
+            kind, {"inserted": 0, "modified": 0, "deleted": 0, "unchanged": 0}
+        )
+        per[what] += n
+
+
+def _ser(msg: object) -> bytes:
+    return msg.SerializeToString(deterministic=True)  # type: ignore[attr-defined, no-any-return]
+
+
+def _classify(obj: Entity) -> Kind:
+    if isinstance(obj, TableEntry):
+        return "table_entry"
+    if isinstance(obj, ActionProfileMember):
+        return "member"
+    if isinstance(obj, ActionProfileGroup):
+        return "group"
+    if isinstance(obj, MulticastGroupEntry):
+        return "multicast"
+    if isinstance(obj, CloneSessionEntry):
+        return "clone"
+    raise EncodeError(
+        f"resync handles table entries, action profile members/groups, multicast groups and "
+        f"clone sessions; got {type(obj).__name__}"
+    )
+
+
+def key_and_value(obj: Entity, p4info: P4InfoIndex) -> tuple[_Key, bytes]:
+    """The identity of an entity (what P4Runtime matches on) and its comparable content."""
+    if isinstance(obj, TableEntry):
+        m = obj.encode(p4info)
+        match = tuple(sorted((f.field_id, _ser(f)) for f in m.match))
+        key: _Key = ("table_entry", m.table_id, match, m.priority, m.is_default_action)
+        value = p4runtime_pb2.TableEntry(
+            action=m.action,
+            metadata=m.metadata,
+            idle_timeout_ns=m.idle_timeout_ns,
+            controller_metadata=m.controller_metadata,
+        )
+        if m.HasField("meter_config"):
+            value.meter_config.CopyFrom(m.meter_config)
+        return key, _ser(value)
+    if isinstance(obj, ActionProfileMember):
+        am = obj.encode(p4info)
+        return ("member", am.action_profile_id, am.member_id), _ser(am.action)
+    if isinstance(obj, ActionProfileGroup):
+        ag = obj.encode(p4info)
+        members = sorted((x.member_id, x.weight) for x in ag.members)
+        return ("group", ag.action_profile_id, ag.group_id), repr(members).encode()
+    if isinstance(obj, MulticastGroupEntry):
+        g = obj.encode().multicast_group_entry
+        reps = sorted((r.egress_port, r.instance) for r in g.replicas)
+        return ("multicast", g.multicast_group_id), repr((reps, g.metadata)).encode()
+    if isinstance(obj, CloneSessionEntry):
+        s = obj.encode().clone_session_entry
+        reps = sorted((r.egress_port, r.instance) for r in s.replicas)
+        content = (reps, s.class_of_service, s.packet_length_bytes)
+        return ("clone", s.session_id), repr(content).encode()
+    raise EncodeError(f"resync cannot key a {type(obj).__name__}")
+
+
+def _read_requests(
+    p4info: P4InfoIndex, wanted: dict[Kind, list[Entity]], scope: str
+) -> list[Entity]:
+    full = scope == "all"
+    reqs: list[Entity] = []
+    tables = (
+        [t.name for t in p4info.tables if not t.is_const]
+        if full
+        else sorted({e.table for e in wanted["table_entry"] if isinstance(e, TableEntry)})
+    )
+    reqs += [TableEntry(table=t) for t in tables]
+    reqs += [
+        TableEntry(table=e.table, is_default_action=True)
+        for e in wanted["table_entry"]
+        if isinstance(e, TableEntry) and e.is_default_action
+    ]
+    profiles: set[str] = set()
+    if full:
+        profiles = {p.name for p in p4info.action_profiles}
+    else:
+        for e in (*wanted["member"], *wanted["group"]):
+            profiles.add(e.action_profile)  # type: ignore[union-attr]
+    for prof in sorted(profiles):
+        reqs.append(ActionProfileMember(action_profile=prof))
+        reqs.append(ActionProfileGroup(action_profile=prof))
+    if full or wanted["multicast"]:
+        reqs.append(MulticastGroupEntry())
+    if full or wanted["clone"]:
+        reqs.append(CloneSessionEntry())
+    return reqs
+
+
+def resync(
+    conn: SwitchConnection,
+    desired: Iterable[Entity],
+    *,
+    scope: Literal["all", "touched"] = "all",
+    dry_run: bool = False,
+) -> ResyncSummary:
+    """Insert what is missing, modify what differs, delete what is extra; return the counts.
+
+    scope "all": the desired list is the whole state of every non-const table, every action
+    profile, the multicast groups and clone sessions; "touched": only the tables/profiles (and
+    PRE kinds) that appear in `desired` are compared. Default entries are modified, never
+    deleted. Writes go in dependency order: members, groups, tables (insert/modify), then the
+    deletions in reverse, each phase a separate Write.
+    """
+    p4info = conn.p4info
+    wanted: dict[Kind, list[Entity]] = {k: [] for k in _KINDS}
+    want: dict[_Key, tuple[Entity, bytes]] = {}
+    for obj in desired:
+        kind = _classify(obj)
+        key, value = key_and_value(obj, p4info)
+        if key in want:
+            raise EncodeError(f"resync: duplicate desired entity {obj!r}")
+        wanted[kind].append(obj)
+        want[key] = (obj, value)
+    have: dict[_Key, tuple[Entity, bytes]] = {}
+    requests = _read_requests(p4info, wanted, scope)
+    if requests:
+        for got in conn.read_iter(requests):
+            # decode -> encode gives the canonical form whatever padding the switch used
+            canon = decode_entity(encode_entity(got, p4info), p4info)
+            key, value = key_and_value(canon, p4info)
+            have[key] = (got, value)
+    summary = ResyncSummary(dry_run=dry_run)
+    phases: dict[str, list[Update]] = {f"{op}:{k}": [] for op in ("put", "del") for k in _KINDS}
+    for key, (obj, value) in want.items():
+        kind = str(key[0])
+        if key not in have:
+            if isinstance(obj, TableEntry) and obj.is_default_action:
+                phases[f"put:{kind}"].append(Update("MODIFY", obj))
+                summary._count(kind, "modified")
+            else:
+                phases[f"put:{kind}"].append(Update("INSERT", obj))
+                summary._count(kind, "inserted")
+        elif have[key][1] != value:
+            phases[f"put:{kind}"].append(Update("MODIFY", obj))
+            summary._count(kind, "modified")
+        else:
+            summary._count(kind, "unchanged")
+    for key, (obj, _value) in have.items():
+        if key in want:
+            continue
+        if isinstance(obj, TableEntry) and obj.is_default_action:
+            continue  # a default entry cannot be deleted; only modified when desired
+        kind = str(key[0])
+        phases[f"del:{kind}"].append(Update("DELETE", _deletable(obj)))
+        summary._count(kind, "deleted")
+    order = [f"put:{k}" for k in _KINDS] + [
+        f"del:{k}" for k in ("table_entry", "group", "member", "multicast", "clone")
+    ]
+    if not dry_run:
+        for phase in order:
+            if phases[phase]:
+                LOG.debug("%s: resync %s: %d updates", conn.name, phase, len(phases[phase]))
+                conn.write(phases[phase])
+    LOG.info(
+        "%s: resync%s: +%d ~%d -%d =%d",
+        conn.name,
+        " (dry run)" if dry_run else "",
+        summary.inserted,
+        summary.modified,
+        summary.deleted,
+        summary.unchanged,
+    )
+    return summary
+
+
+def _deletable(obj: Entity) -> Entity:
+    """Strip read-only data (counters) that a DELETE must not carry."""
+    if isinstance(obj, TableEntry) and (obj.counter_data is not None or obj.meter_config):
+        return TableEntry(
+            table=obj.table,
+            match=obj.match,
+            priority=obj.priority,
+            action=obj.action,
+            params=obj.params,
+            member_id=obj.member_id,
+            group_id=obj.group_id,
+        )
+    return obj
