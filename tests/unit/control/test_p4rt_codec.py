@@ -136,9 +136,9 @@ def test_index_errors_name_the_kind_and_the_known_names(p4info: P4InfoIndex) -> 
         p4info.table("ipv4_lmp")
     with pytest.raises(P4InfoError, match=r"no parameter of action MyIngress.set_nhop 'mac'.*dmac"):
         p4info.action("set_nhop").param("mac")
-    with pytest.raises(P4InfoError, match="match field of table MyIngress.acl"):
+    with pytest.raises(P4InfoError, match=r"match field of table MyIngress\.acl"):
         p4info.table("acl").field("nope")
-    with pytest.raises(P4InfoError, match="no P4 object with id 1 "):
+    with pytest.raises(P4InfoError, match=r"no P4 object with id 1 "):
         p4info.name_of(1)
 
 
@@ -151,7 +151,7 @@ def test_load_text_and_binary_p4info(tmp_path: Path, p4info: P4InfoIndex) -> Non
 
 
 def test_load_p4info_errors_name_the_file(tmp_path: Path) -> None:
-    with pytest.raises(P4InfoError, match="missing.txt: cannot read"):
+    with pytest.raises(P4InfoError, match=r"missing\.txt: cannot read"):
         load_p4info(tmp_path / "missing.txt")
     bad = tmp_path / "bad.txtpb"
     bad.write_text("tables { preamble { id: nope } }\n")

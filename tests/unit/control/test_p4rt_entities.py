@@ -134,21 +134,18 @@ def test_acl_entry_with_ternary_range_optional_exact(p4info: P4InfoIndex) -> Non
         priority=10,
     )
     assert explicit.encode(p4info) == expected
-    assert (
-        "10.1.2.3 &&& 255.255.0.0"
-        and TableEntry(
-            table="acl",
-            match={
-                "hdr.ipv4.srcAddr": "10.1.2.3 &&& 255.255.0.0",
-                "hdr.tcp.dstPort": (4791, 4800),
-                "standard_metadata.ingress_port": 3,
-                "hdr.ipv4.protocol": 17,
-            },
-            action="to_cpu",
-            priority=10,
-        ).encode(p4info)
-        == expected
+    spelled = TableEntry(
+        table="acl",
+        match={
+            "hdr.ipv4.srcAddr": "10.1.2.3 &&& 255.255.0.0",
+            "hdr.tcp.dstPort": (4791, 4800),
+            "standard_metadata.ingress_port": 3,
+            "hdr.ipv4.protocol": 17,
+        },
+        action="to_cpu",
+        priority=10,
     )
+    assert spelled.encode(p4info) == expected
 
 
 def test_dont_care_matches_are_omitted(p4info: P4InfoIndex) -> None:
@@ -501,6 +498,6 @@ def test_describe_names_the_table(p4info: P4InfoIndex) -> None:
     text = e.describe(p4info)
     assert "MyIngress.ipv4_lpm" in text and "set_nhop(dmac=1,port=2)" in text
     assert (
-        "multicast_group 1 replicas=[1/0]"
-        == MulticastGroupEntry(multicast_group_id=1, replicas=[1]).describe()
+        MulticastGroupEntry(multicast_group_id=1, replicas=[1]).describe()
+        == "multicast_group 1 replicas=[1/0]"
     )
