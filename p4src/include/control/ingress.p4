@@ -1,0 +1,107 @@
+#ifndef ICE_INGRESS_P4
+#define ICE_INGRESS_P4
+
+#include "switch_config.p4"
+#include "arp.p4"
+#include "path_select.p4"
+#include "tag_switch.p4"
+#include "routing.p4"
+#include "last_hop.p4"
+
+// Ingress wiring.  Every drop decision only sets meta.drop_reason; the one place at the end
+// marks the packet and counts it, so no later step can resurrect a dropped packet and every
+// drop is counted exactly once.
+control IceIngress(inout headers_t hdr,
+                   inout local_metadata_t meta,
+                   inout standard_metadata_t standard_metadata) {
+
+    // Indexed by ingress port: every packet that arrives, good or bad.
+    counter<bit<32>>(PORT_SLOTS, CounterType.packets_and_bytes) port_rx_counter;
+    // Indexed by DROP_REASON_*.
+    counter<bit<32>>(DROP_REASON_SLOTS, CounterType.packets_and_bytes) drop_reason_counter;
+
+    SwitchConfig() config;
+    ArpResponder() arp;
+    PathSelect() path_select;
+    TagSwitch() tag_switch;
+    Ipv4Routing() routing;
+    LastHop() last_hop;
+
+    action send_packet_out() {
+        standard_metadata.egress_spec = hdr.packet_out.egress_port;
+        hdr.packet_out.setInvalid();
+    }
+
+    action compute_flow_slot() {
+        hash(meta.flow_slot, HashAlgorithm.crc32, 32w0,
+             { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
+               hdr.udp.src_port, hdr.udp.dst_port, hdr.bth.dst_qp },
+             (bit<32>)FLOW_STATE_SLOTS);
+    }
+
+    apply {
+        port_rx_counter.count((bit<32>)standard_metadata.ingress_port);
+        if (hdr.packet_out.isValid()) {
+            send_packet_out();
+        } else if (standard_metadata.parser_error == error.PacketTooShort) {
+            meta.drop_reason = DROP_REASON_TRUNCATED;
+        } else if (standard_metadata.parser_error != error.NoError) {
+            meta.drop_reason = DROP_REASON_PARSER_ERROR;
+        } else if (standard_metadata.checksum_error == 1) {
+            meta.drop_reason = DROP_REASON_BAD_CHECKSUM;
+        } else {
+            config.apply(hdr, meta, standard_metadata);
+            if (hdr.arp.isValid()) {
+                arp.apply(hdr, meta, standard_metadata);
+            } else if (hdr.ipv4.isValid()) {
+                // Lengths the parser cannot check: the IPv4 packet must fit in the frame (Ethernet
+                // padding may follow it), the UDP datagram in the IPv4 packet.
+                bit<32> l3_offset = ETHERNET_BYTES;
+                if (hdr.ice_shim.isValid()) {
+                    l3_offset = l3_offset + ICE_SHIM_BYTES
+                        + ((bit<32>)hdr.ice_shim.int_hop_count << 5)
+                        + ((bit<32>)hdr.ice_shim.int_hop_count << 2);
+                }
+                if (l3_offset + (bit<32>)hdr.ipv4.total_len > standard_metadata.packet_length) {
+                    meta.drop_reason = DROP_REASON_BAD_LENGTH;
+                } else if (hdr.udp.isValid() && (bit<32>)hdr.udp.length
+                        + ((bit<32>)hdr.ipv4.ihl << 2) > (bit<32>)hdr.ipv4.total_len) {
+                    meta.drop_reason = DROP_REASON_BAD_LENGTH;
+                } else if (hdr.ice_shim.isValid() && meta.ingress_port_kind == PORT_KIND_HOST) {
+                    meta.drop_reason = DROP_REASON_SHIM_FROM_HOST;
+                }
+
+                if (meta.drop_reason == DROP_REASON_NONE) {
+                    if (hdr.bth.isValid()) {
+                        compute_flow_slot();
+                    }
+                    if (hdr.ice_shim.isValid()) {
+                        meta.path_tag = hdr.ice_shim.path_tag;
+                        meta.has_path = true;
+                    } else if (hdr.bth.isValid() && meta.switch_role == SWITCH_ROLE_LEAF
+                            && meta.ingress_port_kind == PORT_KIND_HOST) {
+                        path_select.apply(hdr, meta, standard_metadata);
+                    }
+                    if (meta.has_path) {
+                        tag_switch.apply(hdr, meta, standard_metadata);
+                    }
+                    if (meta.drop_reason == DROP_REASON_NONE && (!meta.has_path || meta.end_path)) {
+                        routing.apply(hdr, meta, standard_metadata);
+                    }
+                    if (meta.drop_reason == DROP_REASON_NONE && meta.strip_shim && meta.routed) {
+                        last_hop.apply(hdr, meta, standard_metadata);
+                    }
+                }
+            } else {
+                meta.drop_reason = DROP_REASON_UNSUPPORTED;
+            }
+        }
+
+        if (meta.drop_reason != DROP_REASON_NONE) {
+            mark_to_drop(standard_metadata);
+            drop_reason_counter.count((bit<32>)meta.drop_reason);
+        }
+    }
+}
+
+#endif  // ICE_INGRESS_P4

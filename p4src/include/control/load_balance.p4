@@ -1,0 +1,56 @@
+#ifndef ICE_LOAD_BALANCE_P4
+#define ICE_LOAD_BALANCE_P4
+
+// Picks one of PATH_BUCKETS candidate buckets of the destination leaf for an unplanned flow:
+// by flowlet (LB_MODE_PLANNED_FLOWLET) or by a flow hash (ECMP, every other mode).
+//
+// Flowlet: per flow slot, a register of the last time a packet of the slot was seen and one of
+// the bucket it was given.  When the idle gap exceeds the controller's timeout the slot picks
+// again with a hash that includes the current time, so the new pick is independent of the old
+// one; path weights come from how many buckets the controller gives each path in
+// path_candidate.  A last-seen value of 0 means "never seen" (timestamps start above 0 on
+// BMv2; tests start the manual clock above 0).
+control LoadBalance(inout headers_t hdr,
+                    inout local_metadata_t meta,
+                    inout standard_metadata_t standard_metadata) {
+
+    register<bit<48>, bit<32>>(FLOW_STATE_SLOTS) flowlet_last_seen;
+    register<bit<8>, bit<32>>(FLOW_STATE_SLOTS) flowlet_bucket;
+
+    apply {
+        if (meta.lb_mode == LB_MODE_PLANNED_FLOWLET) {
+            bit<48> now = standard_metadata.ingress_global_timestamp;
+            bit<48> last_seen;
+            bit<8> bucket;
+            flowlet_last_seen.read(last_seen, meta.flow_slot);
+            flowlet_bucket.read(bucket, meta.flow_slot);
+            if (last_seen == 0 || now - last_seen > (bit<48>)meta.flowlet_timeout_us) {
+                hash(bucket, HashAlgorithm.crc16, 8w0,
+                     { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.udp.src_port,
+                       hdr.udp.dst_port, hdr.bth.dst_qp, now },
+                     (bit<16>)PATH_BUCKETS);
+                flowlet_bucket.write(meta.flow_slot, bucket);
+            }
+            flowlet_last_seen.write(meta.flow_slot, now);
+            meta.path_bucket = bucket;
+            meta.path_kind = PATH_KIND_FLOWLET;
+        } else {
+            // E-ECMP: RDMA NICs reuse one UDP source port for many QPs, so the destination QP
+            // separates flows that the 5-tuple alone would pin together.
+            if (meta.use_qp_in_hash == 1) {
+                hash(meta.path_bucket, HashAlgorithm.crc16, 8w0,
+                     { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
+                       hdr.udp.src_port, hdr.udp.dst_port, hdr.bth.dst_qp },
+                     (bit<16>)PATH_BUCKETS);
+            } else {
+                hash(meta.path_bucket, HashAlgorithm.crc16, 8w0,
+                     { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
+                       hdr.udp.src_port, hdr.udp.dst_port },
+                     (bit<16>)PATH_BUCKETS);
+            }
+            meta.path_kind = PATH_KIND_ECMP;
+        }
+    }
+}
+
+#endif  // ICE_LOAD_BALANCE_P4
