@@ -91,6 +91,10 @@ class Table:
         key = self.normalize(match)
         return (key, priority if self.requires_priority else 0)
 
+    def entry_identity_from_key(self, entry: TableEntry) -> tuple[object, ...]:
+        """The identity of a stored entry (its normalized key and priority)."""
+        return (entry.key, entry.priority if self.requires_priority else 0)
+
     def normalize(self, match: Sequence[Match]) -> tuple[tuple[int, int], ...]:
         """Check `match` against the key fields; return ((value, mask|high), ...) per field."""
         if len(match) != len(self.match_keys):

@@ -1,0 +1,342 @@
+"""The P4Runtime gRPC service of the embedded target."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent import futures
+from typing import Any
+
+import grpc
+from google.rpc import code_pb2
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
+from icefabric.target.device import Device
+from icefabric.target.runtime.digest import DigestType
+from icefabric.target.server.arbitration import Arbitration, Session
+from icefabric.target.server.dispatch import apply_update, read_entity
+from icefabric.target.server.entity_pre import PreStore
+from icefabric.target.server.errors import P4RTError, invalid, write_error_status
+from icefabric.target.server.p4info_index import P4InfoIndex
+from icefabric.target.server.packetio import build_packet_out, digest_list, split_packet_in
+from icefabric.target.server.pipeline_config import check_p4info, load_program
+from icefabric.target.server.state import PipelineState, check_error
+
+API_VERSION = "1.4.1"
+Req = p4runtime_pb2.SetForwardingPipelineConfigRequest
+GetReq = p4runtime_pb2.GetForwardingPipelineConfigRequest
+
+log = logging.getLogger(__name__)
+
+
+def _abort(context: grpc.ServicerContext, err: P4RTError) -> None:
+    context.abort(err.code, err.message)
+
+
+class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
+    """P4Runtime over one Device: pipeline config, Write/Read, StreamChannel."""
+
+    def __init__(self, device: Device, *, loader: Callable[[bytes], Any] | None = None) -> None:
+        self.device = device
+        self.loader = loader or load_program
+        self.arbitration = Arbitration(device.device_id)
+        self.pre = PreStore(device)
+        self.state: PipelineState | None = None
+        self.saved: tuple[Any, Any, bytes, int] | None = None  # VERIFY_AND_SAVE result
+        self.lock = threading.RLock()
+        self._list_ids = 0
+        device.packet_in_handlers.append(self._on_packet_in)
+
+    # --- helpers -----------------------------------------------------------------------------
+    def _check_device(self, device_id: int) -> None:
+        if device_id != self.device.device_id:
+            raise P4RTError(grpc.StatusCode.NOT_FOUND, f"unknown device id {device_id}")
+
+    def _check_primary(self, election_id: p4runtime_pb2.Uint128, what: str) -> None:
+        eid = (election_id.high, election_id.low)
+        if not self.arbitration.is_primary(eid):
+            raise P4RTError(
+                grpc.StatusCode.PERMISSION_DENIED,
+                f"{what}: election id {eid} is not the primary's (open a StreamChannel and win arbitration)",
+            )
+
+    def _need_state(self) -> PipelineState:
+        if self.state is None:
+            raise P4RTError(
+                grpc.StatusCode.FAILED_PRECONDITION, "no forwarding pipeline config set"
+            )
+        return self.state
+
+    # --- RPCs --------------------------------------------------------------------------------
+    def Capabilities(self, request: Any, context: grpc.ServicerContext) -> Any:
+        """The P4Runtime API version."""
+        return p4runtime_pb2.CapabilitiesResponse(p4runtime_api_version=API_VERSION)
+
+    def SetForwardingPipelineConfig(self, request: Any, context: grpc.ServicerContext) -> Any:
+        """VERIFY / VERIFY_AND_SAVE / VERIFY_AND_COMMIT / COMMIT / RECONCILE_AND_COMMIT."""
+        try:
+            self._check_device(request.device_id)
+            self._check_primary(request.election_id, "SetForwardingPipelineConfig")
+            with self.lock:
+                self._set_pipeline(request)
+        except P4RTError as err:
+            _abort(context, err)
+        return p4runtime_pb2.SetForwardingPipelineConfigResponse()
+
+    def _set_pipeline(self, request: Any) -> None:
+        action = request.action
+        cfg = request.config
+        if action == Req.COMMIT:
+            if self.saved is None:
+                raise P4RTError(
+                    grpc.StatusCode.FAILED_PRECONDITION,
+                    "COMMIT: no saved config (use VERIFY_AND_SAVE first)",
+                )
+            program, p4info, data, cookie = self.saved
+            self.saved = None
+            self._commit(program, p4info, data, cookie)
+            return
+        if action not in (
+            Req.VERIFY,
+            Req.VERIFY_AND_SAVE,
+            Req.VERIFY_AND_COMMIT,
+            Req.RECONCILE_AND_COMMIT,
+        ):
+            raise invalid(f"unsupported action {action}")
+        data = bytes(cfg.p4_device_config)
+        if not data and action == Req.RECONCILE_AND_COMMIT and self.state is not None:
+            data = self.state.device_config
+        program = self.loader(data)
+        p4info = check_p4info(cfg.p4info, program.p4info)
+        cookie = cfg.cookie.cookie
+        if action == Req.VERIFY:
+            return
+        if action == Req.VERIFY_AND_SAVE:
+            self.saved = (program, p4info, data, cookie)
+            return
+        if action == Req.RECONCILE_AND_COMMIT and self.state is not None:
+            if self.state.device_config == data and self.state.p4info == p4info:
+                self.state.cookie = cookie  # same program: forwarding state is kept
+                return
+            raise P4RTError(
+                grpc.StatusCode.UNIMPLEMENTED,
+                "RECONCILE_AND_COMMIT with a different program is not supported; use VERIFY_AND_COMMIT",
+            )
+        self._commit(program, p4info, data, cookie)
+
+    def _commit(self, program: Any, p4info: Any, data: bytes, cookie: int) -> None:
+        self.device.set_program(program)
+        self.pre.clear()
+        pipeline = self.device.pipeline
+        self.state = PipelineState(
+            p4info, P4InfoIndex(program.p4info), program, pipeline, data, cookie
+        )
+        for digest in (getattr(pipeline, "digests", None) or {}).values():
+            digest.listeners.append(self._on_digest)
+        log.info("pipeline committed: %s (cookie %d)", getattr(program, "name", "?"), cookie)
+
+    def GetForwardingPipelineConfig(self, request: Any, context: grpc.ServicerContext) -> Any:
+        """The committed config, shaped by response_type."""
+        try:
+            self._check_device(request.device_id)
+        except P4RTError as err:
+            _abort(context, err)
+        resp = p4runtime_pb2.GetForwardingPipelineConfigResponse()
+        state = self.state
+        if state is None:
+            return resp
+        rt = request.response_type
+        resp.config.cookie.cookie = state.cookie
+        if rt in (GetReq.ALL, GetReq.P4INFO_AND_COOKIE):
+            resp.config.p4info.CopyFrom(state.p4info)
+        if rt in (GetReq.ALL, GetReq.DEVICE_CONFIG_AND_COOKIE):
+            resp.config.p4_device_config = state.device_config
+        return resp
+
+    def Write(self, request: Any, context: grpc.ServicerContext) -> Any:
+        """Apply updates in order; per-update errors come back as UNKNOWN with details."""
+        try:
+            self._check_device(request.device_id)
+            self._check_primary(request.election_id, "Write")
+            state = self._need_state()
+            if request.role:
+                raise P4RTError(grpc.StatusCode.UNIMPLEMENTED, "roles are not supported")
+            if request.atomicity != p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR:
+                raise P4RTError(
+                    grpc.StatusCode.UNIMPLEMENTED, "only CONTINUE_ON_ERROR atomicity is supported"
+                )
+        except P4RTError as err:
+            _abort(context, err)
+        results: list[P4RTError | None] = []
+        with self.lock:
+            for update in request.updates:
+                try:
+                    apply_update(state, self.pre, update)
+                    results.append(None)
+                except Exception as exc:
+                    if (
+                        not isinstance(exc, P4RTError)
+                        and type(exc).__module__.startswith("icefabric") is False
+                    ):
+                        log.exception("unexpected error applying an update")
+                    results.append(check_error(exc))
+        if any(r is not None for r in results):
+            status = write_error_status(results)
+            context.abort_with_status(_RpcStatus(status))
+        return p4runtime_pb2.WriteResponse()
+
+    def Read(self, request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+        """Stream the entities matching each (wildcard) read entity."""
+        try:
+            self._check_device(request.device_id)
+            state = self._need_state()
+            with self.lock:
+                resp = p4runtime_pb2.ReadResponse()
+                for entity in request.entities:
+                    resp.entities.extend(read_entity(state, self.pre, entity))
+        except Exception as exc:
+            _abort(context, check_error(exc))
+        yield resp
+
+    # --- stream ------------------------------------------------------------------------------
+    def StreamChannel(
+        self, request_iterator: Iterator[Any], context: grpc.ServicerContext
+    ) -> Iterator[Any]:
+        """Arbitration, PacketOut/PacketIn and digests for one client."""
+        session = Session()
+        context.add_callback(session.close)
+        reader = threading.Thread(
+            target=self._read_stream,
+            args=(session, request_iterator),
+            name=f"p4rt-stream-{session.id}",
+            daemon=True,
+        )
+        reader.start()
+        try:
+            while True:
+                item = session.out.get()
+                if Session.is_close(item):
+                    return
+                if isinstance(item, P4RTError):
+                    context.abort(item.code, item.message)
+                yield item
+        finally:
+            session.close()
+            self.arbitration.remove(session)
+
+    def _read_stream(self, session: Session, requests: Iterator[Any]) -> None:
+        try:
+            for req in requests:
+                which = req.WhichOneof("update")
+                if which == "arbitration":
+                    try:
+                        self.arbitration.update(session, req.arbitration)
+                    except P4RTError as err:
+                        session.send(err)
+                        return
+                elif which == "packet":
+                    self._packet_out(session, req.packet)
+                elif which == "digest_ack":
+                    pass  # lists are not retransmitted, so an ack has nothing to release
+                else:
+                    log.debug("ignoring stream message %s", which)
+        except grpc.RpcError:
+            pass
+        except Exception:
+            log.exception("stream reader failed")
+        finally:
+            session.close()
+
+    def _packet_out(self, session: Session, msg: p4runtime_pb2.PacketOut) -> None:
+        primary = self.arbitration.primary()
+        if primary is not session:
+            self._stream_error(
+                session, code_pb2.PERMISSION_DENIED, "PacketOut from a non-primary client", msg
+            )
+            return
+        state = self.state
+        if state is None:
+            self._stream_error(session, code_pb2.FAILED_PRECONDITION, "no pipeline config", msg)
+            return
+        if self.device.cpu_port is None:
+            self._stream_error(
+                session, code_pb2.FAILED_PRECONDITION, "the switch has no CPU port", msg
+            )
+            return
+        try:
+            data = build_packet_out(state.index.controller_headers.get("packet_out"), msg)
+        except P4RTError as err:
+            self._stream_error(session, err.rpc_code, err.message, msg)
+            return
+        self.device.packet_out(data)
+
+    @staticmethod
+    def _stream_error(
+        session: Session, code: int, message: str, msg: p4runtime_pb2.PacketOut
+    ) -> None:
+        resp = p4runtime_pb2.StreamMessageResponse()
+        resp.error.canonical_code = code
+        resp.error.message = message
+        resp.error.packet_out.packet_out.CopyFrom(msg)
+        session.send(resp)
+
+    def _on_packet_in(self, data: bytes) -> None:
+        state = self.state
+        primary = self.arbitration.primary()
+        if primary is None or state is None:
+            return
+        msg = split_packet_in(state.index.controller_headers.get("packet_in"), data)
+        primary.send(p4runtime_pb2.StreamMessageResponse(packet=msg))
+
+    def _on_digest(self, digest: DigestType) -> None:
+        state = self.state
+        primary = self.arbitration.primary()
+        if state is None or primary is None:
+            return
+        spec = state.index.digest_by_name.get(digest.name)
+        if spec is None or spec.preamble.id not in state.digest_configs:
+            return
+        cfg = state.digest_configs[spec.preamble.id]
+        items = digest.pop(cfg.max_list_size or None)
+        if not items:
+            return
+        with self.lock:
+            self._list_ids += 1
+            list_id = self._list_ids
+        msg = digest_list(spec.preamble.id, list_id, items, time.time_ns())
+        primary.send(p4runtime_pb2.StreamMessageResponse(digest=msg))
+
+
+class _RpcStatus(grpc.Status):  # type: ignore[misc]
+    """grpc.Status carrying a google.rpc.Status in the binary trailer."""
+
+    def __init__(self, status: Any) -> None:
+        self.code = grpc.StatusCode.UNKNOWN
+        self.details = status.message
+        self.trailing_metadata = (("grpc-status-details-bin", status.SerializeToString()),)
+
+
+def serve(
+    device: Device,
+    addr: str = "127.0.0.1:0",
+    *,
+    max_workers: int = 16,
+    loader: Callable[[bytes], Any] | None = None,
+) -> tuple[grpc.Server, int, P4RuntimeService]:
+    """Start a P4Runtime server for `device` on `addr`; returns (server, bound port, service)."""
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="p4rt"),
+        options=[
+            ("grpc.max_receive_message_length", 64 << 20),
+            ("grpc.max_send_message_length", 64 << 20),
+        ],
+    )
+    service = P4RuntimeService(device, loader=loader)
+    p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(service, server)
+    port = server.add_insecure_port(addr)
+    if port == 0:
+        raise OSError(f"cannot bind P4Runtime server to {addr}")
+    server.start()
+    return server, port, service
