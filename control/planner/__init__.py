@@ -1,0 +1,37 @@
+"""Global path planning: give every flow a candidate path so the busiest link is as idle as possible."""
+
+from icefabric.control.planner.ecmp import ecmp_choice, ecmp_hash, ecmp_loads
+from icefabric.control.planner.exact import (
+    ExactSolveError,
+    cut_lower_bound,
+    lp_lower_bound,
+    solve_exact,
+)
+from icefabric.control.planner.heuristic import fabric_mask, greedy, improve, repair
+from icefabric.control.planner.plan import LinkLoad, Plan, PlannedFlow, build_plan, link_table
+from icefabric.control.planner.planner import METHODS, Explanation, Planner, plan_demand
+from icefabric.control.planner.state import PlanState
+
+__all__ = [
+    "METHODS",
+    "ExactSolveError",
+    "Explanation",
+    "LinkLoad",
+    "Plan",
+    "PlanState",
+    "PlannedFlow",
+    "Planner",
+    "build_plan",
+    "cut_lower_bound",
+    "ecmp_choice",
+    "ecmp_hash",
+    "ecmp_loads",
+    "fabric_mask",
+    "greedy",
+    "improve",
+    "link_table",
+    "lp_lower_bound",
+    "plan_demand",
+    "repair",
+    "solve_exact",
+]

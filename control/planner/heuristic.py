@@ -1,0 +1,170 @@
+"""The fast planner: greedy largest-first placement, then ejection-chain repair of the hottest links.
+
+Greedy: flows in decreasing size (grouped by leaf pair so candidate arrays are reused) each take
+the live candidate whose most loaded link, after adding the flow, is least loaded; ties go to
+the smallest sum of loads along the path, then the lowest index.
+
+Repair: while time is left, take the current maximum M and try to bring every link at M below
+it. A link is relieved by moving one of its flows to a path that stays below M everywhere, or
+(an ejection chain, up to ``depth`` moves) to a path that pushes exactly one other link to M
+and then relieving that link the same way. When some link at M cannot be relieved, M is final
+(links carrying only flows with no other path, e.g. host links, stop it at once).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+
+from icefabric.control.planner.state import PlanState
+
+log = logging.getLogger(__name__)
+
+_REL = 1e-9
+
+
+def greedy(state: PlanState, rows: np.ndarray) -> list[int]:
+    """Place ``rows`` one by one (largest first); returns rows with no live candidate."""
+    if rows.size == 0:
+        return []
+    order = np.lexsort((state.dst_leaf[rows], state.src_leaf[rows], -state.size[rows]))
+    rows = rows[order]
+    stuck: list[int] = []
+    load, invcap = state.load, state.invcap
+    for i in rows.tolist():
+        cand = state.candidates(i)
+        live = state.live_mask(cand)
+        if not live.any():
+            stuck.append(i)
+            continue
+        if cand.shape[0] == 1:
+            state.place(i, 0, cand)
+            continue
+        idx = np.nonzero(live)[0]
+        p = cand[idx]
+        new = load[p] + state.size[i] * invcap[p]
+        cost = new.max(axis=1)
+        best = cost.min()
+        tie = np.nonzero(cost <= best * (1 + _REL))[0]
+        if tie.size > 1:
+            tot = new[tie].sum(axis=1)
+            c = int(idx[tie[int(np.argmin(tot))]])
+        else:
+            c = int(idx[tie[0]])
+        state.place(i, c, cand)
+    return stuck
+
+
+class _Repair:
+    def __init__(self, state: PlanState, deadline: float, depth: int, branch: int) -> None:
+        self.s = state
+        self.deadline = deadline
+        self.depth = depth
+        self.branch = branch
+        self.moves = 0
+
+    def flows_on(self, e: int) -> np.ndarray:
+        s = self.s
+        rows = np.nonzero((s.paths == e).any(axis=1) & s.alive)[0]
+        return rows[np.argsort(-s.size[rows], kind="stable")]
+
+    def relieve(self, e: int, thr: float, depth: int, banned: set[int]) -> bool:
+        s = self.s
+        load, invcap = s.load, s.invcap
+        branches: list[tuple[float, int, int, int]] = []
+        for i in self.flows_on(e).tolist():
+            if time.perf_counter() > self.deadline:
+                return False
+            cand = s.candidates(i)
+            if cand.shape[0] < 2:
+                continue
+            ok = s.live_mask(cand) & ~(cand == e).any(axis=1)
+            if not ok.any():
+                continue
+            idx = np.nonzero(ok)[0]
+            old = int(s.choice[i])
+            s.unplace(i)
+            p = cand[idx]
+            new = load[p] + s.size[i] * invcap[p]
+            viol = new >= thr
+            nviol = viol.sum(axis=1)
+            free = np.nonzero(nviol == 0)[0]
+            if free.size:
+                c = int(idx[free[int(np.argmin(new[free].max(axis=1)))]])
+                s.place(i, c, cand)
+                self.moves += 1
+                return True
+            s.place(i, old, cand)
+            if depth > 0:
+                for k in np.nonzero(nviol == 1)[0].tolist():
+                    link = int(p[k][viol[k]][0])
+                    if link in banned or link == e:
+                        continue
+                    excess = float(new[k][viol[k]][0]) - thr
+                    branches.append((excess, i, int(idx[k]), link))
+        if depth <= 0 or not branches:
+            return False
+        branches.sort()
+        for _, i, c, link in branches[: self.branch]:
+            cand = s.candidates(i)
+            old = int(s.choice[i])
+            s.place(i, c, cand)
+            if load[e] < thr and self.relieve(link, thr, depth - 1, banned | {e, link}):
+                self.moves += 1
+                return True
+            s.place(i, old, cand)
+        return False
+
+
+def repair(
+    state: PlanState,
+    *,
+    time_budget_s: float,
+    depth: int = 3,
+    branch: int = 4,
+    scope: np.ndarray | None = None,
+) -> int:
+    """Lower the maximum load over ``scope`` (a mask of links, all when None) by moving flows.
+
+    Returns the number of moves made. No move ever raises any link to the current maximum.
+    """
+    deadline = time.perf_counter() + time_budget_s
+    rep = _Repair(state, deadline, depth, branch)
+    pad = state.pad
+    mask = np.ones(pad, dtype=bool) if scope is None else scope[:pad]
+    if not mask.any():
+        return 0
+    while time.perf_counter() < deadline:
+        m = float(state.load[:pad][mask].max())
+        if m <= 0:
+            break
+        thr = m * (1 - _REL)
+        hot = np.nonzero((state.load[:pad] >= thr) & mask)[0]
+        done = True
+        for e in hot.tolist():
+            if state.load[e] < thr:
+                continue
+            if not rep.relieve(int(e), thr, rep.depth, {int(e)}):
+                done = False
+                break
+        if not done:
+            break
+    log.debug("repair: %d moves, max load %.6g", rep.moves, state.max_load())
+    return rep.moves
+
+
+def fabric_mask(state: PlanState) -> np.ndarray:
+    """True for switch-to-switch links (the ones planning can change)."""
+    return np.array([ln.kind == "fabric" for ln in state.topo.links] + [False], dtype=bool)
+
+
+def improve(state: PlanState, *, time_budget_s: float, depth: int = 3) -> int:
+    """Repair the max over all links, then (host links being fixed) the max over fabric links."""
+    t0 = time.perf_counter()
+    moves = repair(state, time_budget_s=time_budget_s, depth=depth)
+    left = time_budget_s - (time.perf_counter() - t0)
+    if left > 0:
+        moves += repair(state, time_budget_s=left, depth=depth, scope=fabric_mask(state))
+    return moves

@@ -1,0 +1,262 @@
+"""The planner object the controller keeps: jobs come and go, links fail, the plan follows.
+
+``method``: ``"exact"`` solves the MILP of exact.py (small instances), ``"heuristic"`` runs
+greedy + repair (heuristic.py), ``"auto"`` takes the exact solver when at most
+``exact_max_flows`` flows have a choice of path (so such plans are optimal) and the heuristic
+otherwise.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from icefabric.control.ccl.demand import Demand
+from icefabric.control.planner.ecmp import ecmp_loads
+from icefabric.control.planner.exact import ExactSolveError, cut_lower_bound, solve_exact
+from icefabric.control.planner.heuristic import greedy, improve
+from icefabric.control.planner.plan import Plan, build_plan, link_table
+from icefabric.control.planner.state import PlanState
+from icefabric.control.topology import Topology
+
+log = logging.getLogger(__name__)
+
+METHODS = ("auto", "exact", "heuristic")
+
+
+@dataclass(slots=True, frozen=True)
+class Explanation:
+    """Per flow its path, per link its load (and ECMP's beside it)."""
+
+    plan: Plan
+    flows: list[dict[str, object]]
+    links: list[dict[str, object]]
+    ecmp_max_load_s: float | None
+
+
+class Planner:
+    """Incremental global path planning over one topology."""
+
+    def __init__(
+        self,
+        topo: Topology,
+        *,
+        method: str = "auto",
+        time_budget_s: float = 1.0,
+        exact_max_flows: int = 24,
+        repair_depth: int = 3,
+    ) -> None:
+        if method not in METHODS:
+            raise ValueError(f"method: expected one of {', '.join(METHODS)}, got {method!r}")
+        self.topo = topo
+        self.state = PlanState(topo)
+        self.method = method
+        self.time_budget_s = time_budget_s
+        self.exact_max_flows = exact_max_flows
+        self.repair_depth = repair_depth
+        self.changed: list[str] = []  # flow ids whose path changed in the last operation
+        self.last_method = "none"
+        self.last_elapsed_s = 0.0
+
+    # ------------------------------------------------------------------ operations
+
+    def add(self, demand: Demand) -> Plan:
+        """Plan the flows of ``demand`` (one or more new jobs) on top of what is planned."""
+        t0 = time.perf_counter()
+        before = self._snapshot()
+        rows = self.state.add_flows(list(demand.flows))
+        self._place(rows, t0)
+        return self._finish(before, t0)
+
+    def remove_job(self, job: str) -> Plan:
+        """Take every flow of ``job`` out of the plan (the others keep their paths)."""
+        t0 = time.perf_counter()
+        before = self._snapshot()
+        s = self.state
+        rows = np.array(
+            [i for i in s.live_rows().tolist() if s.flows[i].job == job], dtype=np.int64
+        )
+        if rows.size == 0:
+            raise KeyError(f"no job {job!r} in the plan")
+        s.remove_rows(rows)
+        self.last_method = "remove"
+        return self._finish(before, t0)
+
+    def replan_after_failure(
+        self,
+        *,
+        links: Iterable[int] = (),
+        ports: Iterable[tuple[str, int]] = (),
+        switches: Iterable[str] = (),
+    ) -> Plan:
+        """Mark links/ports/switches down and move every flow that crossed them."""
+        t0 = time.perf_counter()
+        before = self._snapshot()
+        for lid in links:
+            self.topo.fail_link(lid)
+        for node, port in ports:
+            self.topo.fail_port(node, port)
+        for sw in switches:
+            self.topo.fail_switch(sw)
+        self._reroute_dead(t0)
+        return self._finish(before, t0)
+
+    def restore(self, ids: Iterable[int] | None = None) -> Plan:
+        """Mark links up again and replan every placed flow from scratch onto the larger fabric."""
+        self.topo.restore(ids)
+        return self.rebalance()
+
+    def rebalance(self) -> Plan:
+        """Re-place every flow (all paths may change)."""
+        t0 = time.perf_counter()
+        before = self._snapshot()
+        s = self.state
+        rows = s.live_rows()
+        for i in rows.tolist():
+            s.unplace(i)
+        s.unrouted.clear()
+        self._place(rows, t0)
+        return self._finish(before, t0)
+
+    # ------------------------------------------------------------------ views
+
+    def plan(self) -> Plan:
+        """The current plan."""
+        return build_plan(
+            self.state,
+            method=self.last_method,
+            lower_bound_s=self.lower_bound(),
+            elapsed_s=self.last_elapsed_s,
+        )
+
+    def lower_bound(self) -> float:
+        """The perfect-split lower bound of the current demand (see exact.py)."""
+        return cut_lower_bound(self.state)
+
+    def ecmp_loads(self) -> np.ndarray:
+        """Per directed link, the load in seconds if ECMP hashing placed the flows."""
+        return ecmp_loads(self.state)[: self.state.pad]
+
+    def explain(self, *, ecmp: bool = True) -> Explanation:
+        """Per flow its path (nodes), per link its load, ECMP's expected load beside it."""
+        plan = self.plan()
+        e = self.ecmp_loads() if ecmp else None
+        flows = [
+            {
+                "flow_id": f.flow_id,
+                "job": f.job,
+                "bytes": f.bytes,
+                "path_index": f.path_index,
+                "path": " > ".join(f.nodes),
+                "src": f.src_host,
+                "dst": f.dst_host,
+            }
+            for f in plan.flows
+        ]
+        links = link_table(plan, self.state, ecmp_seconds=e)
+        return Explanation(
+            plan=plan,
+            flows=flows,
+            links=links,
+            ecmp_max_load_s=float(e.max()) if e is not None and e.size else None,
+        )
+
+    # ------------------------------------------------------------------ internals
+
+    def _snapshot(self) -> dict[str, int]:
+        s = self.state
+        return {s.flows[i].flow_id: int(s.choice[i]) for i in s.live_rows().tolist()}
+
+    def _finish(self, before: dict[str, int], t0: float) -> Plan:
+        after = self._snapshot()
+        self.changed = [k for k, v in after.items() if before.get(k) != v]
+        self.last_elapsed_s = time.perf_counter() - t0
+        return self.plan()
+
+    def _choosing(self, rows: np.ndarray) -> int:
+        s = self.state
+        n = 0
+        for i in rows.tolist():
+            if s.candidates(i).shape[0] > 1:
+                n += 1
+                if n > self.exact_max_flows:
+                    break
+        return n
+
+    def _place(self, rows: np.ndarray, t0: float) -> None:
+        s = self.state
+        use_exact = self.method == "exact" or (
+            self.method == "auto" and self._choosing(s.live_rows()) <= self.exact_max_flows
+        )
+        if use_exact:
+            live = s.live_rows()
+            try:
+                solve_exact(s, live, time_limit_s=max(self.time_budget_s, 5.0))
+                self._mark_unrouted(live)
+                self.last_method = "exact"
+                return
+            except ExactSolveError as e:
+                if self.method == "exact":
+                    raise
+                log.warning("exact planner failed (%s); using the heuristic", e)
+        stuck = greedy(s, rows)
+        for i in stuck:
+            s.unrouted[s.flows[i].flow_id] = "no live path between the leaves"
+        left = self.time_budget_s - (time.perf_counter() - t0)
+        if left > 0:
+            improve(s, time_budget_s=left, depth=self.repair_depth)
+        self.last_method = "heuristic"
+
+    def _mark_unrouted(self, rows: np.ndarray) -> None:
+        s = self.state
+        for i in rows.tolist():
+            if s.choice[i] < 0:
+                s.unrouted[s.flows[i].flow_id] = "no live path between the leaves"
+            else:
+                s.unrouted.pop(s.flows[i].flow_id, None)
+
+    def _reroute_dead(self, t0: float) -> None:
+        s = self.state
+        failed = np.concatenate([self.topo.failed, [False]])
+        rows = s.live_rows()
+        dead_fabric = rows[failed[s.paths[rows]].any(axis=1) | (s.choice[rows] < 0)]
+        dead_host = rows[failed[s.host_up[rows]] | failed[s.host_down[rows]]]
+        for i in dead_host.tolist():
+            s.unplace(i)
+            s.unrouted[s.flows[i].flow_id] = "its host link is down"
+        dead = np.setdiff1d(dead_fabric, dead_host)
+        for i in dead.tolist():
+            s.unplace(i)
+            s.unrouted.pop(s.flows[i].flow_id, None)
+        if self.method == "exact" or (
+            self.method == "auto" and self._choosing(s.live_rows()) <= self.exact_max_flows
+        ):
+            keep = np.setdiff1d(s.live_rows(), dead_host)
+            try:
+                solve_exact(s, keep, time_limit_s=max(self.time_budget_s, 5.0))
+                self._mark_unrouted(keep)
+                self.last_method = "exact"
+                return
+            except ExactSolveError as e:
+                if self.method == "exact":
+                    raise
+                log.warning("exact planner failed (%s); using the heuristic", e)
+        stuck = greedy(s, dead)
+        for i in stuck:
+            s.unrouted[s.flows[i].flow_id] = "no live path between the leaves"
+        left = self.time_budget_s - (time.perf_counter() - t0)
+        if left > 0:
+            improve(s, time_budget_s=left, depth=self.repair_depth)
+        self.last_method = "heuristic"
+
+
+def plan_demand(
+    topo: Topology, demand: Demand, *, method: str = "auto", time_budget_s: float = 1.0
+) -> Plan:
+    """Plan ``demand`` on a fresh planner and return the plan (one-shot API)."""
+    p = Planner(topo, method=method, time_budget_s=time_budget_s)
+    return p.add(demand)
