@@ -328,7 +328,7 @@ class SwitchConnection:
         if not items:
             return 0
         size = self.max_batch if atomicity == "CONTINUE_ON_ERROR" else len(items)
-        errors: list[P4RuntimeError] = []
+        errors: list[tuple[P4RuntimeError, grpc.RpcError]] = []
         for start in range(0, len(items), size):
             chunk = items[start : start + size]
             req = p4runtime_pb2.WriteRequest(
@@ -363,17 +363,17 @@ class SwitchConnection:
                     grpc.StatusCode.FAILED_PRECONDITION,
                 ):
                     raise wrapped from err
-                errors.append(wrapped)
+                errors.append((wrapped, err))
         if errors:
-            first = errors[0]
-            details = [d for e in errors for d in e.details]
+            first, cause = errors[0]
+            details = [d for e, _ in errors for d in e.details]
             raise P4RuntimeError(
                 first.code,
                 f"{len(details) or len(errors)} of {len(items)} updates failed: {first.message}",
                 details,
                 operation="Write",
                 switch=self.name,
-            )
+            ) from cause
         return len(items)
 
     def insert(self, entities: Entity | Iterable[Entity], **kwargs: Any) -> int:
