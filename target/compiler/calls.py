@@ -1,0 +1,306 @@
+"""Method and extern-function calls: header/stack methods, packet I/O, v1model externs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from icefabric.target.compiler.expr import ExprGen, add_base, wrap
+from icefabric.target.compiler.types import (
+    BOOL,
+    INT,
+    VOID,
+    Bits,
+    BoolT,
+    EnumT,
+    ExternT,
+    StackT,
+    StructT,
+    Varbit,
+)
+from icefabric.target.compiler.unit import err
+from icefabric.target.compiler.values import ListV, ObjV, Ref, TypeV, V
+from icefabric.target.p4 import ast as A
+from icefabric.target.p4.errors import SourceLoc
+
+# Fixed slots of the per-packet state list holding side results of a pass.
+R_CLONE, R_RESUBMIT, R_RECIRC, R_TRUNC, R_DIGESTS, R_PAYLOAD = range(6)
+RESERVED_SLOTS = 6
+
+
+def packed(fields: list[tuple[str, int]]) -> tuple[str, int]:
+    """Code concatenating (code, width) fields MSB first into one int, and the total width."""
+    total = sum(w for _, w in fields)
+    parts: list[str] = []
+    shift = total
+    for code, w in fields:
+        shift -= w
+        parts.append(f"(({code}) << {shift})" if shift else f"({code})")
+    return (" | ".join(parts) or "0"), total
+
+
+class CallGen(ExprGen):
+    """Call dispatch; hooks for actions, tables and sub-controls come from the control compiler."""
+
+    sm_ref: Ref | None = None
+
+    def args_of(self, e: A.Call, params: list[str]) -> list[A.Expr]:
+        """Match positional/named arguments to parameter names."""
+        out: dict[str, A.Expr] = {}
+        for i, a in enumerate(e.args):
+            if a.name is not None:
+                out[a.name] = a.expr
+            elif i < len(params):
+                out[params[i]] = a.expr
+            else:
+                raise err("too many arguments", a.loc)
+        return [out[p] for p in params if p in out]
+
+    def call(self, e: A.Call, want: Any, stmt: bool = False) -> Any:
+        """Compile a call; returns its value (V/Ref/ObjV) or None."""
+        f = self.expr(e.func)
+        if isinstance(f, ObjV):
+            if f.kind == "method":
+                return self.method_call(f.obj, f.extra, e, want)
+            if f.kind == "action":
+                return self.action_call(f.obj, e)  # type: ignore[attr-defined]
+            if f.kind == "function":
+                return self.function_call(f.obj, e)  # type: ignore[attr-defined]
+            if f.kind == "extern_func":
+                return self.extern_func(f.obj, e, want)
+            if f.kind == "type_method":
+                return self.type_method(f.obj, f.extra, e.loc)
+        raise err("this expression cannot be called", e.loc)
+
+    def type_method(self, t: Any, name: str, loc: SourceLoc) -> V:
+        if isinstance(t, StructT) and name in ("minSizeInBits", "minSizeInBytes"):
+            bits = t.fixed_bits()
+            val = bits if name == "minSizeInBits" else (bits + 7) // 8
+            return V(str(val), INT, val)
+        raise err(f"type {t} has no method '{name}'", loc)
+
+    # ---- methods on values -------------------------------------------------------------------
+    def method_call(self, obj: Any, name: str, e: A.Call, want: Any) -> Any:
+        if isinstance(obj, Ref):
+            t = obj.type
+            if isinstance(t, StructT):
+                return self.header_method(obj, t, name, e)
+            if isinstance(t, StackT):
+                return self.stack_method(obj, t, name, e)
+        if isinstance(obj, ObjV):
+            if obj.kind == "packet_in":
+                return self.packet_in_method(name, e, want)  # type: ignore[attr-defined]
+            if obj.kind == "packet_out":
+                return self.packet_out_method(name, e)  # type: ignore[attr-defined]
+            if obj.kind == "table":
+                if name != "apply" or e.args:
+                    raise err(f"table method '{name}' is not supported", e.loc)
+                return ObjV("apply", self.table_apply(obj.obj), obj.obj)  # type: ignore[attr-defined]
+            if obj.kind == "extern":
+                return self.extern_method(obj.obj, name, e)  # type: ignore[attr-defined]
+            if obj.kind == "subcontrol":
+                if name != "apply":
+                    raise err(f"control instances only have apply(), not '{name}'", e.loc)
+                return self.subcontrol_apply(obj.obj, e)  # type: ignore[attr-defined]
+        raise err(f"unknown method '{name}'", e.loc)
+
+    def header_method(self, ref: Ref, t: StructT, name: str, e: A.Call) -> Any:
+        if name in ("minSizeInBits", "minSizeInBytes", "maxSizeInBits", "maxSizeInBytes"):
+            bits = t.fixed_bits()
+            if name.startswith("max"):
+                bits += sum(f.type.max_width for f in t.fields if isinstance(f.type, Varbit))
+            val = bits if name.endswith("Bits") else (bits + 7) // 8
+            return V(str(val), INT, val)
+        if t.is_union:
+            heads = [self.field_of(ref, f.name, e.loc) for f in t.fields]
+            if name == "isValid":
+                return V("(" + " or ".join(f"S[{h.base}]" for h in heads) + ")", BOOL)
+            raise err(f"header_union has no method '{name}'", e.loc)
+        if not t.is_header:
+            raise err(f"struct {t.name} has no method '{name}'", e.loc)
+        if name == "isValid":
+            return V(f"S[{ref.base}]", BOOL)
+        if name in ("setValid", "setInvalid"):
+            self.em.line(f"S[{ref.base}] = {name == 'setValid'}")
+            self.invalidate_siblings(ref, name == "setValid")
+            return V("", VOID)
+        raise err(f"header has no method '{name}'", e.loc)
+
+    def invalidate_siblings(self, ref: Ref, valid: bool) -> None:
+        """Making one member of a header_union valid invalidates the others (hook)."""
+        sib = getattr(self, "union_siblings", {}).get(ref.base)
+        if sib and valid:
+            for b in sib:
+                self.em.line(f"S[{b}] = False")
+
+    def stack_method(self, ref: Ref, t: StackT, name: str, e: A.Call) -> Any:
+        if name not in ("push_front", "pop_front"):
+            raise err(f"header stack has no method '{name}'", e.loc)
+        if len(e.args) != 1:
+            raise err(f"{name} takes one argument", e.loc)
+        n = self.unit.const_int(e.args[0].expr)
+        stride = t.elem.slots
+        first = int(add_base(ref.base, 1)) if ref.base.isdigit() else None
+        if first is None:
+            raise err(f"{name} on a dynamically indexed stack is not supported", e.loc)
+        end = first + t.size * stride
+        empty = self.unit.initial(t.elem)
+        if n <= 0:
+            return V("", VOID)
+        k = min(n, t.size)
+        blank = f"TPL[{first}:{first + stride}] * {k}"
+        _ = empty
+        if name == "push_front":
+            self.em.line(f"S[{first}:{end}] = {blank} + S[{first}:{end - k * stride}]")
+            self.em.line(f"S[{ref.base}] = min(S[{ref.base}] + {n}, {t.size})")
+        else:
+            self.em.line(f"S[{first}:{end}] = S[{first + k * stride}:{end}] + {blank}")
+            self.em.line(f"S[{ref.base}] = max(S[{ref.base}] - {n}, 0)")
+        return V("", VOID)
+
+    # ---- extern functions ----------------------------------------------------------------------
+    def sm_field(self, name: str) -> str:
+        assert self.sm_ref is not None
+        f = self.field_of(self.sm_ref, name, self.sm_loc)
+        assert isinstance(f, V)
+        return f.code
+
+    sm_loc: SourceLoc | None = None
+
+    def enum_name(self, e: A.Expr, enum: str) -> str:
+        v = self.scalar(e)
+        if not isinstance(v.type, EnumT) or v.type.name != enum or v.const is None:
+            raise err(f"expected a constant {enum}", e.loc)
+        for k, val in v.type.members.items():
+            if val == v.const:
+                return k
+        raise err(f"bad {enum} value", e.loc)
+
+    def fields_arg(self, e: A.Expr) -> list[tuple[str, int]]:
+        v = self.expr(e)
+        return self.bits_of(v, e.loc)
+
+    def extern_func(self, name: str, e: A.Call, want: Any) -> Any:
+        args = [a.expr for a in e.args]
+        loc = e.loc
+        n = len(args)
+        if name == "mark_to_drop":
+            self.em.line(f"{self.sm_field('egress_spec')} = 511")
+            self.em.line(f"{self.sm_field('mcast_grp')} = 0")
+            return V("", VOID)
+        if name == "verify":
+            if not self.in_parser:
+                raise err("verify() is only allowed in a parser", loc)
+            c = self.scalar(args[0], BOOL)
+            code = self.scalar(args[1])
+            self.em.line(f"if not ({c.code}): raise ParserError({code.code}, pos)")
+            return V("", VOID)
+        if name in ("static_assert",):
+            c = self.scalar(args[0], BOOL)
+            if c.const is not True:
+                msg = self.scalar(args[1]).const if n > 1 else "static assertion failed"
+                raise err(str(msg), loc)
+            return V("True", BOOL, True)
+        if name in ("assert", "assume"):
+            c = self.scalar(args[0], BOOL)
+            where = f"{loc.file}:{loc.line}"
+            self.em.line(f"if not ({c.code}): raise AssertFailed({where!r})")
+            return V("", VOID)
+        if name == "random":
+            dst = self.lvalue(args[0])
+            lo = self.scalar(args[1], dst.type)
+            hi = self.scalar(args[2], dst.type)
+            self.em.line(dst.write(f"RNG.randint({lo.code}, max({lo.code}, {hi.code}))"))
+            return V("", VOID)
+        if name == "hash":
+            dst = self.lvalue(args[0])
+            algo = self.enum_name(args[1], "HashAlgorithm")
+            base = self.scalar(args[2])
+            fields = self.fields_arg(args[3])
+            mx = self.scalar(args[4])
+            flist = "(" + "".join(f"({c}, {w}), " for c, w in fields) + ")"
+            h = f"HASH({algo!r}, {flist})"
+            expr = f"({base.code}) + ({h} % ({mx.code}) if ({mx.code}) else {h})"
+            self.em.line(dst.write(wrap(expr, dst.type)))
+            return V("", VOID)
+        if name in ("verify_checksum", "update_checksum", "verify_checksum_with_payload",
+                    "update_checksum_with_payload"):  # fmt: skip
+            return self.checksum_call(name, args, loc)
+        if name in ("clone", "clone3", "clone_preserving_field_list"):
+            kind = self.enum_name(args[0], "CloneType")
+            sess = self.scalar(args[1], Bits(32))
+            fl = self.unit.const_int(args[2]) if name == "clone_preserving_field_list" else None
+            self.em.line(f"S[{R_CLONE}] = ({kind!r}, {sess.code}, {fl})")
+            return V("", VOID)
+        if name in ("resubmit_preserving_field_list", "recirculate_preserving_field_list"):
+            fl = self.unit.const_int(args[0])
+            slot = R_RESUBMIT if name.startswith("resubmit") else R_RECIRC
+            self.em.line(f"S[{slot}] = {fl}")
+            return V("", VOID)
+        if name in ("resubmit", "recirculate"):
+            slot = R_RESUBMIT if name == "resubmit" else R_RECIRC
+            self.em.line(f"S[{slot}] = -1")
+            return V("", VOID)
+        if name == "truncate":
+            ln = self.scalar(args[0], Bits(32))
+            self.em.line(f"S[{R_TRUNC}] = {ln.code}")
+            return V("", VOID)
+        if name == "log_msg":
+            fmt = self.scalar(args[0])
+            if fmt.const is None:
+                raise err("log_msg needs a string literal", loc)
+            vals = self.fields_arg(args[1]) if n > 1 else []
+            items = "[" + ", ".join(c for c, _ in vals) + "]"
+            self.em.line(f"LOG_MSG(format_log({fmt.code}, {items}))")
+            return V("", VOID)
+        if name == "digest":
+            return self.digest_call(args, loc)  # type: ignore[attr-defined]
+        raise err(f"extern function '{name}' is not supported by this target", loc)
+
+    def lvalue(self, e: A.Expr) -> V:
+        v = self.expr(e)
+        if not isinstance(v, V) or v.write is None:
+            raise err("expected an assignable scalar (an l-value)", e.loc)
+        return v
+
+    def checksum_call(self, name: str, args: list[A.Expr], loc: SourceLoc) -> V:
+        cond = self.scalar(args[0], BOOL)
+        fields = self.fields_arg(args[1])
+        algo = self.enum_name(args[3], "HashAlgorithm")
+        target = self.expr(args[2])
+        if not isinstance(target, V) or not isinstance(target.type, Bits):
+            raise err("the checksum must be a bit<W> field", args[2].loc)
+        code, total = packed(fields)
+        payload = name.endswith("_with_payload")
+        if algo == "csum16":
+            call = f"csum16_int({code}, {total}, S[{R_PAYLOAD}] if {payload} else b'')"
+            if not payload:
+                call = f"csum16_int({code}, {total})"
+        else:
+            call = f"hash_int({algo!r}, {code}, {total}, S[{R_PAYLOAD}] if {payload} else b'')"
+        value = wrap(call, target.type)
+        if name.startswith("update"):
+            if target.write is None:
+                raise err("the checksum argument must be an l-value", args[2].loc)
+            with self.em.block(f"if {cond.code}:"):
+                self.em.line(target.write(value))
+        else:
+            with self.em.block(f"if {cond.code} and ({value}) != {target.code}:"):
+                self.em.line(f"{self.sm_field('checksum_error')} = 1")
+        return V("", VOID)
+
+    def check_bool(self, v: V, loc: SourceLoc) -> None:
+        if not isinstance(v.type, BoolT):
+            raise err(f"expected bool, got {v.type}", loc)
+
+    def want_extern(self, t: Any, loc: SourceLoc) -> ExternT:
+        if not isinstance(t, ExternT):
+            raise err("expected an extern type", loc)
+        return t
+
+    def typev(self, v: Any, loc: SourceLoc) -> Any:
+        if not isinstance(v, TypeV):
+            raise err("expected a type", loc)
+        return v.type
+
+    def is_list(self, v: Any) -> bool:
+        return isinstance(v, ListV)

@@ -1,0 +1,225 @@
+"""Whole-program compilation of a v1model P4 program into Python source."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from icefabric.target.compiler.calls import RESERVED_SLOTS
+from icefabric.target.compiler.controlgen import ControlGen
+from icefabric.target.compiler.model import ProgramModel
+from icefabric.target.compiler.types import BOOL, INT, StructT, is_scalar
+from icefabric.target.compiler.unit import Unit, err
+from icefabric.target.compiler.values import ObjV, Ref, V
+from icefabric.target.p4 import ast as A
+
+V1SWITCH_BLOCKS = ("parser", "verify", "ingress", "egress", "compute", "deparser")
+
+
+@dataclass
+class Compiled:
+    """The result of compiling one program (shared by every pipeline instance)."""
+
+    source: str
+    template: list[Any]
+    model: ProgramModel
+    unit: Unit
+    hdr: Ref
+    meta: Ref
+    sm: Ref
+    sm_slots: dict[str, int]
+    entry: dict[str, str]  # block -> python function name
+    field_lists: dict[int, list[tuple[str, int]]] = field(default_factory=dict)
+    meta_paths: dict[str, int] = field(default_factory=dict)
+
+
+class Compiler(ControlGen):
+    """Drives the compilation of a parsed program."""
+
+    def __init__(self, program: A.Program) -> None:
+        unit = Unit(program)
+        super().__init__(unit)
+        unit.const_eval = self._eval_const_decl
+        self.model = ProgramModel()
+        self.funcs = []
+        self.global_actions = {}
+        self.functions_done = {}
+        self.union_siblings: dict[str, list[str]] = {}
+
+    def _eval_const_decl(self, d: Any) -> Any:
+        if isinstance(d, A.ConstDecl):
+            assert d.type is not None and d.value is not None
+            t = self.unit.resolve_type(d.type)
+            v = self.expr(d.value, t)
+            if isinstance(v, V):
+                v = self.coerce(v, t, d.value.loc)
+                if v.const is None:
+                    raise err(f"constant '{d.name}' needs a compile-time value", d.value.loc)
+            return v
+        return self.const_value(d)
+
+    def compile(self) -> Compiled:
+        """Compile the program; raises P4CompileError on any problem."""
+        u = self.unit
+        u.template.extend([None, None, None, None, None, b""])
+        assert len(u.template) == RESERVED_SLOTS
+        u.declare_all()
+        main = u.instances.get("main")
+        if main is None:
+            raise err("the program has no 'main' package instance", u.program.loc)
+        assert main.type is not None
+        if main.type.kind != "name" or main.type.name != "V1Switch":
+            raise err("main must be a V1Switch(...) instance (v1model)", main.loc)
+        if len(main.args) != 6:
+            raise err("V1Switch takes 6 arguments", main.loc)
+        blocks = [self._block_decl(a.expr) for a in main.args]
+        pdecl = blocks[0]
+        if not isinstance(pdecl, A.ParserDecl):
+            raise err("the first V1Switch argument must be a parser", main.args[0].loc)
+        if len(pdecl.params) != 4:
+            raise err("the v1model parser takes 4 parameters", pdecl.loc)
+        htype = self._param_type(pdecl.params[1])
+        mtype = self._param_type(pdecl.params[2])
+        smtype = u.types["standard_metadata_t"]
+        for t, p in ((htype, pdecl.params[1]), (mtype, pdecl.params[2])):
+            if not isinstance(t, StructT) or t.kind != "struct":
+                raise err("headers and metadata must be structs", p.loc)
+        hdr = Ref(str(u.alloc(htype)), htype, len(u.template) - htype.slots)
+        meta = Ref(str(u.alloc(mtype)), mtype, len(u.template) - mtype.slots)
+        sm = Ref(str(u.alloc(smtype)), smtype, len(u.template) - smtype.slots)
+        self.sm_ref = sm
+        self.sm_loc = main.loc
+        self._unions(hdr)
+        assert isinstance(smtype, StructT)
+        sm_slots = {f.name: sm.sbase + f.offset for f in smtype.fields}  # type: ignore[operator]
+        self.plen = f"S[{sm_slots['packet_length']}]"
+        entry: dict[str, str] = {}
+        # parser
+        scope = {p.name: v for p, v in zip(pdecl.params, [ObjV("packet_in", None), hdr, meta, sm],
+                                           strict=True)}  # fmt: skip
+        self.scopes = [scope]
+        for local in pdecl.locals:
+            self._parser_local(local, pdecl.name)
+        entry["parser"] = u.pyname(f"P_{pdecl.name}")
+        self.funcs.append(self.gen_parser_states(pdecl, entry["parser"]))
+        self.scopes = []
+        roles = [(1, "verify", 2), (2, "ingress", 3), (3, "egress", 3), (4, "compute", 2)]
+        for idx, role, nparams in roles:
+            cdecl = blocks[idx]
+            if not isinstance(cdecl, A.ControlDecl) or len(cdecl.params) != nparams:
+                raise err(f"V1Switch argument {idx + 1} must be a control with {nparams} "
+                          "parameters", main.args[idx].loc)  # fmt: skip
+            binds = dict(zip([p.name for p in cdecl.params], [hdr, meta, sm], strict=False))
+            entry[role] = self.compile_control(cdecl, cdecl.name, binds)
+        ddecl = blocks[5]
+        if not isinstance(ddecl, A.ControlDecl) or len(ddecl.params) != 2:
+            raise err("the deparser must be a control(packet_out, in H)", main.args[5].loc)
+        entry["deparser"] = self._deparser(ddecl, hdr)
+        comp = Compiled(
+            source="\n\n".join(self.funcs) + "\n",
+            template=u.template,
+            model=self.model,
+            unit=u,
+            hdr=hdr,
+            meta=meta,
+            sm=sm,
+            sm_slots=sm_slots,
+            entry=entry,
+        )
+        self._collect_meta(meta, "", comp)
+        for t in u.types.values():
+            if isinstance(t, StructT) and t.is_header and A.anno(t.annos, "controller_header"):
+                if t not in self.model.controller_headers:
+                    self.model.controller_headers.append(t)
+        return comp
+
+    def _param_type(self, p: A.Param) -> Any:
+        assert p.type is not None
+        return self.unit.resolve_type(p.type)
+
+    def _block_decl(self, e: A.Expr) -> Any:
+        if isinstance(e, A.Call) and isinstance(e.func, A.Name) and not e.args:
+            n = e.func.name
+            d = self.unit.parsers.get(n) or self.unit.controls.get(n)
+            if d is not None:
+                return d
+        if isinstance(e, A.Name) and e.name in self.unit.instances:
+            inst = self.unit.instances[e.name]
+            assert inst.type is not None
+            d = self.unit.parsers.get(inst.type.name) or self.unit.controls.get(inst.type.name)
+            if d is not None and not inst.args:
+                return d
+        raise err("V1Switch arguments must be parser/control instantiations like P()", e.loc)
+
+    def _parser_local(self, local: Any, pname: str) -> None:
+        if isinstance(local, A.VarDecl):
+            t = self.unit.resolve_type(local.type)
+            if local.const:
+                self.s_VarDecl(local)
+                return
+            if local.init is not None:
+                raise err("parser-local variables with initializers are not supported", local.loc)
+            base = self.unit.alloc(t)
+            from icefabric.target.compiler.expr import slot_v
+
+            self.scopes[-1][local.name] = (
+                slot_v(str(base), t) if is_scalar(t) else Ref(str(base), t, base)
+            )
+        elif isinstance(local, A.ValueSetDecl):
+            raise err("value_set is not supported by this target", local.loc)
+        else:
+            raise err(f"unsupported parser-local declaration {type(local).__name__}", local.loc)
+
+    def _deparser(self, d: A.ControlDecl, hdr: Ref) -> str:
+        name = self.unit.pyname(f"D_{d.name}")
+        if d.locals:
+            raise err("declarations in the deparser are not supported", d.loc)
+        em = self.new_func()
+        saved = self.em
+        self.em = em
+        self.scopes = [{d.params[0].name: ObjV("packet_out", None), d.params[1].name: hdr}]
+        try:
+            with em.block(f"def {name}(S):"):
+                em.line("acc = 0")
+                em.line("nb = 0")
+                assert d.body is not None
+                self.block_stmts(d.body.stmts)
+                em.line("return acc, nb")
+        finally:
+            self.em = saved
+            self.scopes = []
+        self.funcs.append("\n".join(em.lines))
+        return name
+
+    def _unions(self, ref: Ref) -> None:
+        t = ref.type
+        if isinstance(t, StructT):
+            if t.is_union:
+                bases = [self.field_of(ref, f.name, None).base for f in t.fields]  # type: ignore[arg-type,union-attr]
+                for b in bases:
+                    self.union_siblings[b] = [x for x in bases if x != b]
+            elif not t.is_header:
+                for f in t.fields:
+                    sub = self.field_of(ref, f.name, None)  # type: ignore[arg-type]
+                    if isinstance(sub, Ref):
+                        self._unions(sub)
+
+    def _collect_meta(self, ref: Ref, prefix: str, comp: Compiled) -> None:
+        t = ref.type
+        assert isinstance(t, StructT)
+        for f in t.fields:
+            sub = self.field_of(ref, f.name, None)  # type: ignore[arg-type]
+            path = f"{prefix}{f.name}"
+            if isinstance(sub, V):
+                slot = int(sub.code[2:-1])
+                comp.meta_paths[path] = slot
+                a = A.anno(f.annos, "field_list")
+                if a is not None:
+                    for x in a.args:
+                        fid = self.unit.const_int(x) if isinstance(x, A.Expr) else int(x)
+                        comp.field_lists.setdefault(fid, []).append((path, slot))
+            elif isinstance(sub, Ref) and isinstance(sub.type, StructT) and not sub.type.is_header:
+                self._collect_meta(sub, path + ".", comp)
+
+
+_ = (BOOL, INT)

@@ -1,0 +1,423 @@
+"""Controls: actions, tables, extern instances, sub-controls, functions, digests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from icefabric.target.compiler.calls import R_DIGESTS
+from icefabric.target.compiler.expr import slot_v, wrap
+from icefabric.target.compiler.model import (
+    ActionInfo,
+    ActionParam,
+    DigestInfo,
+    ExternInst,
+    ProgramModel,
+)
+from icefabric.target.compiler.parsergen import ParserGen
+from icefabric.target.compiler.tablegen import TableGenMixin
+from icefabric.target.compiler.types import (
+    VOID,
+    Bits,
+    ExternT,
+    NamedBlockT,
+    StructT,
+    bit_width,
+    is_scalar,
+)
+from icefabric.target.compiler.unit import err
+from icefabric.target.compiler.values import Emitter, ListV, ObjV, Ref, V
+from icefabric.target.p4 import ast as A
+from icefabric.target.p4.errors import SourceLoc
+
+
+def fq_name(prefix: str, local: str, annos: list[A.Annotation]) -> str:
+    """The P4Info name of a declaration: @name honoured, a leading '.' makes it global."""
+    a = A.anno(annos, "name")
+    if a is not None and a.args and isinstance(a.args[0], A.StrLit):
+        n = a.args[0].value
+        if n.startswith("."):
+            return n[1:]
+        return f"{prefix}.{n}" if prefix else n
+    return f"{prefix}.{local}" if prefix else local
+
+
+@dataclass(eq=False)
+class SubControl:
+    """A control instantiated inside another control."""
+
+    decl: A.ControlDecl
+    prefix: str
+    func: str | None = None
+    arg_keys: list[str] = field(default_factory=list)
+    copy_slots: list[int | None] = field(default_factory=list)
+
+
+class ControlGen(TableGenMixin, ParserGen):
+    """Compiles controls into Python functions and records control-plane objects."""
+
+    model: ProgramModel
+    funcs: list[str]
+    global_actions: dict[int, ActionInfo]
+    functions_done: dict[int, tuple[str, Any]]
+    plen: str = "0"
+
+    def new_func(self) -> Emitter:
+        return Emitter(counter=self.em.counter)
+
+    # ---- controls -------------------------------------------------------------------------
+    def compile_control(self, decl: A.ControlDecl, prefix: str, bindings: dict[str, Any]) -> str:
+        """Compile one control instance; returns the Python name of its apply function."""
+        if decl.ctor_params:
+            raise err("controls with constructor parameters are not supported", decl.loc)
+        scope: dict[str, Any] = dict(bindings)
+        saved_scopes, saved_em = self.scopes, self.em
+        self.scopes = [scope]
+        self.em = self.new_func()
+        prologue = self.em
+        try:
+            for local in decl.locals:
+                self.control_local(local, prefix, scope, prologue)
+            fname = self.unit.pyname(f"C_{prefix}")
+            body = self.new_func()
+            self.em = body
+            with body.block(f"def {fname}(S):"):
+                for ln in prologue.lines:
+                    body.line(ln)
+                assert decl.body is not None
+                self.body_kind = "control"
+                self.block_stmts(decl.body.stmts)
+            self.funcs.append("\n".join(body.lines))
+        finally:
+            self.scopes, self.em = saved_scopes, saved_em
+        return fname
+
+    def control_local(self, local: Any, prefix: str, scope: dict[str, Any], pro: Emitter) -> None:
+        if isinstance(local, A.VarDecl):
+            self.em = pro
+            self.s_VarDecl(local)
+        elif isinstance(local, A.ActionDecl):
+            info = self.compile_action(local, prefix)
+            scope[local.name] = ObjV("action", info)
+        elif isinstance(local, A.TableDecl):
+            scope[local.name] = ObjV("table", self.compile_table(local, prefix))
+        elif isinstance(local, A.InstanceDecl):
+            assert local.type is not None
+            t = self.unit.resolve_type(local.type)
+            if isinstance(t, NamedBlockT) and isinstance(t.decl, A.ControlDecl):
+                if local.args:
+                    raise err("control constructor arguments are not supported", local.loc)
+                sub = SubControl(t.decl, fq_name(prefix, local.name, local.annos))
+                scope[local.name] = ObjV("subcontrol", sub)
+            elif isinstance(t, ExternT):
+                scope[local.name] = ObjV("extern", self.extern_instance(local, t, prefix))
+            else:
+                raise err(f"cannot instantiate {t} here", local.loc)
+        elif isinstance(local, A.ValueSetDecl):
+            raise err("value_set is not supported by this target", local.loc)
+        else:
+            raise err(f"unsupported control-local declaration {type(local).__name__}", local.loc)
+
+    # ---- actions --------------------------------------------------------------------------
+    def compile_action(self, decl: A.ActionDecl, prefix: str) -> ActionInfo:
+        """Compile an action into ``def A_x(S, <control-plane params>)``."""
+        name = fq_name(prefix, decl.name, decl.annos)
+        fname = self.unit.pyname(f"A_{name}")
+        em = self.new_func()
+        saved = self.em
+        self.em = em
+        scope: dict[str, Any] = {}
+        self.scopes.append(scope)
+        params: list[ActionParam] = []
+        pyargs: list[str] = ["S"]
+        try:
+            for p in decl.params:
+                assert p.type is not None
+                t = self.unit.resolve_type(p.type)
+                if p.direction == "":
+                    w = bit_width(t)
+                    if w is None or not is_scalar(t):
+                        raise err(f"action parameter '{p.name}' must be bit<W>/int<W>/bool", p.loc)
+                    py = f"p_{p.name}"
+                    pyargs.append(py)
+                    scope[p.name] = V(py, t)
+                    params.append(ActionParam(p.name, w, p.annos))
+                else:
+                    base = self.unit.alloc(t)
+                    scope[p.name] = slot_v(str(base), t) if is_scalar(t) else Ref(str(base), t, base)
+            with em.block(f"def {fname}({', '.join(pyargs)}):"):
+                old_kind = self.body_kind
+                self.body_kind = "action"
+                assert decl.body is not None
+                self.block_stmts(decl.body.stmts)
+                self.body_kind = old_kind
+        finally:
+            self.scopes.pop()
+            self.em = saved
+        self.funcs.append("\n".join(em.lines))
+        info = ActionInfo(name, fname, params, decl.annos, decl, decl.name)
+        info.dir_params = [  # type: ignore[attr-defined]
+            (p, scope[p.name]) for p in decl.params if p.direction
+        ]
+        if name not in self.model.actions:
+            self.model.actions[name] = info
+        return info
+
+    def action_info(self, obj: Any) -> ActionInfo:
+        """ActionInfo of a local action or (compiled once) of a top-level action."""
+        if isinstance(obj, ActionInfo):
+            return obj
+        assert isinstance(obj, A.ActionDecl)
+        key = id(obj)
+        if key not in self.global_actions:
+            saved = self.scopes
+            self.scopes = []
+            try:
+                self.global_actions[key] = self.compile_action(obj, "")
+            finally:
+                self.scopes = saved
+        return self.global_actions[key]
+
+    def action_call(self, obj: Any, e: A.Call) -> V:
+        info = self.action_info(obj)
+        return V(self.call_with_params(info.decl.params, info.pyfunc, info, e), VOID)
+
+    def call_with_params(self, params: list[A.Param], pyfunc: str, info: Any, e: A.Call) -> str:
+        """Emit copy-in, return the call expression; copy-out lines follow via post list."""
+        names = [p.name for p in params]
+        by_name: dict[str, A.Expr] = {}
+        for i, a in enumerate(e.args):
+            if a.name is not None:
+                by_name[a.name] = a.expr
+            elif i < len(names):
+                by_name[names[i]] = a.expr
+            else:
+                raise err("too many arguments", a.loc)
+        pyargs = ["S"]
+        post: list[tuple[Any, Any]] = []
+        slots = dict((p.name, loc) for p, loc in getattr(info, "dir_params", []))
+        for p in params:
+            if p.name not in by_name:
+                if p.default is not None:
+                    by_name[p.name] = p.default
+                else:
+                    raise err(f"missing argument for parameter '{p.name}'", e.loc)
+            arg = by_name[p.name]
+            assert p.type is not None
+            t = self.unit.resolve_type(p.type)
+            if p.direction == "":
+                pyargs.append(self.scalar(arg, t).code)
+                continue
+            dst = slots[p.name]
+            if p.direction in ("in", "inout"):
+                if isinstance(dst, V):
+                    v = self.scalar(arg, t)
+                    assert dst.write is not None
+                    self.em.line(dst.write(v.code))
+                else:
+                    self.assign_value(dst, self.expr(arg, t), arg.loc)
+            if p.direction in ("out", "inout"):
+                post.append((self.expr(arg), dst))
+        call = f"{pyfunc}({', '.join(pyargs)})"
+        if not post:
+            return call
+        if getattr(info, "returns", False):
+            tmp = self.em.tmp("r")
+            self.em.line(f"{tmp} = {call}")
+            call = tmp
+        else:
+            self.em.line(call)
+            call = "None"
+        for target, src in post:
+            if isinstance(target, V):
+                assert target.write is not None
+                self.em.line(target.write(src.code))
+            else:
+                self.assign_value(target, src, e.loc)
+        return call
+
+    # ---- functions ------------------------------------------------------------------------
+    def function_call(self, decl: A.FunctionDecl, e: A.Call) -> V:
+        key = id(decl)
+        if key not in self.functions_done:
+            self.functions_done[key] = self.compile_function(decl)
+        fname, info = self.functions_done[key]
+        ret = info.ret
+        code = self.call_with_params(decl.params, fname, info, e)
+        return V(code, ret)
+
+    def compile_function(self, decl: A.FunctionDecl) -> tuple[str, Any]:
+        if decl.type_params:
+            raise err("generic functions are not supported", decl.loc)
+        fname = self.unit.pyname(f"F_{decl.name}")
+        assert decl.ret is not None
+        ret = self.unit.resolve_type(decl.ret)
+        if ret is not VOID and not is_scalar(ret):
+            raise err("functions may only return scalar values", decl.loc)
+
+        @dataclass
+        class FInfo:
+            ret: Any
+            returns: bool
+            dir_params: list[Any]
+
+        info = FInfo(ret, ret is not VOID, [])
+        em = self.new_func()
+        saved_em, saved_scopes = self.em, self.scopes
+        self.em, self.scopes = em, [{}]
+        pyargs = ["S"]
+        try:
+            for p in decl.params:
+                assert p.type is not None
+                t = self.unit.resolve_type(p.type)
+                if p.direction in ("", "in") and is_scalar(t):
+                    py = f"p_{p.name}"
+                    pyargs.append(py)
+                    self.scopes[0][p.name] = V(py, t, None, lambda c, py=py: f"{py} = {c}")
+                    p.direction = ""
+                else:
+                    base = self.unit.alloc(t)
+                    loc = slot_v(str(base), t) if is_scalar(t) else Ref(str(base), t, base)
+                    self.scopes[0][p.name] = loc
+                    info.dir_params.append((p, loc))
+            old_kind, old_ret = self.body_kind, self.ret_type
+            self.body_kind, self.ret_type = "function", ret
+            with em.block(f"def {fname}({', '.join(pyargs)}):"):
+                assert decl.body is not None
+                self.block_stmts(decl.body.stmts)
+            self.body_kind, self.ret_type = old_kind, old_ret
+        finally:
+            self.em, self.scopes = saved_em, saved_scopes
+        self.funcs.append("\n".join(em.lines))
+        return fname, info
+
+    # ---- sub-controls ---------------------------------------------------------------------
+    def subcontrol_apply(self, sub: SubControl, e: A.Call) -> V:
+        params = sub.decl.params
+        if len(e.args) != len(params):
+            raise err(f"{sub.decl.name}.apply needs {len(params)} arguments", e.loc)
+        vals = [self.expr(a.expr) for a in e.args]
+        keys = [v.base if isinstance(v, Ref) else (v.code if isinstance(v, V) else "") for v in vals]
+        if sub.func is None:
+            bindings: dict[str, Any] = {}
+            for p, v, a in zip(params, vals, e.args, strict=True):
+                assert p.type is not None
+                t = self.unit.resolve_type(p.type)
+                if isinstance(v, Ref) and v.sbase is not None:
+                    bindings[p.name] = v
+                    sub.copy_slots.append(None)
+                elif isinstance(v, V) and v.write is not None and p.direction in ("inout", "out"):
+                    bindings[p.name] = v
+                    sub.copy_slots.append(None)
+                elif isinstance(v, V) and is_scalar(t):
+                    base = self.unit.alloc(t)
+                    bindings[p.name] = slot_v(str(base), t)
+                    sub.copy_slots.append(base)
+                elif isinstance(v, ObjV) and v.kind in ("packet_in", "packet_out"):
+                    bindings[p.name] = v
+                    sub.copy_slots.append(None)
+                else:
+                    raise err(f"unsupported argument for parameter '{p.name}'", a.loc)
+            sub.arg_keys = keys
+            saved_sm = self.sm_ref
+            sub.func = self.compile_control(sub.decl, sub.prefix, bindings)
+            self.sm_ref = saved_sm
+        for i, (k, slot, v, a) in enumerate(zip(keys, sub.copy_slots, vals, e.args, strict=True)):
+            p = params[i]
+            assert p.type is not None
+            if slot is not None:
+                t = self.unit.resolve_type(p.type)
+                if not isinstance(v, V):
+                    raise err(f"expected a value for parameter '{p.name}'", a.loc)
+                self.em.line(f"S[{slot}] = {self.coerce(v, t, a.loc).code}")
+            elif k != sub.arg_keys[i]:
+                raise err("a control instance must always be applied to the same arguments", a.loc)
+        self.em.line(f"{sub.func}(S)")
+        return V("", VOID)
+
+    # ---- digests --------------------------------------------------------------------------
+    def digest_call(self, args: list[A.Expr], loc: SourceLoc) -> V:
+        data = self.expr(args[1])
+        if isinstance(data, ListV):
+            raise err("digest data must be a struct (p4c names the digest after its type)", loc)
+        if not isinstance(data, Ref) or not isinstance(data.type, StructT):
+            raise err("digest data must be a struct", args[1].loc)
+        st = data.type
+        fields = self.bits_of(data, loc)
+        name = st.name
+        if name not in self.model.digests:
+            pyobj = self.unit.pyname(f"DG_{name}")
+            widths = [w for _, w in fields]
+            self.model.digests[name] = DigestInfo(name, st, pyobj, widths)
+        vals = "(" + "".join(f"{c}, " for c, _ in fields) + ")"
+        self.em.line(f"S[{R_DIGESTS}] = (S[{R_DIGESTS}] or []) + [({name!r}, {vals})]")
+        return V("", VOID)
+
+    # ---- extern instances -----------------------------------------------------------------
+    def extern_instance(self, d: A.InstanceDecl, t: ExternT, prefix: str) -> ExternInst:
+        name = fq_name(prefix, d.name, d.annos)
+        ctor = next((m for m in t.decl.methods if m.name == t.name), None)
+        if ctor is None:
+            raise err(f"extern {t.name} has no constructor", d.loc)
+        cands = [m for m in t.decl.methods if m.name == t.name and len(m.params) == len(d.args)]
+        if cands:
+            ctor = cands[0]
+        args: dict[str, Any] = {}
+        for p, a in zip(ctor.params, d.args, strict=False):
+            v = self.expr(a.expr)
+            if isinstance(v, V) and v.const is not None:
+                args[p.name] = v
+            else:
+                raise err(f"constructor argument '{p.name}' must be a constant", a.loc)
+        inst = ExternInst(name, t.name, self.unit.pyname(f"X_{name}"), t.args, args, d.annos)
+        if t.name not in ("register", "counter", "meter", "direct_counter", "direct_meter",
+                          "action_profile", "action_selector"):  # fmt: skip
+            raise err(f"extern {t.name} is not supported by this target", d.loc)
+        self.model.externs[name] = inst
+        return inst
+
+    def extern_method(self, inst: ExternInst, name: str, e: A.Call) -> Any:
+        args = [a.expr for a in e.args]
+        k = inst.kind
+        obj = inst.pyobj
+        if k == "register":
+            vt = inst.type_args[0] if inst.type_args else Bits(32)
+            it = inst.type_args[1] if len(inst.type_args) > 1 else Bits(32)
+            if name == "read" and len(args) == 2:
+                dst = self.lvalue(args[0])
+                idx = self.scalar(args[1], it)
+                self.em.line(dst.write(self.reg_value(f"{obj}.read({idx.code})", vt)))
+                return V("", VOID)
+            if name == "read" and len(args) == 1:
+                idx = self.scalar(args[0], it)
+                return V(self.reg_value(f"{obj}.read({idx.code})", vt), vt)
+            if name == "write":
+                idx = self.scalar(args[0], it)
+                val = self.scalar(args[1], vt)
+                w = bit_width(vt) or 32
+                self.em.line(f"{obj}.write({idx.code}, ({val.code}) & {(1 << w) - 1})")
+                return V("", VOID)
+        if k == "counter" and name == "count":
+            idx = self.scalar(args[0])
+            self.em.line(f"{obj}.count({idx.code}, {self.plen})")
+            return V("", VOID)
+        if k == "meter" and name == "execute_meter":
+            idx = self.scalar(args[0])
+            dst = self.lvalue(args[1])
+            self.em.line(dst.write(wrap(f"{obj}.execute({idx.code}, {self.plen})", dst.type)))
+            return V("", VOID)
+        if k == "direct_counter" and name == "count":
+            return V("", VOID)
+        if k == "direct_meter" and name == "read":
+            dst = self.lvalue(args[0])
+            self.em.line(dst.write(wrap(f"{obj}_owner.direct_meter_color()", dst.type)))
+            return V("", VOID)
+        raise err(f"{k} has no method '{name}' on this target", e.loc)
+
+    def reg_value(self, code: str, vt: Any) -> str:
+        if isinstance(vt, Bits) and vt.signed:
+            h = 1 << (vt.width - 1)
+            return f"(({code} ^ {h}) - {h})"
+        if vt.__class__.__name__ == "BoolT":
+            return f"({code} != 0)"
+        return code

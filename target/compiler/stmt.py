@@ -1,0 +1,209 @@
+"""Statement compilation (assignments, if, switch, blocks, variables, exit/return)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from icefabric.target.compiler.calls import CallGen
+from icefabric.target.compiler.expr import add_base, slot_v
+from icefabric.target.compiler.types import BOOL, BoolT, StructT, TupleT, is_scalar
+from icefabric.target.compiler.unit import err
+from icefabric.target.compiler.values import ListV, ObjV, Ref, V
+from icefabric.target.p4 import ast as A
+from icefabric.target.p4.errors import SourceLoc
+
+
+class StmtGen(CallGen):
+    """Adds statements on top of expressions and calls."""
+
+    # What `return` means in the body being compiled: 'action', 'control', 'function'.
+    body_kind = "control"
+
+    def stmt(self, s: A.Stmt) -> None:
+        """Compile one statement into the current emitter."""
+        m = getattr(self, "s_" + type(s).__name__, None)
+        if m is None:
+            raise err(f"unsupported statement {type(s).__name__}", s.loc)
+        m(s)
+
+    def block_stmts(self, stmts: list[A.Stmt]) -> None:
+        """Compile statements in a new scope."""
+        self.scopes.append({})
+        try:
+            for s in stmts:
+                self.stmt(s)
+        finally:
+            self.scopes.pop()
+
+    def s_Block(self, s: A.Block) -> None:
+        self.block_stmts(s.stmts)
+
+    def s_Empty(self, s: A.Empty) -> None:
+        return
+
+    def s_Exit(self, s: A.Exit) -> None:
+        if self.in_parser:
+            raise err("exit is not allowed in a parser", s.loc)
+        self.em.line("raise ExitControl()")
+
+    def s_Return(self, s: A.Return) -> None:
+        if self.in_parser:
+            raise err("return is not allowed in a parser state", s.loc)
+        if self.body_kind == "function":
+            if s.value is None:
+                self.em.line("return None")
+            else:
+                v = self.scalar(s.value, self.ret_type)
+                self.em.line(f"return {v.code}")
+        else:
+            if s.value is not None:
+                raise err("return with a value outside a function", s.loc)
+            self.em.line("return")
+
+    ret_type: Any = None
+
+    def s_VarDecl(self, s: A.VarDecl) -> None:
+        t = self.unit.resolve_type(s.type)
+        if s.const:
+            assert s.init is not None
+            v = self.scalar(s.init, t)
+            if v.const is None:
+                raise err("constant initializer is not a compile-time constant", s.init.loc)
+            self.scopes[-1][s.name] = v
+            return
+        base = self.unit.alloc(t)
+        if is_scalar(t):
+            target: Any = slot_v(str(base), t)
+        else:
+            target = Ref(str(base), t, base)
+            n = t.slots
+            self.em.line(f"S[{base}:{base + n}] = TPL[{base}:{base + n}]")
+        self.scopes[-1][s.name] = target
+        if s.init is not None:
+            self.assign_to(target, s.init, s.loc)
+        elif is_scalar(t):
+            self.em.line(target.write("False" if t is BOOL else "0"))
+
+    def s_Assign(self, s: A.Assign) -> None:
+        target = self.expr(s.lhs)
+        if isinstance(target, ObjV) and target.kind == "stack_next":
+            raise err("assignment to .next is not supported", s.loc)
+        self.assign_to(target, s.rhs, s.loc)
+
+    def assign_to(self, target: Any, rhs: A.Expr, loc: SourceLoc) -> None:
+        """Store the value of ``rhs`` into an lvalue."""
+        if isinstance(target, V):
+            if target.write is None:
+                raise err("cannot assign to this expression", loc)
+            v = self.scalar(rhs, target.type)
+            self.em.line(target.write(v.code))
+            return
+        if isinstance(target, Ref):
+            val = self.expr(rhs, target.type)
+            self.assign_value(target, val, loc)
+            return
+        raise err("cannot assign to this expression", loc)
+
+    def assign_value(self, target: Ref, val: Any, loc: SourceLoc) -> None:
+        """Store a compiled composite value (Ref or ListV) into ``target``."""
+        t = target.type
+        if isinstance(val, Ref):
+            if val.type.slots != t.slots or type(val.type) is not type(t):
+                raise err(f"type mismatch: cannot assign {val.type} to {t}", loc)
+            n = t.slots
+            self.em.line(f"S[{target.base}:{add_base(target.base, n)}] = "
+                         f"S[{val.base}:{add_base(val.base, n)}]")  # fmt: skip
+            return
+        if isinstance(val, ListV):
+            if isinstance(t, StructT):
+                names = val.names or [f.name for f in t.fields]
+                if len(names) != len(t.fields) or len(val.items) != len(t.fields):
+                    raise err(f"initializer for {t} needs {len(t.fields)} fields", loc)
+                for name, item in zip(names, val.items, strict=True):
+                    sub = self.field_of(target, name, loc)
+                    self.store(sub, item, loc)
+                if t.is_header:
+                    self.em.line(f"S[{target.base}] = True")
+                return
+            if isinstance(t, TupleT):
+                off = 0
+                for et, item in zip(t.elems, val.items, strict=True):
+                    b = add_base(target.base, off)
+                    sub = slot_v(b, et) if is_scalar(et) else Ref(b, et, None)
+                    self.store(sub, item, loc)
+                    off += et.slots
+                return
+        if isinstance(val, V) and val.code == "None":  # invalid header `{#}`-like
+            return
+        raise err(f"cannot assign this value to {t}", loc)
+
+    def store(self, target: Any, item: Any, loc: SourceLoc) -> None:
+        """Store one already compiled value into an lvalue."""
+        if isinstance(target, V):
+            if not isinstance(item, V):
+                raise err(f"expected a value of type {target.type}", loc)
+            item = self.coerce(item, target.type, loc)
+            assert target.write is not None
+            self.em.line(target.write(item.code))
+        else:
+            self.assign_value(target, item, loc)
+
+    def s_CallStmt(self, s: A.CallStmt) -> None:
+        v = self.call(s.call, None, stmt=True)
+        if isinstance(v, V) and v.code and v.code != "None":
+            self.em.line(v.code)
+        elif isinstance(v, ObjV) and v.kind == "apply":
+            self.em.line(str(v.obj))
+
+    def s_If(self, s: A.If) -> None:
+        c = self.scalar(s.cond)
+        if not isinstance(c.type, BoolT):
+            raise err(f"if condition must be bool, got {c.type}", s.cond.loc)
+        if c.const is not None:
+            branch = s.then if c.const else s.other
+            if branch is not None:
+                self.block_stmts([branch])
+            return
+        with self.em.block(f"if {c.code}:"):
+            self.block_stmts([s.then])
+        if s.other is not None:
+            with self.em.block("else:"):
+                self.block_stmts([s.other])
+
+    def s_Switch(self, s: A.Switch) -> None:
+        sel = self.expr(s.expr)
+        table = None
+        if isinstance(s.expr, A.Member) and s.expr.name == "action_run":
+            table = self.apply_table_of(s.expr.expr)
+        if not isinstance(sel, V):
+            raise err("switch needs a table's action_run or a value", s.expr.loc)
+        tmp = self.em.tmp("sw")
+        self.em.line(f"{tmp} = {sel.code}")
+        pending: list[str] = []
+        first = True
+        seen_default = False
+        for case in s.cases:
+            for label in case.labels:
+                if isinstance(label, A.Default):
+                    seen_default = True
+                    pending.append("True")
+                elif table is not None:
+                    if not isinstance(label, A.Name):
+                        raise err("switch on action_run needs action names as labels", label.loc)
+                    pending.append(f"{tmp} == {self.action_label(table, label)!r}")
+                else:
+                    lv = self.scalar(label, sel.type)
+                    if lv.const is None:
+                        raise err("switch labels must be constants", label.loc)
+                    pending.append(f"{tmp} == {lv.code}")
+            if case.body is None:
+                continue
+            cond = " or ".join(pending) if "True" not in pending else "True"
+            head = "if" if first else "elif"
+            if cond == "True" and not first:
+                head, cond = "else", ""
+            with self.em.block(f"{head} {cond}:".replace(" :", ":")):
+                self.block_stmts(case.body.stmts)
+            first = False
+            pending = []
+        _ = seen_default
