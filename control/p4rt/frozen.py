@@ -38,6 +38,11 @@ class FrozenDict(Mapping[K, V], Generic[K, V]):
         return repr(self._data)
 
 
+def empty() -> FrozenDict[Any, Any]:
+    """A new empty FrozenDict (a dataclass default_factory)."""
+    return FrozenDict()
+
+
 def freeze(data: Mapping[K, V] | None) -> FrozenDict[K, V]:
     """Return `data` as a FrozenDict (the same object when it already is one)."""
     if isinstance(data, FrozenDict):

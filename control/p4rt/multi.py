@@ -88,8 +88,8 @@ class SwitchPool(Mapping[str, SwitchConnection]):
         if errors:
             if raise_errors:
                 raise FabricError(operation, errors)
-            for name, exc in errors.items():
-                LOG.error("%s: %s failed: %s", name, operation, exc)
+            for name, failure in errors.items():
+                LOG.error("%s: %s failed: %s", name, operation, failure)
         return results
 
     def connect_all(self, timeout: float | None = None) -> SwitchPool:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import keyword
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 from p4.config.v1 import p4info_pb2
 
-from .p4info import P4InfoIndex
+from .p4info import ObjectInfo, P4InfoIndex
 
 _NON_IDENT = re.compile(r"[^0-9A-Za-z]+")
 
@@ -52,7 +53,7 @@ def generate_names_module(p4info: p4info_pb2.P4Info | P4InfoIndex, *, program: s
         taken[ident] = value
         lines.append(f"{ident}: Final = {value!r}")
 
-    sections: list[tuple[str, str, object]] = [
+    sections: list[tuple[str, str, Iterable[ObjectInfo]]] = [
         ("tables", "TABLE", index.tables),
         ("actions", "ACTION", index.actions),
         ("action profiles", "ACTION_PROFILE", index.action_profiles),
@@ -65,7 +66,7 @@ def generate_names_module(p4info: p4info_pb2.P4Info | P4InfoIndex, *, program: s
         ("controller packet metadata", "PACKET_METADATA", index.packet_metadata),
     ]
     for title, prefix, namespace in sections:
-        objs = sorted(namespace, key=lambda o: o.name)  # type: ignore[attr-defined]
+        objs = sorted(namespace, key=lambda o: o.name)
         if not objs:
             continue
         lines.append(f"\n# {title}")

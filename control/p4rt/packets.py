@@ -12,13 +12,11 @@ from p4.v1 import p4data_pb2, p4runtime_pb2
 
 from .codec import Value, decode_int, encode_value
 from .errors import EncodeError, code_name
-from .frozen import FrozenDict, freeze
+from .frozen import FrozenDict, empty, freeze
 from .p4info import P4InfoIndex, StructInfo
 from .tables import TableEntry
 
 LOG = logging.getLogger(__name__)
-
-_EMPTY: FrozenDict[str, object] = FrozenDict()
 
 
 def _encode_metadata(
@@ -61,7 +59,7 @@ class PacketOut:
     """A packet from the controller: payload plus the P4 program's packet_out header fields."""
 
     payload: bytes
-    metadata: Mapping[str, Value] = field(default=_EMPTY)  # type: ignore[assignment]
+    metadata: Mapping[str, Value] = field(default_factory=empty)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "metadata", freeze(self.metadata))
@@ -86,7 +84,7 @@ class PacketIn:
     """A packet sent to the controller: payload plus the packet_in header fields."""
 
     payload: bytes
-    metadata: Mapping[str, int] = field(default=_EMPTY)  # type: ignore[assignment]
+    metadata: Mapping[str, int] = field(default_factory=empty)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "metadata", freeze(self.metadata))

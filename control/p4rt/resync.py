@@ -180,27 +180,27 @@ def resync(
     summary = ResyncSummary(dry_run=dry_run)
     phases: dict[str, list[Update]] = {f"{op}:{k}": [] for op in ("put", "del") for k in _KINDS}
     for key, (obj, value) in want.items():
-        kind = str(key[0])
+        k = str(key[0])
         if key not in have:
             if isinstance(obj, TableEntry) and obj.is_default_action:
-                phases[f"put:{kind}"].append(Update("MODIFY", obj))
-                summary._count(kind, "modified")
+                phases[f"put:{k}"].append(Update("MODIFY", obj))
+                summary._count(k, "modified")
             else:
-                phases[f"put:{kind}"].append(Update("INSERT", obj))
-                summary._count(kind, "inserted")
+                phases[f"put:{k}"].append(Update("INSERT", obj))
+                summary._count(k, "inserted")
         elif have[key][1] != value:
-            phases[f"put:{kind}"].append(Update("MODIFY", obj))
-            summary._count(kind, "modified")
+            phases[f"put:{k}"].append(Update("MODIFY", obj))
+            summary._count(k, "modified")
         else:
-            summary._count(kind, "unchanged")
+            summary._count(k, "unchanged")
     for key, (obj, _value) in have.items():
         if key in want:
             continue
         if isinstance(obj, TableEntry) and obj.is_default_action:
             continue  # a default entry cannot be deleted; only modified when desired
-        kind = str(key[0])
-        phases[f"del:{kind}"].append(Update("DELETE", _deletable(obj)))
-        summary._count(kind, "deleted")
+        k = str(key[0])
+        phases[f"del:{k}"].append(Update("DELETE", _deletable(obj)))
+        summary._count(k, "deleted")
     order = [f"put:{k}" for k in _KINDS] + [
         f"del:{k}" for k in ("table_entry", "group", "member", "multicast", "clone")
     ]

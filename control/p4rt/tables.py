@@ -10,11 +10,9 @@ from p4.v1 import p4runtime_pb2
 
 from .codec import Value, decode_int, encode_value, format_value
 from .errors import EncodeError
-from .frozen import FrozenDict, freeze
+from .frozen import empty, freeze
 from .match import MatchObject, MatchValue, decode_field_match, encode_field_match
 from .p4info import P4InfoIndex
-
-_EMPTY: FrozenDict[str, object] = FrozenDict()
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)
@@ -90,9 +88,9 @@ class TableEntry:
     ENTITY_FIELD: ClassVar[str] = "table_entry"
 
     table: str = ""
-    match: Mapping[str, MatchValue] = field(default=_EMPTY)  # type: ignore[assignment]
+    match: Mapping[str, MatchValue] = field(default_factory=empty)
     action: str | None = None
-    params: Mapping[str, Value] = field(default=_EMPTY)  # type: ignore[assignment]
+    params: Mapping[str, Value] = field(default_factory=empty)
     member_id: int | None = None  # action profile member (indirect table)
     group_id: int | None = None  # action selector group (indirect table)
     priority: int = 0
@@ -200,7 +198,7 @@ class TableEntry:
         if self.priority:
             parts.append(f"priority={self.priority}")
         if self.action is not None:
-            args = ",".join(f"{k}={v}" for k, v in self.params.items())
+            args = ",".join(f"{k}={v!r}" for k, v in self.params.items())
             parts.append(f"-> {self.action}({args})")
         elif self.member_id is not None:
             parts.append(f"-> member {self.member_id}")
@@ -227,7 +225,7 @@ class ActionProfileMember:
     action_profile: str = ""
     member_id: int = 0
     action: str | None = None
-    params: Mapping[str, Value] = field(default=_EMPTY)  # type: ignore[assignment]
+    params: Mapping[str, Value] = field(default_factory=empty)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", freeze(self.params))
@@ -258,7 +256,7 @@ class ActionProfileMember:
 
     def describe(self, p4info: P4InfoIndex | None = None) -> str:
         """Short human summary."""
-        args = ",".join(f"{k}={v}" for k, v in self.params.items())
+        args = ",".join(f"{k}={v!r}" for k, v in self.params.items())
         return f"action_profile_member {self.action_profile} #{self.member_id} -> {self.action}({args})"
 
 
