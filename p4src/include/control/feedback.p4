@@ -28,7 +28,11 @@ control FeedbackBuilder(inout headers_t hdr,
     }
 
     action build_feedback() {
-        bit<32> records_bytes = ((bit<32>)meta.fb_hop_count << 5) + ((bit<32>)meta.fb_hop_count << 2);
+        // Lengths in bytes; 36 * hop_count as two shifts.
+        bit<16> records_bytes = ((bit<16>)meta.fb_hop_count << 5) + ((bit<16>)meta.fb_hop_count << 2);
+        bit<16> udp_len = (bit<16>)UDP_BYTES + (bit<16>)ICE_FEEDBACK_BYTES + records_bytes;
+        bit<16> ipv4_len = (bit<16>)IPV4_MIN_BYTES + udp_len;
+        bit<32> frame_len = ETHERNET_BYTES + (bit<32>)ipv4_len;
         ipv4_addr_t flow_src = hdr.ipv4.src_addr;
         ipv4_addr_t flow_dst = hdr.ipv4.dst_addr;
 
@@ -64,7 +68,7 @@ control FeedbackBuilder(inout headers_t hdr,
         hdr.ipv4.ihl = 5;
         hdr.ipv4.dscp = ICE_FEEDBACK_DSCP;
         hdr.ipv4.ecn = 0;
-        hdr.ipv4.total_len = (bit<16>)(IPV4_MIN_BYTES + UDP_BYTES + ICE_FEEDBACK_BYTES + records_bytes);
+        hdr.ipv4.total_len = ipv4_len;
         hdr.ipv4.identification = 0;
         hdr.ipv4.flags = 0;
         hdr.ipv4.frag_offset = 0;
@@ -75,10 +79,10 @@ control FeedbackBuilder(inout headers_t hdr,
 
         hdr.udp.src_port = UDP_PORT_ICE_FEEDBACK;
         hdr.udp.dst_port = UDP_PORT_ICE_FEEDBACK;
-        hdr.udp.length = (bit<16>)(UDP_BYTES + ICE_FEEDBACK_BYTES + records_bytes);
+        hdr.udp.length = udp_len;
         hdr.udp.checksum = 0;   // optional over IPv4
 
-        truncate(ETHERNET_BYTES + IPV4_MIN_BYTES + UDP_BYTES + ICE_FEEDBACK_BYTES + records_bytes);
+        truncate(frame_len);
     }
 
     apply {
