@@ -78,13 +78,22 @@ class LiveSwitch:
         self.start()
 
 
+def embedded_pipeline(program: Path) -> PipelineConfig:
+    """PipelineConfig.for_embedded(program); pytest.skip while a compiler module is missing."""
+    _need("icefabric.target.bundle", "make_bundle")
+    _need("icefabric.target.compiler", "load_program")
+    try:
+        return PipelineConfig.for_embedded(program)
+    except ImportError as exc:  # e.g. the P4Info generator is not written yet
+        pytest.skip(f"embedded target not ready: {exc}")
+
+
 def start_embedded_switch(program: Path, *, device_id: int = 1) -> LiveSwitch:
     """Start the embedded switch in-process; pytest.skip naming what is missing."""
     device_cls = _need("icefabric.target.device", "Device")
     serve = _need("icefabric.target.server", "serve")
     _need("icefabric.target.bundle", "make_bundle")
-    _need("icefabric.target.compiler", "load_program")
-    pipeline = PipelineConfig.for_embedded(program)
+    pipeline = embedded_pipeline(program)
     sw = LiveSwitch(device_id=device_id, pipeline=pipeline, _serve=serve, _device_cls=device_cls)
     return sw.start()
 
@@ -111,8 +120,7 @@ def sw(live: LiveSwitch) -> Iterator[SwitchConnection]:
 
 def test_embedded_pipeline_config_is_a_bundle_with_p4info() -> None:
     make_bundle = _need("icefabric.target.bundle", "make_bundle")
-    _need("icefabric.target.compiler", "load_program")
-    cfg = PipelineConfig.for_embedded(PROGRAM)
+    cfg = embedded_pipeline(PROGRAM)
     assert cfg.kind == "embedded"
     assert cfg.device_config == make_bundle(PROGRAM)
     names = {t.name for t in cfg.index.tables}

@@ -68,6 +68,7 @@ struct learn_t {
 
 struct metadata_t {
     bit<2> color;
+    learn_t learn;
 }
 
 struct headers_t {
@@ -203,7 +204,9 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
             }
         }
         if (standard_metadata.egress_spec == CPU_PORT) {
-            digest<learn_t>(1, {hdr.ethernet.srcAddr, standard_metadata.ingress_port});
+            meta.learn.srcAddr = hdr.ethernet.srcAddr;
+            meta.learn.ingress_port = standard_metadata.ingress_port;
+            digest<learn_t>(1, meta.learn);
         }
     }
 }
