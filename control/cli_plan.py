@@ -1,0 +1,191 @@
+"""icectl plan (dry-run planning with ECMP's expected load beside it) and icectl run (the daemon)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from icefabric.control import render
+
+EXIT_OK = 0
+EXIT_RUNTIME = 1
+EXIT_USAGE = 2
+
+
+def plan_report(
+    topo_path: str, job_paths: list[str], *, method: str, budget_s: float
+) -> dict[str, Any]:
+    """Plan the jobs on the topology without touching any switch; plain data for JSON/tables."""
+    from icefabric.control.ccl.demand import demand_from_jobs
+    from icefabric.control.ccl.job import load_job
+    from icefabric.control.fabric import allocate_tags
+    from icefabric.control.planner.planner import Planner
+    from icefabric.control.topology import Topology
+    from icefabric.topo.spec import load_topology
+
+    spec = load_topology(topo_path)
+    topo = Topology(spec)
+    jobs = [load_job(p) for p in job_paths]
+    _check_hosts(spec, jobs, job_paths)
+    demand = demand_from_jobs(jobs)
+    planner = Planner(topo, method=method, time_budget_s=budget_s)
+    planner.add(demand)
+    ex = planner.explain(ecmp=True)
+    plan = ex.plan
+    fabric = [row for row in ex.links if row["kind"] == "fabric"]
+    max_fabric = max((float(r["seconds"]) for r in fabric), default=0.0)
+    ecmp_fabric = max((float(r.get("ecmp_seconds", 0.0)) for r in fabric), default=0.0)
+    tagmap = allocate_tags(topo)
+    tags = {
+        f.flow_id: tagmap.tag(f.src_leaf, f.dst_leaf, f.path_index)
+        if f.path_index >= 0 and f.src_leaf != f.dst_leaf
+        else None
+        for f in plan.flows
+    }
+    return {
+        "topology": spec.name,
+        "jobs": [j.name for j in jobs],
+        "method": plan.method,
+        "flows": len(plan.flows),
+        "bytes": float(sum(f.bytes for f in plan.flows)),
+        "elapsed_s": plan.elapsed_s,
+        "max_load_s": plan.max_load_s,
+        "lower_bound_s": plan.lower_bound_s,
+        "gap": max(0.0, plan.gap),
+        "ecmp_max_load_s": ex.ecmp_max_load_s,
+        "fabric_max_load_s": max_fabric,
+        "ecmp_fabric_max_load_s": ecmp_fabric,
+        "unrouted": dict(plan.unrouted),
+        "paths": [{**f, "tag": tags.get(str(f["flow_id"]), -1)} for f in ex.flows],
+        "links": ex.links,
+    }
+
+
+def _check_hosts(spec: Any, jobs: list[Any], paths: list[str]) -> None:
+    from icefabric.topo.spec import SpecError
+
+    known = {h.name for h in spec.hosts}
+    errors = []
+    for job, path in zip(jobs, paths, strict=True):
+        for r in job.ranks:
+            if r.host not in known:
+                errors.append(
+                    f"{path}: ranks[{r.rank}].host: no host {r.host!r} in topology {spec.name!r}"
+                )
+    if errors:
+        raise SpecError(errors)
+
+
+def _cmd_plan(args: argparse.Namespace) -> int:
+    report = plan_report(args.topo, args.job, method=args.method, budget_s=args.budget)
+    if args.json:
+        render.emit_json(report)
+        return EXIT_OK
+    con = render.console()
+    ice_f = report["fabric_max_load_s"]
+    ecmp_f = report["ecmp_fabric_max_load_s"]
+    ratio = f" (ECMP / ICE = {ecmp_f / ice_f:.2f}x)" if ice_f > 0 else ""
+    con.print(
+        f"[bold]{report['topology']}[/bold]: {report['flows']} flows of "
+        f"{', '.join(report['jobs'])}, {render.human_bytes(report['bytes'])}; method "
+        f"{report['method']} in {report['elapsed_s'] * 1e3:.1f} ms"
+    )
+    con.print(
+        f"max link load {report['max_load_s'] * 1e3:.3g} ms at line rate (lower bound "
+        f"{report['lower_bound_s'] * 1e3:.3g} ms, gap {report['gap'] * 100:.1f} %); fabric "
+        f"links: ICE {ice_f * 1e3:.3g} ms, ECMP expected {ecmp_f * 1e3:.3g} ms{ratio}"
+    )
+    if not args.no_flows:
+        con.print(
+            render.table(
+                "paths",
+                ["flow", "src", "dst", "tag", "path", "bytes"],
+                [
+                    (
+                        p["flow_id"],
+                        p["src"],
+                        p["dst"],
+                        p["tag"],
+                        p["path"],
+                        render.human_bytes(p["bytes"]),
+                    )
+                    for p in report["paths"]
+                ],
+            )
+        )
+    rows = [r for r in report["links"] if args.all_links or r["kind"] == "fabric"]
+    con.print(
+        render.table(
+            "link load (ms at line rate; util = load / busiest host link)",
+            ["link", "Gbit/s", "flows", "ICE ms", "ICE util", "ECMP ms", "ECMP util"],
+            [
+                (
+                    r["name"],
+                    r["rate_gbps"],
+                    r["flows"],
+                    r["seconds"] * 1e3,
+                    r["utilisation"],
+                    r.get("ecmp_seconds", 0.0) * 1e3,
+                    r.get("ecmp_utilisation", 0.0),
+                )
+                for r in rows
+            ],
+        )
+    )
+    for fid, reason in report["unrouted"].items():
+        con.print(f"[red]unrouted[/red] {fid}: {reason}")
+    return EXIT_OK if not report["unrouted"] else EXIT_RUNTIME
+
+
+def add_plan_parser(sub: Any, add_json: Callable[[argparse.ArgumentParser], None]) -> None:
+    """Register `icectl plan`."""
+    p = sub.add_parser(
+        "plan",
+        help="dry run: plan jobs on a topology, per-link load with ECMP's expected load beside it",
+    )
+    p.add_argument("--topo", required=True, help="topology spec (YAML/JSON)")
+    p.add_argument(
+        "--job", required=True, action="append", help="job description (repeat for several jobs)"
+    )
+    p.add_argument("--method", choices=("auto", "exact", "heuristic"), default="auto")
+    p.add_argument("--budget", type=float, default=1.0, help="heuristic time budget, seconds")
+    p.add_argument("--all-links", action="store_true", help="host links too, not only fabric")
+    p.add_argument("--no-flows", action="store_true", help="omit the per-flow path table")
+    add_json(p)
+    p.set_defaults(func=_cmd_plan)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from icefabric.control.controller import run_daemon
+
+    return run_daemon(args)
+
+
+def add_run_parser(sub: Any) -> None:
+    """Register `icectl run` (the controller daemon)."""
+    p = sub.add_parser("run", help="the controller daemon (primary, or --backup standby)")
+    p.add_argument("--topo", required=True, help="topology spec (switch addresses, links)")
+    p.add_argument("--backup", action="store_true", help="standby: take over when primary dies")
+    p.add_argument(
+        "--election-id",
+        type=int,
+        default=None,
+        help="P4Runtime election id (default 100 for primary, 50 for --backup)",
+    )
+    p.add_argument(
+        "--target",
+        choices=("embedded", "bmv2"),
+        default="embedded",
+        help="device config to push (default embedded)",
+    )
+    p.add_argument("--p4", default=None, help="P4 program (default: the packaged p4src/ice.p4)")
+    p.add_argument("--bmv2-json", default=None, help="with --target bmv2: p4c's BMv2 JSON")
+    p.add_argument("--p4info", default=None, help="with --target bmv2: p4c's P4Info text")
+    p.add_argument("--mode", choices=("ice", "planned-ecmp", "ecmp"), default="ice")
+    p.add_argument("--job", action="append", default=[], help="job to plan at start (repeat)")
+    p.add_argument("--method", choices=("auto", "exact", "heuristic"), default="auto")
+    p.add_argument(
+        "--connect-timeout", type=float, default=10.0, help="seconds to wait for every switch"
+    )
+    p.set_defaults(func=_cmd_run)

@@ -1,0 +1,167 @@
+"""Plans as table entries: one ``flow_path`` entry per planned flow on its first-hop leaf.
+
+The flow key is what the first hop matches: IPv4 source and destination of the two hosts, the
+RoCEv2 UDP source port and the BTH destination QP. Flows whose job description gives neither
+(the usual case: the NIC picks them per QP) get deterministic stand-ins derived from the flow id
+(:meth:`Flow.entropy_sport`, :func:`flow_qp`), and senders built from the same flows use the
+same values, so what is planned is what matches.
+"""
+
+from __future__ import annotations
+
+import logging
+import zlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from icefabric.control import ice_names as n
+from icefabric.control.ccl.demand import Flow
+from icefabric.control.fabric import TagMap, entity_key
+from icefabric.control.p4rt import Entity, TableEntry, Update
+from icefabric.control.planner.plan import Plan, PlannedFlow
+from icefabric.control.topology import Topology
+
+log = logging.getLogger(__name__)
+
+_QP_BASE = 0x100  # QP numbers below this are special (0: SMI, 1: GSI) or low in practice
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class FlowKey:
+    """The first hop's flow_path match: the RoCEv2 packet fields that name one QP's traffic."""
+
+    src_ip: str
+    dst_ip: str
+    udp_sport: int
+    dst_qp: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for JSON."""
+        return {
+            "src_ip": self.src_ip,
+            "dst_ip": self.dst_ip,
+            "udp_sport": self.udp_sport,
+            "dst_qp": self.dst_qp,
+        }
+
+
+def flow_qp(flow: Flow) -> int:
+    """The destination QP of a flow, or a deterministic 24-bit stand-in from its flow id."""
+    if flow.qp is not None:
+        return flow.qp
+    return _QP_BASE + zlib.crc32(f"qp:{flow.flow_id}".encode()) % ((1 << 24) - _QP_BASE)
+
+
+def flow_key(topo: Topology, flow: Flow) -> FlowKey:
+    """The match key of ``flow`` (addresses from the topology's hosts)."""
+    src = topo.spec.host(flow.src_host).address
+    dst = topo.spec.host(flow.dst_host).address
+    return FlowKey(src_ip=src, dst_ip=dst, udp_sport=flow.entropy_sport(), dst_qp=flow_qp(flow))
+
+
+def flow_path_entry(key: FlowKey, tag: int) -> TableEntry:
+    """The flow_path entry steering ``key`` onto the path ``tag``."""
+    return TableEntry(
+        table=n.TABLE_FLOW_PATH,
+        match={
+            "src_addr": key.src_ip,
+            "dst_addr": key.dst_ip,
+            "udp_src_port": key.udp_sport,
+            "dst_qp": key.dst_qp,
+        },
+        action=n.ACTION_SET_PLANNED_PATH,
+        params={"path_tag": tag},
+    )
+
+
+def _tag_of(pf: PlannedFlow, tags: TagMap) -> int | None:
+    if pf.path_index < 0 or pf.src_leaf == pf.dst_leaf:
+        return None
+    return tags.tag(pf.src_leaf, pf.dst_leaf, pf.path_index)
+
+
+def plan_entries(
+    topo: Topology, plan: Plan, flows: Mapping[str, Flow], tags: TagMap
+) -> dict[str, list[Entity]]:
+    """Per first-hop leaf, the flow_path entries of every routed inter-leaf flow of ``plan``.
+
+    Flows on one leaf need no entry (they are routed by IPv4) and unrouted flows get none (they
+    fall back to flowlets/ECMP). Two flows with the same key (a stand-in collision) share the
+    entry of the first; the second is logged.
+    """
+    out: dict[str, list[Entity]] = {}
+    seen: dict[tuple[str, FlowKey], str] = {}
+    for pf in plan.flows:
+        tag = _tag_of(pf, tags)
+        if tag is None:
+            continue
+        flow = flows.get(pf.flow_id)
+        if flow is None:
+            raise KeyError(f"plan names flow {pf.flow_id!r} that the controller does not know")
+        key = flow_key(topo, flow)
+        first = seen.get((pf.src_leaf, key))
+        if first is not None:
+            log.warning(
+                "flows %s and %s share the key %s; %s keeps the path of %s",
+                first,
+                pf.flow_id,
+                key,
+                pf.flow_id,
+                first,
+            )
+            continue
+        seen[(pf.src_leaf, key)] = pf.flow_id
+        out.setdefault(pf.src_leaf, []).append(flow_path_entry(key, tag))
+    return out
+
+
+def explain(
+    topo: Topology, plan: Plan, flows: Mapping[str, Flow], tags: TagMap
+) -> list[dict[str, Any]]:
+    """Per planned flow: first hop, tag, switch path, match key and bytes (plain data)."""
+    rows = []
+    for pf in plan.flows:
+        flow = flows.get(pf.flow_id)
+        tag = _tag_of(pf, tags)
+        rows.append(
+            {
+                "flow": pf.flow_id,
+                "job": pf.job,
+                "src": pf.src_host,
+                "dst": pf.dst_host,
+                "first_hop": pf.src_leaf,
+                "tag": tag,
+                "path_index": pf.path_index,
+                "path": list(pf.nodes),
+                "bytes": pf.bytes,
+                "key": flow_key(topo, flow).to_dict() if flow is not None else None,
+            }
+        )
+    return rows
+
+
+def diff_updates(old: Iterable[Entity], new: Iterable[Entity]) -> list[Update]:
+    """The writes that turn ``old`` into ``new`` on one switch: inserts and modifies first,
+    then deletes (so a flow is never without an entry while it moves)."""
+    before = {entity_key(e): e for e in old}
+    after = {entity_key(e): e for e in new}
+    puts: list[Update] = []
+    for k, e in after.items():
+        prev = before.get(k)
+        if prev is None:
+            kind = "MODIFY" if isinstance(e, TableEntry) and e.is_default_action else "INSERT"
+            puts.append(Update(kind, e))
+        elif prev != e:
+            puts.append(Update("MODIFY", e))
+    dels = [Update("DELETE", e) for k, e in before.items() if k not in after]
+    return puts + dels
+
+
+def merge(*parts: Mapping[str, Iterable[Entity]]) -> dict[str, list[Entity]]:
+    """Per-switch entity lists of several sources concatenated."""
+    out: dict[str, list[Entity]] = {}
+    for part in parts:
+        for sw, ents in part.items():
+            out.setdefault(sw, []).extend(ents)
+    return out
