@@ -291,6 +291,20 @@ class SwitchConnection:
         if action in ("VERIFY_AND_COMMIT", "VERIFY_AND_SAVE", "RECONCILE_AND_COMMIT"):
             self._p4info = config.index
 
+    def ensure_pipeline(self, config: PipelineConfig) -> bool:
+        """Push `config` unless the switch already runs it (same cookie); True if pushed."""
+        try:
+            current = self.get_pipeline(response_type="COOKIE_ONLY").cookie
+        except P4RuntimeError as err:
+            if err.code != grpc.StatusCode.FAILED_PRECONDITION:
+                raise
+            current = None
+        if current == config.cookie and current:
+            self._p4info = config.index
+            return False
+        self.set_pipeline(config)
+        return True
+
     def get_pipeline(
         self,
         *,

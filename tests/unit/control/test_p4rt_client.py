@@ -352,11 +352,12 @@ def test_reconnect_after_switch_restart_then_resync_writes_only_the_difference(
     first = sw.resync(desired)
     assert (first.inserted, first.modified, first.deleted) == (len(desired), 0, 0)
 
+    assert not sw.ensure_pipeline(backend.pipeline)  # already running: not pushed again
     backend.restart()  # the switch comes back empty, on the same address
     assert sw.wait_connected(timeout=15, min_sessions=2), "no reconnection after the restart"
     assert sw.is_primary
     assert [e.connected for e in events][-2:] == [False, True]
-    sw.set_pipeline(backend.pipeline)
+    assert sw.ensure_pipeline(backend.pipeline)
     again = sw.resync(desired)
     assert again.inserted == len(desired) and again.writes == len(desired)
 
@@ -435,3 +436,29 @@ def test_switch_pool_connects_all_in_parallel_and_names_failures() -> None:
     finally:
         for s in switches:
             s.stop()
+
+
+def test_concurrent_writers_and_packet_outs_share_one_connection(
+    backend: Backend, conns: list[SwitchConnection]
+) -> None:
+    sw = connect(backend, conns)
+    sw.set_pipeline(backend.pipeline)
+    errors: list[BaseException] = []
+
+    def writer(t: int) -> None:
+        try:
+            for i in range(25):
+                sw.insert(route(f"10.{t}.{i}.0/24", port=1 + t))
+                sw.packet_out(bytes([t, i]) * 20, egress_port=255)
+        except BaseException as exc:  # reported by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(30)
+    assert errors == []
+    assert len(sw.read_table("MyIngress.ipv4_lpm")) == 100
+    payloads = {pin.payload for pin in sw.messages("packet", timeout=1.0)}
+    assert payloads == {bytes([t, i]) * 20 for t in range(4) for i in range(25)}
