@@ -27,15 +27,24 @@ R_CLONE, R_RESUBMIT, R_RECIRC, R_TRUNC, R_DIGESTS, R_PAYLOAD = range(6)
 RESERVED_SLOTS = 6
 
 
-def packed(fields: list[tuple[str, int]]) -> tuple[str, int]:
-    """Code concatenating (code, width) fields MSB first into one int, and the total width."""
-    total = sum(w for _, w in fields)
-    parts: list[str] = []
-    shift = total
+def packed(fields: list[tuple[str, Any]]) -> tuple[str, str]:
+    """Code concatenating (code, width) fields MSB first into one int, and the total width.
+
+    Widths are ints, or code strings for varbit fields (their current width)."""
+    if all(isinstance(w, int) for _, w in fields):
+        total = sum(w for _, w in fields)
+        parts: list[str] = []
+        shift = total
+        for code, w in fields:
+            shift -= w
+            parts.append(f"(({code}) << {shift})" if shift else f"({code})")
+        return (" | ".join(parts) or "0"), str(total)
+    expr = "0"
     for code, w in fields:
-        shift -= w
-        parts.append(f"(({code}) << {shift})" if shift else f"({code})")
-    return (" | ".join(parts) or "0"), total
+        expr = f"(({expr}) << {w}) | ({code})"
+    const = sum(w for _, w in fields if isinstance(w, int))
+    dyn = " + ".join(str(w) for _, w in fields if not isinstance(w, int))
+    return expr, f"({const} + {dyn})"
 
 
 class CallGen(ExprGen):

@@ -356,7 +356,7 @@ class ExprGen:
 
     def e_Cast(self, e: A.Cast, want: T | None) -> V:
         t = self.unit.resolve_type(e.type)
-        inner = self.expr(e.expr, t)
+        inner = self.expr(e.expr, t if isinstance(e.expr, (A.ListExpr, A.StructExpr)) else None)
         if isinstance(inner, ListV):
             raise err("casting a list expression is not supported", e.loc)
         if not isinstance(inner, V):
@@ -365,8 +365,10 @@ class ExprGen:
 
     def e_Ternary(self, e: A.Ternary, want: T | None) -> V:
         c = self.scalar(e.cond, BOOL)
-        a = self.scalar(e.then, want)
-        b = self.scalar(e.other, want)
+        a = self.scalar(e.then)
+        b = self.scalar(e.other)
+        if isinstance(a.type, IntInfT) and isinstance(b.type, IntInfT) and isinstance(want, Bits):
+            a, b = self.coerce(a, want, e.loc), self.coerce(b, want, e.loc)
         a, b = self.unify(a, b, e.loc)
         if c.const is not None:
             return a if c.const else b
@@ -390,7 +392,7 @@ class ExprGen:
         return ListV(items, names)
 
     def e_Unary(self, e: A.Unary, want: T | None) -> V:
-        v = self.scalar(e.expr, want if e.op != "!" else BOOL)
+        v = self.scalar(e.expr, None if e.op != "!" else BOOL)
         t = v.type
         if e.op == "!":
             if not isinstance(t, BoolT):
@@ -440,8 +442,8 @@ class ExprGen:
             return V(f"({a.code} {py} {b.code})", BOOL)
         if op in ("==", "!=") and not self._is_scalar_expr(e.left):
             return self.composite_eq(e)
-        sub = want if op not in _CMP and op not in ("<<", ">>", "++") else None
-        a = self.scalar(e.left, sub)
+        sub = None
+        a = self.scalar(e.left)
         if op in ("<<", ">>"):
             b = self.scalar(e.right)
             return binary(op, a, b, e.loc)
@@ -522,5 +524,5 @@ class ExprGen:
                     out.extend(self.bits_of(self.stack_elem(v, V(str(i), INT, i), loc), loc))
                 return out
             if isinstance(t, Varbit):
-                raise err("varbit fields cannot be used in hash or checksum lists", loc)
+                return [(f"S[{v.base}]", f"S[{add_base(v.base, 1)}]")]  # type: ignore[list-item]
         raise err("expected a list of fields", loc)
