@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from icefabric.target.compiler.expr import norm_const, wrap
-from icefabric.target.compiler.types import BOOL, INT, BoolT, Bits, EnumT, IntInfT, T
+from icefabric.target.compiler.types import BOOL, INT, Bits, BoolT, EnumT, IntInfT, T
 from icefabric.target.compiler.unit import err
 from icefabric.target.compiler.values import V
 from icefabric.target.p4.errors import SourceLoc

@@ -128,9 +128,9 @@ class Compiler(ControlGen):
         )
         self._collect_meta(meta, "", comp)
         for t in u.types.values():
-            if isinstance(t, StructT) and t.is_header and A.anno(t.annos, "controller_header"):
-                if t not in self.model.controller_headers:
-                    self.model.controller_headers.append(t)
+            is_ctl = isinstance(t, StructT) and t.is_header and A.anno(t.annos, "controller_header")
+            if is_ctl and t not in self.model.controller_headers:
+                self.model.controller_headers.append(t)
         return comp
 
     def _param_type(self, p: A.Param) -> Any:

@@ -144,7 +144,9 @@ class ControlGen(TableGenMixin, ParserGen):
                     params.append(ActionParam(p.name, w, p.annos))
                 else:
                     base = self.unit.alloc(t)
-                    scope[p.name] = slot_v(str(base), t) if is_scalar(t) else Ref(str(base), t, base)
+                    scope[p.name] = (
+                        slot_v(str(base), t) if is_scalar(t) else Ref(str(base), t, base)
+                    )
             with em.block(f"def {fname}({', '.join(pyargs)}):"):
                 old_kind = self.body_kind
                 self.body_kind = "action"
@@ -297,16 +299,17 @@ class ControlGen(TableGenMixin, ParserGen):
         if len(e.args) != len(params):
             raise err(f"{sub.decl.name}.apply needs {len(params)} arguments", e.loc)
         vals = [self.expr(a.expr) for a in e.args]
-        keys = [v.base if isinstance(v, Ref) else (v.code if isinstance(v, V) else "") for v in vals]
+        keys = [
+            v.base if isinstance(v, Ref) else (v.code if isinstance(v, V) else "") for v in vals
+        ]
         if sub.func is None:
             bindings: dict[str, Any] = {}
             for p, v, a in zip(params, vals, e.args, strict=True):
                 assert p.type is not None
                 t = self.unit.resolve_type(p.type)
-                if isinstance(v, Ref) and v.sbase is not None:
-                    bindings[p.name] = v
-                    sub.copy_slots.append(None)
-                elif isinstance(v, V) and v.write is not None and p.direction in ("inout", "out"):
+                if (isinstance(v, Ref) and v.sbase is not None) or (
+                    isinstance(v, V) and v.write is not None and p.direction in ("inout", "out")
+                ):
                     bindings[p.name] = v
                     sub.copy_slots.append(None)
                 elif isinstance(v, V) and is_scalar(t):

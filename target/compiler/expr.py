@@ -8,8 +8,8 @@ from icefabric.target.compiler.types import (
     BOOL,
     ERROR,
     INT,
-    BoolT,
     Bits,
+    BoolT,
     EnumT,
     ErrorT,
     IntInfT,
@@ -423,9 +423,11 @@ class ExprGen:
             return V(a.code, a.type.underlying, a.const), b
         if isinstance(b.type, EnumT) and b.type.underlying and isinstance(a.type, Bits):
             return a, V(b.code, b.type.underlying, b.const)
-        if a.type != b.type and not (type(a.type) is type(b.type) and a.type is b.type):
-            if not (isinstance(a.type, type(b.type)) and not isinstance(a.type, (Bits, EnumT))):
-                raise err(f"type mismatch: {a.type} and {b.type}", loc)
+        same = a.type == b.type or (
+            isinstance(a.type, type(b.type)) and not isinstance(a.type, (Bits, EnumT))
+        )
+        if not same:
+            raise err(f"type mismatch: {a.type} and {b.type}", loc)
         return a, b
 
     def e_Binary(self, e: A.Binary, want: T | None) -> Any:

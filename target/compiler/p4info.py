@@ -9,7 +9,7 @@ from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2 as P
 
 from icefabric.target.compiler.model import ActionInfo, ExternInst, TableInfo
-from icefabric.target.compiler.types import BoolT, Bits, EnumT, StructT, T, bit_width
+from icefabric.target.compiler.types import Bits, BoolT, EnumT, StructT, T, bit_width
 from icefabric.target.p4 import ast as A
 from icefabric.target.p4.errors import P4CompileError
 
@@ -102,7 +102,9 @@ class SymbolTable:
         """Give every symbol without an @id a hashed ID."""
         for kind, table in self.tables.items():
             prefix = PREFIX[kind] << 24
-            for name in sorted((n for n, i in table.items() if i is None), key=lambda s: s.encode()):
+            for name in sorted(
+                (n for n, i in table.items() if i is None), key=lambda s: s.encode()
+            ):
                 start = jenkins_one_at_a_time(name)
                 value = start
                 while True:

@@ -104,6 +104,11 @@ class EgressResult:
     recirculate: int | None
     ctx: PacketContext | None = None
     digests: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
+    clone_ctx: PacketContext | None = None  # E2E clone: headers as egress left them
+
+    def preserved(self, field_list_id: int | None) -> dict[str, int]:
+        """Field values preserved for recirculate/clone with this field list id."""
+        return self.ctx.preserved_fields(field_list_id) if self.ctx is not None else {}
 
 
 class Pipeline:
@@ -159,24 +164,16 @@ class Pipeline:
         packet_length: int | None = None,
     ) -> IngressResult:
         """Parser, verifyChecksum and ingress control for one packet arriving on a port."""
-        S = self._tpl[:]
+        ctx = self.parse(
+            data,
+            ingress_port,
+            instance_type=instance_type,
+            preserved=preserved,
+            packet_length=packet_length,
+        )
+        S = ctx.S
         sm = self._sm
-        S[sm["ingress_port"]] = ingress_port
-        S[sm["instance_type"]] = instance_type
-        S[sm["packet_length"]] = len(data) if packet_length is None else packet_length
-        S[sm["ingress_global_timestamp"]] = self._clock.now_us()
-        if preserved:
-            self._restore(S, preserved)
-        try:
-            pos = self._parse(S, data, len(data) << 3)
-        except ParserError as exc:
-            pos = exc.pos
-            if exc.code >= 0:
-                S[sm["parser_error"]] = exc.code
-        payload = data[pos >> 3 :] if pos else data
-        S[R_PAYLOAD] = payload
-        ctx = PacketContext(S, payload, data, self)
-        try:
+        try:  # noqa: SIM105 (try/except is free on the fast path)
             self._verify(S)
         except ExitControl:
             pass
@@ -203,6 +200,39 @@ class Pipeline:
             truncate=S[R_TRUNC],
             parser_error=S[sm["parser_error"]],
         )
+
+    def parse(
+        self,
+        data: bytes,
+        ingress_port: int,
+        *,
+        instance_type: int = 0,
+        preserved: dict[str, int] | None = None,
+        packet_length: int | None = None,
+    ) -> PacketContext:
+        """Run only the parser (fresh metadata): the context of a packet entering ingress.
+
+        Also what an I2E clone carries to egress: BMv2 gives the clone the headers as parsed
+        and resets metadata except the preserved field list.  A parser error does not drop:
+        standard_metadata.parser_error is set and the unparsed rest stays payload.
+        """
+        S = self._tpl[:]
+        sm = self._sm
+        S[sm["ingress_port"]] = ingress_port
+        S[sm["instance_type"]] = instance_type
+        S[sm["packet_length"]] = len(data) if packet_length is None else packet_length
+        S[sm["ingress_global_timestamp"]] = self._clock.now_us()
+        if preserved:
+            self._restore(S, preserved)
+        try:
+            pos = self._parse(S, data, len(data) << 3)
+        except ParserError as exc:
+            pos = exc.pos
+            if exc.code >= 0:
+                S[sm["parser_error"]] = exc.code
+        payload = data[pos >> 3 :] if pos else data
+        S[R_PAYLOAD] = payload
+        return PacketContext(S, payload, data, self)
 
     def _restore(self, S: list[Any], preserved: dict[str, int]) -> None:
         for path, value in preserved.items():
@@ -249,16 +279,17 @@ class Pipeline:
             S[sm["egress_spec"]] = DROP_PORT
         clone = S[R_CLONE]
         req = CloneRequest(clone[1], clone[2], clone[0]) if clone is not None else None
+        clone_ctx = self.clone_context(ctx, req) if req is not None else None
         recirc = S[R_RECIRC]
         digests = S[R_DIGESTS] or []
         if S[sm["egress_spec"]] == DROP_PORT:
-            return EgressResult(None, True, req, None, ctx, digests)
-        try:
+            return EgressResult(None, True, req, None, ctx, digests, clone_ctx)
+        try:  # noqa: SIM105
             self._compute(S)
         except ExitControl:
             pass
         data = self.deparse(ctx)
-        return EgressResult(data, False, req, recirc, ctx, digests)
+        return EgressResult(data, False, req, recirc, ctx, digests, clone_ctx)
 
     def deparse(self, ctx: PacketContext) -> bytes:
         """Run the deparser on a context: valid headers in emit order, then the payload."""
@@ -279,16 +310,18 @@ class Pipeline:
     def clone_context(self, ctx: PacketContext, req: CloneRequest) -> PacketContext:
         """The context of a clone as BMv2 makes it.
 
-        I2E: the original packet as received (headers not parsed, metadata reset) plus the
+        I2E: the original packet re-parsed (headers as parsed, metadata reset) plus the
         preserved field list.  E2E: the packet as egress left it (headers kept), metadata reset
         plus the preserved field list.
         """
         keep = ctx.preserved_fields(req.field_list_id)
         if req.kind == "I2E":
-            S = self._tpl[:]
-            S[R_PAYLOAD] = ctx.original
-            new = PacketContext(S, ctx.original, ctx.original, self)
-            S[self._sm["packet_length"]] = len(ctx.original)
+            return self.parse(
+                ctx.original,
+                ctx.S[self._sm["ingress_port"]],
+                instance_type=INSTANCE_INGRESS_CLONE,
+                preserved=keep,
+            )
         else:
             S = ctx.S[:]
             comp = self.program.compiled

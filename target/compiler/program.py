@@ -58,9 +58,7 @@ class Program:
 
             a = A.anno(st.annos, "controller_header")
             name = a.args[0].value if a and a.args and isinstance(a.args[0], A.StrLit) else st.name
-            out[name] = [
-                (f.name, i + 1, bit_width(f.type) or 0) for i, f in enumerate(st.fields)
-            ]
+            out[name] = [(f.name, i + 1, bit_width(f.type) or 0) for i, f in enumerate(st.fields)]
         return out
 
     def instantiate(self, env: PipelineEnv | None = None) -> Pipeline:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from icefabric.target.compiler.model import ActionInfo, ExternInst, KeyInfo, TableInfo
-from icefabric.target.compiler.types import BoolT, Bits, ExternT, bit_width
+from icefabric.target.compiler.types import Bits, BoolT, ExternT, bit_width
 from icefabric.target.compiler.unit import err
 from icefabric.target.compiler.values import ObjV, V
 from icefabric.target.p4 import ast as A

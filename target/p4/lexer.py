@@ -9,10 +9,53 @@ from icefabric.target.p4.errors import P4CompileError, SourceLoc
 from icefabric.target.p4.preprocess import Line
 
 KEYWORDS = frozenset(
-    """abstract action apply bit bool const control default else entries enum error exit extern
-    false header header_union if in inout int key list match_kind out package parser priority
-    return select state string struct switch table this transition true tuple type typedef
-    value_set varbit void _""".split()
+    [
+        "abstract",
+        "action",
+        "apply",
+        "bit",
+        "bool",
+        "const",
+        "control",
+        "default",
+        "else",
+        "entries",
+        "enum",
+        "error",
+        "exit",
+        "extern",
+        "false",
+        "header",
+        "header_union",
+        "if",
+        "in",
+        "inout",
+        "int",
+        "key",
+        "list",
+        "match_kind",
+        "out",
+        "package",
+        "parser",
+        "priority",
+        "return",
+        "select",
+        "state",
+        "string",
+        "struct",
+        "switch",
+        "table",
+        "this",
+        "transition",
+        "true",
+        "tuple",
+        "type",
+        "typedef",
+        "value_set",
+        "varbit",
+        "void",
+        "_",
+    ]
 )
 
 # Longest first.

@@ -140,7 +140,6 @@ class ExprParser:
             typ = A.TypeRef(loc, "stack", size, args=[typ])
         return typ
 
-
     def parse_type_args(self) -> list[A.TypeRef]:
         self.expect("<")
         args: list[A.TypeRef] = []

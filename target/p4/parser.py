@@ -218,8 +218,10 @@ class Parser(ExprParser):
         loc = self.loc()
         self.pos += 1
         # extern function:  extern T name<..>(...);   extern object:  extern Name<..> { ... }
-        if self.tok.kind == "id" and self.peek().value in ("{", "<") and not (
-            self.peek().value == "<" and self._is_function_after_type_args()
+        if (
+            self.tok.kind == "id"
+            and self.peek().value in ("{", "<")
+            and not (self.peek().value == "<" and self._is_function_after_type_args())
         ):
             name = self.ident("an extern name")
             self.type_names.add(name)
@@ -396,9 +398,7 @@ class Parser(ExprParser):
                 props.append(A.TableProp(ploc, "entries", ents, const, pannos))
             elif pname == "default_action":
                 self.expect("=")
-                props.append(
-                    A.TableProp(ploc, pname, self.parse_action_ref([]), const, pannos)
-                )
+                props.append(A.TableProp(ploc, pname, self.parse_action_ref([]), const, pannos))
                 self.expect(";")
             else:
                 self.expect("=")

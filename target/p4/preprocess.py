@@ -62,7 +62,7 @@ class Preprocessor:
             return path.read_text(), f"<{name}>"
         cur_dir = Path(current).parent if not current.startswith("<") else Path(".")
         if self.files is not None:
-            key = str((cur_dir / name)).replace("\\", "/")
+            key = str(cur_dir / name).replace("\\", "/")
             key = _normalise(key)
             for cand in (key, _normalise(name)):
                 if cand in self.files:
@@ -103,7 +103,9 @@ class Preprocessor:
                 expanded = self._expand(cur, loc) if self.defines else cur
                 out.append(Line(expanded, filename, lineno, orig))
         if stack:
-            raise P4CompileError("unterminated #if/#ifdef at end of file", SourceLoc(filename, n, 1))
+            raise P4CompileError(
+                "unterminated #if/#ifdef at end of file", SourceLoc(filename, n, 1)
+            )
 
     def _directive(
         self,
@@ -213,8 +215,10 @@ class Preprocessor:
                 raise P4CompileError(
                     f"macro {word} expects {len(mac.params)} arguments, got {len(args)}", loc
                 )
-            mapping = {p: self._expand(a, loc, hide) for p, a in zip(mac.params, args, strict=False)}
-            body = _IDENT.sub(lambda mm: mapping.get(mm.group(0), mm.group(0)), mac.body)
+            mapping = {
+                p: self._expand(a, loc, hide) for p, a in zip(mac.params, args, strict=False)
+            }
+            body = _IDENT.sub(lambda mm, mp=mapping: mp.get(mm.group(0), mm.group(0)), mac.body)
             res.append(self._expand(body, loc, hide | {word}))
         return "".join(res)
 
