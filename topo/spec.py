@@ -340,6 +340,8 @@ def parse_topology(data: Any, source: str = "<topology>") -> TopologySpec:
     _check_ports(r, hosts, links)
     if not switches:
         r.err("switches", "expected at least one switch")
+    if not r.errors:
+        _check_connected(r, switches, links)
     if r.errors:
         raise SpecError(r.errors)
     return TopologySpec(
@@ -454,7 +456,7 @@ def _parse_hosts(r: _Reader, raw: list[Any], switches: Mapping[str, Switch]) -> 
             sw = switches.get(leaf)
             if sw is None:
                 r.err(f"{key}.leaf", f"expected the name of a leaf/tor switch, no switch {leaf!r}")
-            elif sw.role not in HOST_ROLES:
+            elif sw.role in SWITCH_ROLES and sw.role not in HOST_ROLES:
                 r.err(f"{key}.leaf", f"hosts attach to a leaf or tor, {leaf!r} is a {sw.role}")
         port = r.integer(m, "port", key, lo=1, hi=510)
         rate = r.number(m, "rate_gbps", key, positive=True, default=None)
@@ -499,6 +501,26 @@ def _parse_links(
         delay = r.number(m, "delay_us", key, positive=False, default=None)
         out.append(Link(a=a, b=b, rate_gbps=rate, delay_us=delay))
     return out
+
+
+def _check_connected(r: _Reader, switches: list[Switch], links: list[Link]) -> None:
+    parent = {s.name: s.name for s in switches}
+
+    def find(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for ln in links:
+        parent[find(ln.a.node)] = find(ln.b.node)
+    root = find(switches[0].name)
+    for i, s in enumerate(switches):
+        if find(s.name) != root:
+            r.err(
+                f"switches[{i}]",
+                f"{s.name} is not connected to {switches[0].name} (expected links joining every switch)",
+            )
 
 
 def _check_ports(r: _Reader, hosts: list[Host], links: list[Link]) -> None:

@@ -175,7 +175,10 @@ def canonical_algorithm(name: str) -> str:
 
 def load_job(path: str | Path) -> JobSpec:
     """Load and validate a job description from a YAML or JSON file."""
-    data, source = read_data_file(path)
+    try:
+        data, source = read_data_file(path)
+    except SpecError as e:
+        raise JobError(e.errors) from e
     return parse_job(data, source=source)
 
 

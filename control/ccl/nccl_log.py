@@ -324,6 +324,16 @@ def _check(out: NcclLog) -> None:
         if out.rings or out.trees:
             out.warnings.append(ParseWarning(0, "no init line names rank -> host", out.source))
         return
+    for ch, ring in list(out.rings.items()):
+        if len(ring) != n or max(ring) >= n:
+            out.warnings.append(
+                ParseWarning(
+                    0,
+                    f"channel {ch}: ring of {len(ring)} ranks, expected a permutation of 0..{n - 1}",
+                    out.source,
+                )
+            )
+            del out.rings[ch]
     missing = sorted(set(range(n)) - set(out.ranks))
     if missing:
         out.warnings.append(ParseWarning(0, f"no init line for ranks {missing[:16]}", out.source))

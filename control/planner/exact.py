@@ -1,10 +1,11 @@
 """Exact path selection (a MILP solved by HiGHS through scipy) and lower bounds.
 
 MILP: binary x[f, p] (flow f takes candidate p), continuous z; minimise z subject to
-sum_p x[f, p] = 1 for every flow and, for every directed link e,
+sum_p x[f, p] = 1 for every flow and, for every directed switch-to-switch link e,
 base[e] + sum_{f, p : e in p} size[f] / cap[e] * x[f, p] <= z, where base holds the loads of
-host links and of flows with a single live candidate. Every candidate path of a Clos has the same
-length, so the total load (the second objective) is the same for every choice and needs no stage.
+flows with a single live candidate. Host links carry the same load whatever the choice, so the
+overall optimum is max(busiest host link, z). Every candidate path of a Clos has the same length,
+so the total load (the second objective) is the same for every choice and needs no stage.
 
 Lower bounds: ``cut_lower_bound`` is "the load a perfect split would give": for every hop
 position of a flow's candidates, the set of links at that position is a cut every path crosses
@@ -79,12 +80,15 @@ def _solve(state: PlanState, rows: np.ndarray, *, relax: bool, time_limit_s: flo
             eq_c.append(col)
             col += 1
         del idx
-    # link rows: sum a x - z <= -base
-    ri += list(range(n_links))
-    ci += [zcol] * n_links
-    vals += [-1.0] * n_links
-    a_link = coo_matrix((vals, (ri, ci)), shape=(n_links, nx + 1)).tocsr()
-    cons = [LinearConstraint(a_link, -np.inf, -base[:n_links])]
+    # link rows: sum a x - z <= -base, over switch-to-switch links only: a host link's load is
+    # the same whatever paths are chosen, so minimising the fabric max minimises the overall max
+    # too (the overall max is max(host links, z)) and also gives the best fabric headroom.
+    fabric = np.array([ln.kind == "fabric" for ln in state.topo.links], dtype=bool)
+    ri += np.nonzero(fabric)[0].tolist()
+    ci += [zcol] * int(fabric.sum())
+    vals += [-1.0] * int(fabric.sum())
+    a_link = coo_matrix((vals, (ri, ci)), shape=(n_links, nx + 1)).tocsr()[fabric]
+    cons = [LinearConstraint(a_link, -np.inf, -base[:n_links][fabric])]
     if choosing:
         a_eq = coo_matrix((np.ones(len(eq_r)), (eq_r, eq_c)), shape=(len(choosing), nx + 1)).tocsr()
         cons.append(LinearConstraint(a_eq, 1.0, 1.0))
@@ -104,12 +108,13 @@ def _solve(state: PlanState, rows: np.ndarray, *, relax: bool, time_limit_s: flo
     )
     if res.status != 0 or res.x is None:
         raise ExactSolveError(f"HiGHS: {res.message} (status {res.status})")
-    return res, choosing
+    host_max = float(base[:n_links][~fabric].max()) if (~fabric).any() else 0.0
+    return res, choosing, host_max
 
 
 def solve_exact(state: PlanState, rows: np.ndarray, *, time_limit_s: float = 30.0) -> float:
     """Place ``rows`` optimally given the other flows' paths; returns the optimal max load."""
-    res, choosing = _solve(state, rows, relax=False, time_limit_s=time_limit_s)
+    res, choosing, host_max = _solve(state, rows, relax=False, time_limit_s=time_limit_s)
     x = res.x
     for i in rows.tolist():
         state.unplace(i)
@@ -127,13 +132,13 @@ def solve_exact(state: PlanState, rows: np.ndarray, *, time_limit_s: float = 30.
             idx = np.nonzero(state.live_mask(state.candidates(i)))[0]
             if idx.size:
                 state.place(i, int(idx[0]))
-    return float(res.x[-1])
+    return max(float(res.x[-1]), host_max)
 
 
 def lp_lower_bound(state: PlanState, *, time_limit_s: float = 30.0) -> float:
     """The LP relaxation's optimum over all live flows: no integral plan does better."""
-    res, _ = _solve(state, state.live_rows(), relax=True, time_limit_s=time_limit_s)
-    return float(res.x[-1])
+    res, _, host_max = _solve(state, state.live_rows(), relax=True, time_limit_s=time_limit_s)
+    return max(float(res.x[-1]), host_max)
 
 
 def cut_lower_bound(state: PlanState, *, fabric_only: bool = False) -> float:

@@ -1,0 +1,276 @@
+"""Planner: optimality against the exact MILP oracle, bounds, incremental jobs, failures, ECMP, JSON."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from icefabric.control.ccl.demand import Demand, Flow, demand_from_job
+from icefabric.control.ccl.job import parse_job
+from icefabric.control.planner import (
+    Plan,
+    Planner,
+    cut_lower_bound,
+    ecmp_choice,
+    ecmp_hash,
+    lp_lower_bound,
+    plan_demand,
+)
+from icefabric.control.planner.bench import format_table, leaf_spine_scenario, scattered_ring_job
+from icefabric.control.topology import Topology
+from icefabric.topo.generators import fat_tree, leaf_spine
+from icefabric.topo.spec import TopologySpec
+
+# The heuristic alone (greedy + ejection-chain repair) on the random instances below: never more
+# than HEURISTIC_TOLERANCE above the optimum, and optimal on at least OPTIMAL_SHARE of them.
+HEURISTIC_TOLERANCE = 0.25
+OPTIMAL_SHARE = 0.9
+REL = 1e-6
+
+
+def random_instance(seed: int) -> tuple[TopologySpec, Demand]:
+    """A small random fabric (leaf-spine of random shape and oversubscription, or fat-tree(4))."""
+    rng = np.random.default_rng(seed)
+    if seed % 3 == 2:
+        spec = fat_tree(4)
+    else:
+        spec = leaf_spine(
+            leaves=int(rng.integers(2, 5)),
+            spines=int(rng.integers(2, 5)),
+            hosts_per_leaf=int(rng.integers(1, 4)),
+            oversubscription=float(rng.choice([1, 2, 3])),
+        )
+    hosts = [h.name for h in spec.hosts]
+    flows = []
+    for k in range(int(rng.integers(4, 16))):
+        a, b = rng.choice(len(hosts), 2, replace=False)
+        flows.append(
+            Flow(
+                flow_id=f"f{k}",
+                job="j",
+                phase="p",
+                channel=0,
+                src_host=hosts[a],
+                dst_host=hosts[b],
+                src_rank=int(a),
+                dst_rank=int(b),
+                bytes=float(rng.integers(1, 10)) * 1e6,
+            )
+        )
+    return spec, Demand(tuple(flows))
+
+
+def _check_consistent(p: Planner) -> None:
+    s = p.state
+    assert np.allclose(s.load, s.recompute_load(), rtol=1e-9, atol=1e-15)
+    failed = p.topo.failed
+    for i in s.live_rows().tolist():
+        if s.choice[i] >= 0:
+            assert not failed[s.full_path(i)].any(), f"{s.flows[i].flow_id} crosses a failed link"
+
+
+def test_heuristic_against_exact_oracle_on_random_instances() -> None:
+    seeds = range(40)
+    optimal = 0
+    for seed in seeds:
+        spec, d = random_instance(seed)
+        exact = Planner(Topology(spec), method="exact")
+        pe = exact.add(d)
+        ph = Planner(Topology(spec), method="heuristic", time_budget_s=0.2).add(d)
+        assert pe.lower_bound_s <= pe.max_load_s * (1 + REL)
+        assert ph.max_load_s >= pe.max_load_s * (1 - REL), (
+            f"seed {seed}: heuristic beat the optimum"
+        )
+        assert ph.max_load_s <= pe.max_load_s * (1 + HEURISTIC_TOLERANCE), f"seed {seed}"
+        optimal += ph.max_load_s <= pe.max_load_s * (1 + REL)
+        lp = lp_lower_bound(exact.state)
+        assert pe.lower_bound_s <= lp * (1 + REL) <= pe.max_load_s * (1 + REL)
+    assert optimal >= OPTIMAL_SHARE * len(seeds)
+
+
+def test_auto_is_exactly_optimal_on_small_instances() -> None:
+    for seed in range(12):
+        spec, d = random_instance(100 + seed)
+        auto = plan_demand(Topology(spec), d)  # <= 24 flows with a choice: the MILP decides
+        exact = plan_demand(Topology(spec), d, method="exact")
+        assert auto.method == "exact"
+        assert auto.max_load_s == pytest.approx(exact.max_load_s, rel=REL)
+
+
+def test_every_flow_gets_a_full_host_to_host_path() -> None:
+    spec, d = random_instance(7)
+    topo = Topology(spec)
+    plan = plan_demand(topo, d)
+    assert len(plan.flows) == len(d) and not plan.unrouted
+    for f in plan.flows:
+        assert f.nodes[0] == f.src_host and f.nodes[-1] == f.dst_host
+        assert topo.links[f.links[0]].src == f.src_host
+        assert topo.links[f.links[-1]].dst == f.dst_host
+        assert all(
+            topo.links[a].dst == topo.links[b].src
+            for a, b in zip(f.links, f.links[1:], strict=False)
+        )
+
+
+def _ring_demand(spec: TopologySpec, name: str, hosts: list[str], channels: int = 2) -> Demand:
+    job = parse_job(
+        {
+            "name": name,
+            "hosts": hosts,
+            "phases": [
+                {
+                    "name": "ar",
+                    "collective": "all-reduce",
+                    "channels": channels,
+                    "message_bytes": "64MiB",
+                }
+            ],
+        }
+    )
+    return demand_from_job(job)
+
+
+def test_heuristic_meets_the_bound_on_an_oversubscribed_scattered_ring() -> None:
+    spec = leaf_spine(leaves=8, spines=4, hosts_per_leaf=8, oversubscription=2.0)
+    job = scattered_ring_job(spec, servers=64, gpus_per_server=1, channels=4, size=1 << 26, seed=3)
+    p = Planner(Topology(spec), method="heuristic", time_budget_s=2.0)
+    plan = p.add(demand_from_job(job))
+    assert plan.gap <= 0.05
+    assert p.ecmp_loads().max() >= plan.max_load_s * (1 - REL)
+    _check_consistent(p)
+
+
+def test_incremental_add_and_remove_jobs() -> None:
+    spec = leaf_spine(leaves=4, spines=2, hosts_per_leaf=4)
+    topo = Topology(spec)
+    p = Planner(topo, method="heuristic", time_budget_s=0.3)
+    hosts = [h.name for h in spec.hosts]
+    a = _ring_demand(spec, "a", hosts[0::2])
+    b = _ring_demand(spec, "b", hosts[1::2])
+    pa = p.add(a)
+    assert set(p.changed) == {f.flow_id for f in a}
+    kept = {f.flow_id: f.path_index for f in pa.flows}
+    pab = p.add(b)
+    assert {f.job for f in pab.flows} == {"a", "b"}
+    _check_consistent(p)
+    both = plan_demand(Topology(spec), a.merge(b), method="exact")
+    assert pab.max_load_s <= both.max_load_s * (1 + HEURISTIC_TOLERANCE)
+    pb = p.remove_job("a")
+    assert {f.job for f in pb.flows} == {"b"} and not p.changed
+    _check_consistent(p)
+    assert pb.max_load_s <= pab.max_load_s * (1 + REL)
+    with pytest.raises(KeyError, match="no job 'a'"):
+        p.remove_job("a")
+    with pytest.raises(ValueError, match="already planned"):
+        p.add(b)
+    assert set(kept) == {f.flow_id for f in a}
+
+
+@pytest.mark.parametrize("method", ["heuristic", "exact"])
+def test_replan_after_link_and_switch_failure_keeps_flows_on_live_paths(method: str) -> None:
+    spec = leaf_spine(leaves=4, spines=3, hosts_per_leaf=2)
+    topo = Topology(spec)
+    p = Planner(topo, method=method, time_budget_s=0.3)
+    hosts = [h.name for h in spec.hosts]
+    p.add(_ring_demand(spec, "j", hosts, channels=3))
+    used = {lid for f in p.plan().flows for lid in f.links if topo.links[lid].kind == "fabric"}
+    victim = sorted(used)[0]
+    crossing = {f.flow_id for f in p.plan().flows if victim in f.links or (victim ^ 1) in f.links}
+    plan = p.replan_after_failure(links=[victim])
+    assert crossing <= set(p.changed)
+    assert not plan.unrouted
+    _check_consistent(p)
+    plan = p.replan_after_failure(switches=["spine2"])
+    _check_consistent(p)
+    assert not plan.unrouted
+    assert all("spine2" not in f.nodes for f in plan.flows)
+    plan = p.replan_after_failure(ports=[("leaf1", 1)])  # h1's access link
+    assert set(plan.unrouted) == {f.flow_id for f in plan.flows if "h1" in (f.src_host, f.dst_host)}
+    assert all(r == "its host link is down" for r in plan.unrouted.values())
+    plan = p.restore()
+    assert not plan.unrouted and not topo.failed.any()
+    _check_consistent(p)
+
+
+def test_isolated_leaf_makes_flows_unrouted() -> None:
+    spec = leaf_spine(leaves=3, spines=2, hosts_per_leaf=1)
+    topo = Topology(spec)
+    p = Planner(topo, method="heuristic")
+    p.add(_ring_demand(spec, "j", ["h1", "h2", "h3"], channels=1))
+    plan = p.replan_after_failure(ports=[("spine1", 1), ("spine2", 1)])  # leaf1 cut off
+    assert set(plan.unrouted) == {"j/ar/c0/r0->r1", "j/ar/c0/r2->r0"}
+    assert all(r == "no live path between the leaves" for r in plan.unrouted.values())
+    _check_consistent(p)
+
+
+def test_lower_bound_is_the_perfect_split() -> None:
+    spec = leaf_spine(leaves=2, spines=4, hosts_per_leaf=1, uplink_rate_gbps=100)
+    flows = tuple(
+        Flow(
+            flow_id=f"f{k}",
+            job="j",
+            phase="p",
+            channel=k,
+            src_host="h1",
+            dst_host="h2",
+            src_rank=0,
+            dst_rank=1,
+            bytes=1e9,
+        )
+        for k in range(6)
+    )
+    p = Planner(Topology(spec), method="exact")
+    plan = p.add(Demand(flows))
+    cap = 100e9 / 8
+    assert cut_lower_bound(p.state, fabric_only=True) == pytest.approx(6e9 / (4 * cap))
+    assert plan.lower_bound_s == pytest.approx(6e9 / cap)  # h1's own link carries everything
+    assert max(
+        v for k, v in plan.link_seconds.items() if p.topo.links[k].kind == "fabric"
+    ) == pytest.approx(2e9 / cap)
+
+
+def test_ecmp_is_deterministic_and_never_better_than_the_optimum() -> None:
+    spec = leaf_spine(leaves=4, spines=4, hosts_per_leaf=4)
+    hosts = [h.name for h in spec.hosts]
+    rng = np.random.default_rng(5)
+    d = _ring_demand(spec, "j", [hosts[i] for i in rng.permutation(len(hosts))], channels=2)
+    p = Planner(Topology(spec), method="exact")
+    plan = p.add(d)
+    e1, e2 = p.ecmp_loads(), p.ecmp_loads()
+    assert np.array_equal(e1, e2)
+    assert e1.max() >= plan.max_load_s * (1 - REL)
+    assert ecmp_hash("10.0.1.1", "10.0.2.1", 50000, 4791, 1) != ecmp_hash(
+        "10.0.1.1", "10.0.2.1", 50000, 4791, 2
+    )
+    picks = {ecmp_choice(p.state, i, p.state.flows[i]) for i in p.state.live_rows().tolist()}
+    assert len(picks) > 1  # the hash spreads flows over several spines
+
+
+def test_explain_and_json_round_trip(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    spec = leaf_spine(leaves=2, spines=2, hosts_per_leaf=2)
+    p = Planner(Topology(spec))
+    p.add(_ring_demand(spec, "j", ["h1", "h3", "h2", "h4"]))
+    ex = p.explain()
+    assert len(ex.flows) == len(ex.plan.flows)
+    assert all(" > " in f["path"] for f in ex.flows)
+    fabric = [r for r in ex.links if r["kind"] == "fabric"]
+    assert fabric and all("ecmp_seconds" in r and r["utilisation"] <= 1 + REL for r in fabric)
+    assert max(r["utilisation"] for r in ex.links) == pytest.approx(1.0)
+    text = ex.plan.to_json(tmp_path / "plan.json")
+    back = Plan.from_json((tmp_path / "plan.json").read_text())
+    assert (
+        back == ex.plan and Plan.from_json(text).flow(ex.plan.flows[0].flow_id) == ex.plan.flows[0]
+    )
+
+
+def test_bench_leaf_spine_scenario_meets_the_gap_target() -> None:
+    r = leaf_spine_scenario(seed=1, ecmp=False)
+    assert r.flows == 8192 and r.gpus == 1024
+    assert r.gap <= 0.05 and r.fabric_gap <= 0.05
+    table = format_table([r])
+    assert "leaf-spine" in table and "8192" in table
+
+
+def test_unknown_method_rejected() -> None:
+    with pytest.raises(ValueError, match="method: expected one of auto, exact, heuristic"):
+        Planner(Topology(leaf_spine(leaves=2, spines=1, hosts_per_leaf=1)), method="magic")
