@@ -79,9 +79,14 @@ class SwitchConnection:
         self._p4info: P4InfoIndex | None = (
             P4InfoIndex(p4info) if isinstance(p4info, p4info_pb2.P4Info) else p4info
         )
+        # gRPC's own reconnect back-off (1 s doubling to 120 s by default) would hold the
+        # channel in TRANSIENT_FAILURE long after the switch is back: bound it like ours.
         self._options = [
             ("grpc.max_send_message_length", 64 * 1024 * 1024),
             ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+            ("grpc.initial_reconnect_backoff_ms", max(1, int(backoff_initial * 1000))),
+            ("grpc.min_reconnect_backoff_ms", max(1, int(backoff_initial * 1000))),
+            ("grpc.max_reconnect_backoff_ms", max(1, int(backoff_max * 1000))),
             *channel_options,
         ]
         self._reconnect = reconnect
@@ -207,6 +212,12 @@ class SwitchConnection:
         """How many stream sessions were arbitrated (1 + the reconnections)."""
         stream = self._stream
         return stream.sessions if stream is not None else 0
+
+    @property
+    def stream_failures(self) -> int:
+        """How many stream sessions ended (drops and refused reconnection attempts)."""
+        stream = self._stream
+        return stream.failures if stream is not None else 0
 
     @property
     def p4info(self) -> P4InfoIndex:

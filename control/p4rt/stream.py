@@ -126,6 +126,12 @@ class StreamSession:
         with self._lock:
             return self._sessions
 
+    @property
+    def failures(self) -> int:
+        """How many stream sessions ended (dropped, refused or closed)."""
+        with self._lock:
+            return self._failures
+
     def start(self) -> None:
         """Start the stream thread."""
         self._thread.start()

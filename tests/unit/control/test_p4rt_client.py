@@ -55,11 +55,15 @@ class Backend:
     fake: FakeSwitch | None = None
 
 
-def _fake_backend() -> Backend:
-    sw = FakeSwitch(device_id=1).start()
-    pipeline = PipelineConfig(
+def _fake_backend_pipeline() -> PipelineConfig:
+    return PipelineConfig(
         p4info=P4InfoIndex.load(FIXTURE).p4info, device_config=b"fake device config", cookie=7
     )
+
+
+def _fake_backend() -> Backend:
+    sw = FakeSwitch(device_id=1).start()
+    pipeline = _fake_backend_pipeline()
 
     def restart() -> None:
         sw.stop()
@@ -462,3 +466,39 @@ def test_concurrent_writers_and_packet_outs_share_one_connection(
     assert len(sw.read_table("MyIngress.ipv4_lpm")) == 100
     payloads = {pin.payload for pin in sw.messages("packet", timeout=1.0)}
     assert payloads == {bytes([t, i]) * 20 for t in range(4) for i in range(25)}
+
+
+def test_backup_reclaims_primary_when_the_switch_reports_no_primary(
+    conns: list[SwitchConnection],
+) -> None:
+    """Servers that answer NOT_FOUND when the primary leaves: the backup claims the role."""
+    sw = FakeSwitch(device_id=1, auto_promote=False).start()
+    try:
+        b = Backend("fake", sw.address, 1, _fake_backend_pipeline(), sw.stop, sw.stop, fake=sw)
+        primary = connect(b, conns, election_id=20)
+        backup = connect(b, conns, election_id=10)
+        assert primary.is_primary and not backup.is_primary
+        primary.close()
+        assert backup.wait_primary(timeout=5)
+        backup.set_pipeline(b.pipeline)
+        backup.insert(route("10.0.0.0/8", port=1))
+    finally:
+        sw.stop()
+
+
+def test_reconnect_back_off_is_bounded(conns: list[SwitchConnection]) -> None:
+    sw = FakeSwitch(device_id=1).start()
+    try:
+        b = Backend("fake", sw.address, 1, _fake_backend_pipeline(), sw.stop, sw.stop, fake=sw)
+        conn = connect(b, conns)  # back-off 0.05 s doubling, capped at 0.5 s
+        sw.stop()
+        # refused attempts at 0.05, 0.1, 0.2, 0.4, 0.5, 0.5 ... seconds
+        assert eventually(lambda: conn.stream_failures >= 6, timeout=10)
+        assert not conn.is_connected and not conn.is_primary
+        sw.start()
+        t0 = time.monotonic()
+        assert conn.wait_connected(timeout=5, min_sessions=2)
+        assert time.monotonic() - t0 < 0.5 + 1.0  # the cap plus connection set-up
+        assert conn.is_primary
+    finally:
+        sw.stop()

@@ -76,6 +76,7 @@ def _matches(want: p4runtime_pb2.Entity, have: p4runtime_pb2.Entity) -> bool:
 @dataclass
 class _Client:
     election_id: int = -1
+    claimed: bool = True  # False after the primary left, until it sends arbitration again
     out: queue.Queue[p4runtime_pb2.StreamMessageResponse | None] = field(
         default_factory=queue.Queue
     )
@@ -84,8 +85,11 @@ class _Client:
 class FakeP4Runtime(p4runtime_pb2_grpc.P4RuntimeServicer):
     """The servicer: all state on the object, guarded by one lock."""
 
-    def __init__(self, device_id: int = 0) -> None:
+    def __init__(self, device_id: int = 0, *, auto_promote: bool = True) -> None:
         self.device_id = device_id
+        # auto_promote=False: when the primary leaves, everybody is told NOT_FOUND (no primary)
+        # and a backup becomes primary only by sending its arbitration again.
+        self.auto_promote = auto_promote
         self.lock = threading.Lock()
         self.config: p4runtime_pb2.ForwardingPipelineConfig | None = None
         self.store: dict[tuple[object, ...], p4runtime_pb2.Entity] = {}
@@ -95,7 +99,7 @@ class FakeP4Runtime(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     # -- arbitration ---------------------------------------------------------------------------
     def _primary_id(self) -> int:
-        ids = [c.election_id for c in self.clients.values() if c.election_id >= 0]
+        ids = [c.election_id for c in self.clients.values() if c.election_id >= 0 and c.claimed]
         return max(ids) if ids else -1
 
     def _notify_all(self) -> None:
@@ -106,9 +110,13 @@ class FakeP4Runtime(p4runtime_pb2_grpc.P4RuntimeServicer):
             resp = p4runtime_pb2.StreamMessageResponse()
             arb = resp.arbitration
             arb.device_id = self.device_id
-            arb.election_id.high = primary >> 64
-            arb.election_id.low = primary & ((1 << 64) - 1)
-            if c.election_id == primary:
+            if primary >= 0:
+                arb.election_id.high = primary >> 64
+                arb.election_id.low = primary & ((1 << 64) - 1)
+            if primary < 0:
+                arb.status.code = code_pb2.NOT_FOUND
+                arb.status.message = "no primary"
+            elif c.election_id == primary:
                 arb.status.code = code_pb2.OK
                 arb.status.message = "is primary"
             else:
@@ -138,6 +146,7 @@ class FakeP4Runtime(p4runtime_pb2_grpc.P4RuntimeServicer):
                             return
                         with self.lock:
                             client.election_id = (arb.election_id.high << 64) | arb.election_id.low
+                            client.claimed = True
                             self._notify_all()
                     elif which == "packet":
                         with self.lock:
@@ -162,7 +171,11 @@ class FakeP4Runtime(p4runtime_pb2_grpc.P4RuntimeServicer):
                 yield item
         finally:
             with self.lock:
+                was_primary = client.election_id == self._primary_id()
                 self.clients.pop(sid, None)
+                if was_primary and not self.auto_promote:
+                    for c in self.clients.values():
+                        c.claimed = False
                 self._notify_all()
 
     # -- unary ---------------------------------------------------------------------------------
@@ -249,10 +262,11 @@ class FakeP4Runtime(p4runtime_pb2_grpc.P4RuntimeServicer):
 class FakeSwitch:
     """A FakeP4Runtime served on 127.0.0.1 (a free port, kept across restarts)."""
 
-    def __init__(self, device_id: int = 0) -> None:
+    def __init__(self, device_id: int = 0, *, auto_promote: bool = True) -> None:
         self.device_id = device_id
+        self.auto_promote = auto_promote
         self.port = 0
-        self.servicer = FakeP4Runtime(device_id)
+        self.servicer = FakeP4Runtime(device_id, auto_promote=auto_promote)
         self._server: grpc.Server | None = None
 
     @property
@@ -262,7 +276,7 @@ class FakeSwitch:
     def start(self, *, fresh: bool = False) -> FakeSwitch:
         """Serve (again, on the same port); fresh=True forgets all state like a reboot."""
         if fresh:
-            self.servicer = FakeP4Runtime(self.device_id)
+            self.servicer = FakeP4Runtime(self.device_id, auto_promote=self.auto_promote)
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
         p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(self.servicer, server)
         self.port = server.add_insecure_port(f"127.0.0.1:{self.port}")
