@@ -445,7 +445,12 @@ def _parse_hosts(r: _Reader, raw: list[Any], switches: Mapping[str, Switch]) -> 
                 r.err(
                     f"{key}.ip", f"expected an IPv4 address with prefix (10.0.1.1/24), got {ip!r}"
                 )
-        mac = r.string(m, "mac", key)
+        raw_mac = m.get("mac")
+        if isinstance(raw_mac, int) and not isinstance(raw_mac, bool):
+            r.err(f"{key}.mac", f"expected a MAC string, YAML read a number ({raw_mac}): quote it")
+            mac = ""
+        else:
+            mac = r.string(m, "mac", key)
         if mac:
             if not _MAC_RE.match(mac):
                 r.err(f"{key}.mac", f"expected a MAC like 00:00:0a:00:01:01, got {mac!r}")

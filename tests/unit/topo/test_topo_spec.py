@@ -220,3 +220,22 @@ def test_unreadable_and_invalid_files_name_the_file(tmp_path: Path) -> None:
     top.write_text(yaml.safe_dump([1, 2]))
     with pytest.raises(SpecError, match=r"list\.yaml: \(top level\): expected a mapping"):
         load_topology(top)
+
+
+def test_unquoted_yaml_mac_read_as_a_number_gets_a_hint(tmp_path: Path) -> None:
+    d = _base()
+    text = yaml.safe_dump(d).replace("00:00:0a:00:01:01", "10:20:30:40:50:11")
+    p = tmp_path / "m.yaml"
+    p.write_text(text)
+    with pytest.raises(SpecError, match=r"m\.yaml: hosts\[0\]\.mac: expected a MAC string, YAML read a number"):
+        load_topology(p)
+
+
+def test_readme_example_is_a_valid_spec() -> None:
+    import re
+
+    readme = (Path(S.__file__).parent / "README.md").read_text()
+    block = re.search(r"```yaml\n(.*?)```", readme, re.S)
+    assert block is not None
+    t = parse_topology(yaml.safe_load(block.group(1)), source="topo/README.md")
+    assert len(t.switches) == 4 and t.link_rate(t.links[0]) == 50.0
