@@ -157,7 +157,7 @@ def add_plan_parser(sub: Any, add_json: Callable[[argparse.ArgumentParser], None
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from icefabric.control.controller import run_daemon
+    from icefabric.control.daemon import run_daemon
 
     return run_daemon(args)
 
@@ -187,5 +187,18 @@ def add_run_parser(sub: Any) -> None:
     p.add_argument("--method", choices=("auto", "exact", "heuristic"), default="auto")
     p.add_argument(
         "--connect-timeout", type=float, default=10.0, help="seconds to wait for every switch"
+    )
+    p.add_argument(
+        "--state",
+        default=None,
+        help="file where primary and backup share the running jobs "
+        "(default /tmp/icectl-<topology>.state.json)",
+    )
+    p.add_argument(
+        "--switch-dead",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="treat a switch unreachable this long as failed and replan around it (default: never)",
     )
     p.set_defaults(func=_cmd_run)

@@ -1,0 +1,668 @@
+"""The ICE controller: P4Runtime to every switch, base forwarding, plans, failures, telemetry.
+
+One :class:`Controller` object holds all state (no module globals). It connects to every switch
+of the topology with one election id; as primary it pushes the pipeline where the switch's cookie
+differs, then makes every switch hold exactly base forwarding + the planned flows (a resync: read
+back, write only the difference). Started with ``backup=True`` (lower election id) it watches; when
+the switches promote it (the primary died) it loads the shared state file (the jobs), replans and
+resyncs, so the fabric keeps its paths. A switch that comes back after a restart is resynced the
+same way. Link failures replan the flows that crossed the link and install the moved flows first,
+then the base-forwarding difference (candidate groups and routes without the dead link).
+
+The daemon (``icectl run``) wraps this in the Unix-socket API of :mod:`icefabric.control.api`;
+see :mod:`icefabric.control.daemon`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from icefabric.control import fabric
+from icefabric.control import ice_names as n
+from icefabric.control.ccl.demand import Flow, demand_from_job
+from icefabric.control.ccl.job import JobSpec, parse_job
+from icefabric.control.fabric import FabricOptions, TagMap, entity_key
+from icefabric.control.install import diff_updates, explain, flow_key, merge, plan_entries
+from icefabric.control.p4rt import (
+    ArbitrationUpdate,
+    ConnectionEvent,
+    Entity,
+    PacketIn,
+    PipelineConfig,
+    SwitchConnection,
+    SwitchPool,
+    TableEntry,
+)
+from icefabric.control.planner.planner import Planner
+from icefabric.control.reports import ReportLog
+from icefabric.control.topology import Topology, TopologyError
+from icefabric.topo.spec import TopologySpec
+
+log = logging.getLogger(__name__)
+
+PRIMARY_ELECTION_ID = 100
+BACKUP_ELECTION_ID = 50
+
+
+class ControllerError(RuntimeError):
+    """The controller cannot do what was asked (switch unreachable, write refused)."""
+
+
+class JobRejected(ValueError):
+    """A job the controller will not plan (bad description, unknown host, duplicate name)."""
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class ChangeReport:
+    """What one change (job, failure, mode) did and how long each step took."""
+
+    what: str
+    moved: int  # flows whose path changed
+    entries: int  # updates written
+    plan_ms: float
+    install_ms: float  # writes of the planned-flow entries (the flows' new paths are live)
+    base_ms: float  # writes of the base-forwarding difference after it
+    max_load: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for JSON."""
+        return {
+            "what": self.what,
+            "moved": self.moved,
+            "entries": self.entries,
+            "plan_ms": self.plan_ms,
+            "install_ms": self.install_ms,
+            "base_ms": self.base_ms,
+            "max_load": self.max_load,
+        }
+
+
+class Controller:
+    """Connections to every switch, the planner, what each switch holds, telemetry reports."""
+
+    def __init__(
+        self,
+        spec: TopologySpec,
+        pipeline: PipelineConfig,
+        *,
+        election_id: int | None = None,
+        backup: bool = False,
+        options: FabricOptions | None = None,
+        method: str = "auto",
+        addresses: Mapping[str, str] | None = None,
+        state_file: str | Path | None = None,
+        report_buffer: int = 1000,
+        connect_timeout: float = 10.0,
+        switch_dead_s: float | None = None,
+    ) -> None:
+        self.spec = spec
+        self.topo = Topology(spec)
+        self.pipeline = pipeline
+        self.backup = backup
+        self.election_id = election_id or (BACKUP_ELECTION_ID if backup else PRIMARY_ELECTION_ID)
+        self.options = options or FabricOptions()
+        self.tags: TagMap = fabric.allocate_tags(self.topo)
+        self.planner = Planner(self.topo, method=method)
+        self.jobs: dict[str, JobSpec] = {}
+        self.flows: dict[str, Flow] = {}
+        self._keys: dict[tuple[str, str, int, int], str] = {}
+        self.installed: dict[str, dict[tuple[object, ...], Entity]] = {
+            s.name: {} for s in spec.switches
+        }
+        self.reports = ReportLog(report_buffer, flow_of=self._flow_of_key)
+        self.state_file = Path(state_file) if state_file else None
+        self.connect_timeout = connect_timeout
+        self.switch_dead_s = switch_dead_s
+        self.history: list[ChangeReport] = []
+        self.lock = threading.RLock()
+        self._addresses = dict(addresses or {})
+        self._events: queue.Queue[Callable[[], None] | None] = queue.Queue()
+        self._worker: threading.Thread | None = None
+        self._down_since: dict[str, float] = {}
+        self._stopping = False
+        self.active = False  # True once this controller has installed the fabric as primary
+        self.pool = SwitchPool(
+            SwitchConnection(
+                s.name,
+                self._addresses.get(s.name, s.grpc_addr),
+                device_id=s.device_id,
+                election_id=self.election_id,
+                p4info=pipeline.index,
+                connect_timeout=connect_timeout,
+                backoff_initial=0.05,
+                backoff_max=1.0,
+            )
+            for s in spec.switches
+        )
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """Connect to every switch; as primary push the pipeline and install everything."""
+        for name, conn in self.pool.items():
+            conn.on("packet", lambda pkt, sw=name: self._on_packet(sw, pkt))
+            conn.on("connection", lambda ev, sw=name: self._on_connection(sw, ev))
+            conn.on("arbitration", lambda up, sw=name: self._on_arbitration(sw, up))
+        self._worker = threading.Thread(target=self._work, name="icectl-worker", daemon=True)
+        self._worker.start()
+        self.pool.connect_all(self.connect_timeout)
+        primaries = self.pool.primaries()
+        if len(primaries) == len(self.pool):
+            self.take_over()
+        elif self.backup:
+            log.info(
+                "backup controller (election id %d) ready on %d switches",
+                self.election_id,
+                len(self.pool),
+            )
+        else:
+            others = sorted(set(self.pool) - set(primaries))
+            log.warning(
+                "not primary on %s: another controller holds a higher election id",
+                ", ".join(others),
+            )
+
+    def stop(self) -> None:
+        """Close every connection and stop the worker."""
+        self._stopping = True
+        self._events.put(None)
+        if self._worker is not None:
+            self._worker.join(timeout=5)
+            self._worker = None
+        self.pool.close_all()
+
+    def take_over(self) -> None:
+        """Become the active controller: load shared state, push pipelines, resync everything."""
+        with self.lock:
+            t0 = time.perf_counter()
+            if not self.jobs and self.state_file is not None:
+                self._load_state()
+            self.pool.run_all(self._ensure_pipeline, operation="pipeline")
+            desired = self.desired()
+            summaries = self.pool.run_all(
+                lambda c: c.resync(desired.get(c.name, []), scope="all"), operation="resync"
+            )
+            for name in self.pool:
+                self.installed[name] = {entity_key(e): e for e in desired.get(name, [])}
+            self.active = True
+            writes = sum(s.writes for s in summaries.values())
+            log.info(
+                "active on %d switches: %d writes to reach the desired state in %.1f ms",
+                len(self.pool),
+                writes,
+                (time.perf_counter() - t0) * 1e3,
+            )
+
+    def _ensure_pipeline(self, conn: SwitchConnection) -> bool:
+        """Push the pipeline unless the switch already runs it (same cookie); True if pushed."""
+        try:
+            current = conn.get_pipeline(response_type="COOKIE_ONLY")
+            if current.cookie == self.pipeline.cookie:
+                return False
+        except Exception as exc:  # no pipeline yet: FAILED_PRECONDITION on most targets
+            log.debug("%s: no pipeline to compare (%s)", conn.name, exc)
+        conn.set_pipeline(self.pipeline)
+        return True
+
+    # ------------------------------------------------------------------ desired state
+
+    def desired(self) -> dict[str, list[Entity]]:
+        """Every switch's entities: base forwarding plus the planned flows."""
+        base = fabric.base_entries(self.topo, self.options, self.tags)
+        flows = plan_entries(self.topo, self.planner.plan(), self.flows, self.tags)
+        return merge(base, flows)
+
+    def _flow_entries(self) -> dict[str, list[Entity]]:
+        return plan_entries(self.topo, self.planner.plan(), self.flows, self.tags)
+
+    def _apply(
+        self, desired: Mapping[str, Iterable[Entity]], *, tables: set[str] | None = None
+    ) -> int:
+        """Write the difference between what is installed and ``desired`` on every switch.
+
+        With ``tables`` only entries of those tables are compared (the others stay as they are).
+        """
+        plans: dict[str, tuple[list[Any], dict[tuple[object, ...], Entity]]] = {}
+        for sw in self.installed:
+            new = list(desired.get(sw, []))
+            old = list(self.installed[sw].values())
+            if tables is not None:
+                new = [e for e in new if _table_of(e) in tables]
+                old = [e for e in old if _table_of(e) in tables]
+            updates = diff_updates(old, new)
+            if not updates:
+                continue
+            after = dict(self.installed[sw])
+            for u in updates:
+                if u.type == "DELETE":
+                    after.pop(entity_key(u.entity), None)
+                else:
+                    after[entity_key(u.entity)] = u.entity
+            plans[sw] = (updates, after)
+        if not plans:
+            return 0
+        if self.active:
+            self.pool.run_all(
+                lambda c: c.write(plans[c.name][0]), names=list(plans), operation="write"
+            )
+        for sw, (_, after) in plans.items():
+            self.installed[sw] = after
+        return sum(len(u) for u, _ in plans.values())
+
+    def _install_change(self, what: str, plan_s: float) -> ChangeReport:
+        """After the planner changed: planned flows first, then the rest of base forwarding."""
+        t1 = time.perf_counter()
+        written = self._apply(self._flow_entries(), tables={n.TABLE_FLOW_PATH})
+        t2 = time.perf_counter()
+        written += self._apply(self.desired())
+        t3 = time.perf_counter()
+        rep = ChangeReport(
+            what=what,
+            moved=len(self.planner.changed),
+            entries=written,
+            plan_ms=plan_s * 1e3,
+            install_ms=(t2 - t1) * 1e3,
+            base_ms=(t3 - t2) * 1e3,
+            max_load=self.planner.plan().max_load_s,
+        )
+        self.history.append(rep)
+        log.info(
+            "%s: %d flow(s) moved, %d entries; plan %.1f ms, install %.1f ms, base %.1f ms",
+            what,
+            rep.moved,
+            rep.entries,
+            rep.plan_ms,
+            rep.install_ms,
+            rep.base_ms,
+        )
+        return rep
+
+    # ------------------------------------------------------------------ jobs
+
+    def add_job(self, job: JobSpec | Mapping[str, Any]) -> dict[str, Any]:
+        """Plan a job's flows on top of the others and install them."""
+        if not isinstance(job, JobSpec):
+            try:
+                job = parse_job(job, source="<jobs.add>")
+            except ValueError as exc:
+                raise JobRejected(str(exc)) from exc
+        with self.lock:
+            if job.name in self.jobs:
+                raise JobRejected(f"job {job.name!r} is already running (remove it first)")
+            known = {h.name for h in self.spec.hosts}
+            bad = [
+                f"ranks[{r.rank}].host: no host {r.host!r}"
+                for r in job.ranks
+                if r.host not in known
+            ]
+            if bad:
+                raise JobRejected(
+                    f"job {job.name}: " + "; ".join(bad) + f" in topology {self.spec.name!r}"
+                )
+            demand = demand_from_job(job)
+            t0 = time.perf_counter()
+            self.planner.add(demand)
+            plan_s = time.perf_counter() - t0
+            self.jobs[job.name] = job
+            for f in demand.flows:
+                self.flows[f.flow_id] = f
+                k = flow_key(self.topo, f)
+                self._keys[(k.src_ip, k.dst_ip, k.udp_sport, k.dst_qp)] = f.flow_id
+            rep = self._install_change(f"job {job.name} added", plan_s)
+            self._save_state()
+            return {
+                "job": job.name,
+                "flows": len(demand.flows),
+                "entries": rep.entries,
+                "install_ms": rep.install_ms,
+                "plan_ms": rep.plan_ms,
+                "max_load": rep.max_load,
+            }
+
+    def remove_job(self, name: str) -> dict[str, Any]:
+        """Take a job's flows out of the plan and delete their entries."""
+        with self.lock:
+            if name not in self.jobs:
+                raise JobRejected(
+                    f"no job {name!r} (running: {', '.join(sorted(self.jobs)) or 'none'})"
+                )
+            t0 = time.perf_counter()
+            self.planner.remove_job(name)
+            plan_s = time.perf_counter() - t0
+            del self.jobs[name]
+            for fid in [f for f, fl in self.flows.items() if fl.job == name]:
+                del self.flows[fid]
+            self._keys = {k: v for k, v in self._keys.items() if v in self.flows}
+            rep = self._install_change(f"job {name} removed", plan_s)
+            self._save_state()
+            return {"job": name, "entries": rep.entries, "install_ms": rep.install_ms}
+
+    def list_jobs(self) -> list[dict[str, Any]]:
+        """Every running job with its size."""
+        with self.lock:
+            out = []
+            for name, job in self.jobs.items():
+                flows = [f for f in self.flows.values() if f.job == name]
+                out.append(
+                    {
+                        "name": name,
+                        "ranks": len(job.ranks),
+                        "hosts": len(job.hosts),
+                        "phases": len(job.phases),
+                        "flows": len(flows),
+                        "bytes": float(sum(f.bytes for f in flows)),
+                    }
+                )
+            return out
+
+    def paths(self, flow: str | None = None, job: str | None = None) -> list[dict[str, Any]]:
+        """Per planned flow: first hop, tag, switch path, match key (optionally one flow/job)."""
+        with self.lock:
+            rows = explain(self.topo, self.planner.plan(), self.flows, self.tags)
+        if flow is not None:
+            rows = [r for r in rows if r["flow"] == flow]
+        if job is not None:
+            rows = [r for r in rows if r["job"] == job]
+        return rows
+
+    # ------------------------------------------------------------------ mode and failures
+
+    def set_mode(self, mode: str) -> dict[str, Any]:
+        """Switch every leaf to ICE ("ice", "planned-ecmp") or the ECMP baseline ("ecmp")."""
+        with self.lock:
+            self.options = replace(self.options, mode=mode)
+            t0 = time.perf_counter()
+            written = self._apply(self.desired())
+            return {
+                "mode": mode,
+                "switches": len(self.topo.leaves),
+                "entries": written,
+                "ms": (time.perf_counter() - t0) * 1e3,
+            }
+
+    def link_between(self, a: str, b: str) -> int:
+        """The directed link id from switch a to switch b (TopologyError if none)."""
+        ids = self.topo.links_between(a, b)
+        if not ids:
+            raise TopologyError(f"no link between {a!r} and {b!r} in topology {self.spec.name!r}")
+        return ids[0]
+
+    def fail_link(self, a: str, b: str) -> ChangeReport:
+        """Mark the link a-b down, replan the flows that crossed it and install the result."""
+        lid = self.link_between(a, b)
+        with self.lock:
+            t0 = time.perf_counter()
+            self.planner.replan_after_failure(links=[lid])
+            return self._install_change(f"link {a}-{b} down", time.perf_counter() - t0)
+
+    def port_down(self, switch: str, port: int) -> ChangeReport:
+        """A port-down event from the data plane: the link on that port failed."""
+        with self.lock:
+            t0 = time.perf_counter()
+            self.planner.replan_after_failure(ports=[(switch, port)])
+            return self._install_change(f"{switch} port {port} down", time.perf_counter() - t0)
+
+    def fail_switch(self, switch: str) -> ChangeReport:
+        """A switch died: every link of it is down; replan and install."""
+        with self.lock:
+            t0 = time.perf_counter()
+            self.planner.replan_after_failure(switches=[switch])
+            return self._install_change(f"switch {switch} down", time.perf_counter() - t0)
+
+    def restore_link(self, a: str, b: str) -> ChangeReport:
+        """Mark the link a-b up again and rebalance every flow over the larger fabric."""
+        lid = self.link_between(a, b)
+        with self.lock:
+            t0 = time.perf_counter()
+            self.planner.restore([lid & ~1, lid | 1])
+            return self._install_change(f"link {a}-{b} up", time.perf_counter() - t0)
+
+    # ------------------------------------------------------------------ switch events
+
+    def resync_switch(self, name: str) -> dict[str, Any]:
+        """Make one switch hold exactly the desired state (after a restart): read back, write
+        only the difference; push the pipeline first when the switch lost it."""
+        with self.lock:
+            conn = self.pool[name]
+            t0 = time.perf_counter()
+            pushed = self._ensure_pipeline(conn)
+            desired = self.desired().get(name, [])
+            summary = conn.resync(desired, scope="all")
+            self.installed[name] = {entity_key(e): e for e in desired}
+            return {
+                "switch": name,
+                "pipeline_pushed": pushed,
+                "inserted": summary.inserted,
+                "modified": summary.modified,
+                "deleted": summary.deleted,
+                "unchanged": summary.unchanged,
+                "ms": (time.perf_counter() - t0) * 1e3,
+            }
+
+    def _on_connection(self, switch: str, ev: ConnectionEvent) -> None:
+        if not ev.connected:
+            if self._stopping:
+                return
+            self._down_since[switch] = time.monotonic()
+            log.warning("%s: connection lost (%s)", switch, ev.reason)
+            if self.switch_dead_s is not None:
+                threading.Timer(self.switch_dead_s, self._check_dead, args=(switch,)).start()
+            return
+        self._down_since.pop(switch, None)
+        if ev.attempt > 0 and self.active:
+            log.info("%s: back after a reconnection; resyncing", switch)
+            self._events.put(lambda: self._after_restart(switch))
+
+    def _after_restart(self, switch: str) -> None:
+        if self.pool[switch].wait_primary(self.connect_timeout):
+            res = self.resync_switch(switch)
+            log.info("%s: resync %s", switch, res)
+
+    def _check_dead(self, switch: str) -> None:
+        since = self._down_since.get(switch)
+        if since is not None and self.active:
+
+            def fail() -> None:
+                self.fail_switch(switch)
+
+            self._events.put(fail)
+
+    def _on_arbitration(self, switch: str, update: ArbitrationUpdate) -> None:
+        if (
+            update.is_primary
+            and not self.active
+            and self.backup
+            and len(self.pool.primaries()) == len(self.pool)
+        ):
+            log.warning("primary controller gone: backup %d takes over", self.election_id)
+            self._events.put(self._take_over_once)
+
+    def _take_over_once(self) -> None:
+        if not self.active:
+            self.take_over()
+
+    def _on_packet(self, switch: str, pkt: PacketIn) -> None:
+        reason = int(pkt.metadata.get("reason", 0))
+        if reason == n.PUNT_REASON_TELEMETRY:
+            self.reports.add(switch, pkt.payload, pkt.metadata)
+        else:
+            log.debug(
+                "%s: packet-in reason %d (%d bytes) ignored", switch, reason, len(pkt.payload)
+            )
+
+    def _flow_of_key(self, src: str, dst: str, sport: int, qp: int) -> str | None:
+        return self._keys.get((src, dst, sport, qp))
+
+    def _work(self) -> None:
+        while True:
+            item = self._events.get()
+            if item is None:
+                self._events.task_done()
+                return
+            try:
+                item()
+            except Exception:  # one failed event must not stop the next
+                log.exception("controller event failed")
+            finally:
+                self._events.task_done()
+
+    def wait_idle(self, timeout: float = 10.0) -> bool:
+        """Wait until queued switch events (resyncs, takeovers) are processed."""
+        deadline = time.monotonic() + timeout
+        while self._events.unfinished_tasks:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.005)
+        return True
+
+    # ------------------------------------------------------------------ state file
+
+    def _save_state(self) -> None:
+        if self.state_file is None:
+            return
+        data = {"topology": self.spec.name, "jobs": [j.to_dict() for j in self.jobs.values()]}
+        tmp = self.state_file.with_suffix(self.state_file.suffix + ".tmp")
+        tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
+        tmp.replace(self.state_file)
+
+    def _load_state(self) -> None:
+        assert self.state_file is not None
+        if not self.state_file.exists():
+            return
+        data = json.loads(self.state_file.read_text(encoding="utf-8"))
+        if data.get("topology") != self.spec.name:
+            log.warning("%s: state of topology %r ignored", self.state_file, data.get("topology"))
+            return
+        for jd in data.get("jobs", []):
+            job = parse_job(jd, source=str(self.state_file))
+            demand = demand_from_job(job)
+            self.planner.add(demand)
+            self.jobs[job.name] = job
+            for f in demand.flows:
+                self.flows[f.flow_id] = f
+                k = flow_key(self.topo, f)
+                self._keys[(k.src_ip, k.dst_ip, k.udp_sport, k.dst_qp)] = f.flow_id
+        log.info("%s: %d job(s) loaded", self.state_file, len(self.jobs))
+
+    # ------------------------------------------------------------------ views
+
+    def status(self) -> dict[str, Any]:
+        """Role, mode, switches (connected, primary, entries), jobs."""
+        with self.lock:
+            plan = self.planner.plan()
+            return {
+                "role": "primary" if self.active else "backup",
+                "election_id": self.election_id,
+                "mode": self.options.mode,
+                "topology": self.spec.name,
+                "jobs": len(self.jobs),
+                "flows": len(plan.flows),
+                "max_load": plan.max_load_s,
+                "failed_links": [
+                    self.topo.link_name(i)
+                    for i in range(0, self.topo.n_links, 2)
+                    if self.topo.failed[i]
+                ],
+                "switches": {
+                    name: {
+                        "address": conn.address,
+                        "device_id": conn.device_id,
+                        "connected": conn.is_connected,
+                        "primary": conn.is_primary,
+                        "entries": len(self.installed[name]),
+                    }
+                    for name, conn in self.pool.items()
+                },
+                "history": [h.to_dict() for h in self.history[-10:]],
+            }
+
+    def switches(self) -> dict[str, dict[str, Any]]:
+        """Address and device id of every switch (for icectl shell)."""
+        return {
+            name: {"address": c.address, "device_id": c.device_id, "election_id": self.election_id}
+            for name, c in self.pool.items()
+        }
+
+    def stats(self, switch: str | None = None) -> dict[str, dict[str, Any]]:
+        """Per switch: port rx/tx counters, per-tag packets, drops by reason (read live)."""
+        names = [switch] if switch else list(self.pool)
+        for name in names:
+            if name not in self.pool:
+                raise TopologyError(f"no switch {name!r} in topology {self.spec.name!r}")
+        ports: dict[str, dict[int, str]] = {name: {} for name in names}
+        for ln in self.topo.links:
+            if ln.src in ports:
+                ports[ln.src][ln.src_port] = "fabric" if ln.kind == "fabric" else "host"
+        out: dict[str, dict[str, Any]] = {}
+        results = self.pool.run_all(
+            lambda c: _read_stats(c, ports[c.name]),
+            names=names,
+            operation="stats",
+            raise_errors=False,
+        )
+        for name in names:
+            out[name] = results.get(name, {"error": "switch unreachable"})
+        return out
+
+
+def _table_of(e: Entity) -> str:
+    return e.table if isinstance(e, TableEntry) else "clone_session"
+
+
+def _read_stats(conn: SwitchConnection, ports: Mapping[int, str]) -> dict[str, Any]:
+    rx = {
+        c.index: c.data for c in conn.read_counters(n.COUNTER_PORT_RX_COUNTER) if c.index in ports
+    }
+    tx = {
+        c.index: c.data for c in conn.read_counters(n.COUNTER_PORT_TX_COUNTER) if c.index in ports
+    }
+    drops = [
+        {"reason": n.DROP_REASONS.get(c.index or 0, str(c.index)), "packets": c.data.packet_count}
+        for c in conn.read_counters(n.COUNTER_DROP_REASON_COUNTER)
+        if c.data is not None and c.data.packet_count
+    ]
+    tags = []
+    for d in conn.read_direct_counters(n.TABLE_TAG_FORWARD):
+        if d.data is not None and d.data.packet_count:
+            tag = d.table_entry.match.get("path_tag")
+            tags.append(
+                {"tag": _match_int(tag), "packets": d.data.packet_count, "bytes": d.data.byte_count}
+            )
+    tags.sort(key=lambda t: t["tag"])
+
+    def pkts(m: Mapping[int | None, Any], p: int, attr: str) -> int:
+        d = m.get(p)
+        return int(getattr(d, attr)) if d is not None else 0
+
+    return {
+        "ports": [
+            {
+                "port": p,
+                "kind": kind,
+                "rx_packets": pkts(rx, p, "packet_count"),
+                "rx_bytes": pkts(rx, p, "byte_count"),
+                "tx_packets": pkts(tx, p, "packet_count"),
+                "tx_bytes": pkts(tx, p, "byte_count"),
+            }
+            for p, kind in sorted(ports.items())
+        ],
+        "tags": tags,
+        "drops": drops,
+    }
+
+
+def _match_int(value: Any) -> int:
+    if isinstance(value, int):
+        return value
+    inner = getattr(value, "value", value)
+    if isinstance(inner, bytes):
+        return int.from_bytes(inner, "big")
+    return int(inner)

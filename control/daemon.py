@@ -1,0 +1,175 @@
+"""``icectl run``: the controller daemon, its API handlers and its lifetime (signals, socket)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from icefabric.control.api import ApiServer, ApiUnavailable, Handler, RequestError
+from icefabric.control.controller import Controller, JobRejected
+from icefabric.control.fabric import MODES, FabricError, FabricOptions
+from icefabric.control.topology import TopologyError
+
+log = logging.getLogger(__name__)
+
+
+def _str_arg(args: dict[str, Any], key: str, *, required: bool = True) -> str | None:
+    value = args.get(key)
+    if value is None:
+        if required:
+            raise RequestError(f"missing argument {key!r}")
+        return None
+    if not isinstance(value, str) or not value:
+        raise RequestError(f"argument {key!r}: expected a non-empty string, got {value!r}")
+    return value
+
+
+def _usage_errors(fn: Callable[[dict[str, Any]], Any]) -> Handler:
+    """Report the controller's validation errors as usage errors (exit code 2 in icectl)."""
+
+    def wrapped(args: dict[str, Any]) -> Any:
+        try:
+            return fn(args)
+        except (JobRejected, TopologyError, FabricError) as exc:
+            raise RequestError(str(exc)) from exc
+
+    return wrapped
+
+
+def api_handlers(ctl: Controller) -> dict[str, Handler]:
+    """The operations ``icectl`` calls, bound to one controller."""
+
+    def jobs_add(args: dict[str, Any]) -> Any:
+        job = args.get("job")
+        if not isinstance(job, dict):
+            raise RequestError("argument 'job': expected a job description object")
+        return ctl.add_job(job)
+
+    def jobs_rm(args: dict[str, Any]) -> Any:
+        return ctl.remove_job(str(_str_arg(args, "name")))
+
+    def paths(args: dict[str, Any]) -> Any:
+        return ctl.paths(
+            _str_arg(args, "flow", required=False), _str_arg(args, "job", required=False)
+        )
+
+    def stats(args: dict[str, Any]) -> Any:
+        return ctl.stats(_str_arg(args, "switch", required=False))
+
+    def telemetry(args: dict[str, Any]) -> Any:
+        limit = args.get("limit", 20)
+        if not isinstance(limit, int) or limit < 0:
+            raise RequestError(f"argument 'limit': expected an integer >= 0, got {limit!r}")
+        return {
+            "received": ctl.reports.received,
+            "undecodable": ctl.reports.undecodable,
+            "reports": ctl.reports.recent(limit),
+        }
+
+    def mode(args: dict[str, Any]) -> Any:
+        m = _str_arg(args, "mode")
+        if m not in MODES:
+            raise RequestError(f"argument 'mode': expected one of {', '.join(MODES)}, got {m!r}")
+        return ctl.set_mode(m)
+
+    def link(args: dict[str, Any]) -> Any:
+        a, b = str(_str_arg(args, "a")), str(_str_arg(args, "b"))
+        state = _str_arg(args, "state")
+        if state == "down":
+            return ctl.fail_link(a, b).to_dict()
+        if state == "up":
+            return ctl.restore_link(a, b).to_dict()
+        raise RequestError(f"argument 'state': expected 'down' or 'up', got {state!r}")
+
+    def resync(args: dict[str, Any]) -> Any:
+        return ctl.resync_switch(str(_str_arg(args, "switch")))
+
+    ops: dict[str, Callable[[dict[str, Any]], Any]] = {
+        "status": lambda _a: ctl.status(),
+        "switches": lambda _a: ctl.switches(),
+        "jobs.add": jobs_add,
+        "jobs.rm": jobs_rm,
+        "jobs.ls": lambda _a: ctl.list_jobs(),
+        "paths": paths,
+        "stats": stats,
+        "int": telemetry,
+        "mode": mode,
+        "link": link,
+        "resync": resync,
+    }
+    return {name: _usage_errors(fn) for name, fn in ops.items()}
+
+
+def default_state_file(topology_name: str) -> Path:
+    """Where primary and backup share the running jobs when --state is not given."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in topology_name)
+    return Path("/tmp") / f"icectl-{safe}.state.json"
+
+
+def run_daemon(args: argparse.Namespace) -> int:
+    """Run the controller until SIGINT/SIGTERM; returns the exit code."""
+    from icefabric.control.ccl.job import load_job
+    from icefabric.control.p4rt import PipelineConfig
+    from icefabric.p4src import ICE_P4
+    from icefabric.topo.spec import load_topology
+
+    spec = load_topology(args.topo)
+    if args.target == "bmv2":
+        if not args.bmv2_json or not args.p4info:
+            print(
+                "icectl: run --target bmv2 needs --bmv2-json and --p4info (make p4)",
+                file=sys.stderr,
+            )
+            return 2
+        pipeline = PipelineConfig.for_bmv2(args.bmv2_json, args.p4info)
+    else:
+        pipeline = PipelineConfig.for_embedded(args.p4 or ICE_P4)
+    jobs = [load_job(p) for p in args.job]
+    ctl = Controller(
+        spec,
+        pipeline,
+        election_id=args.election_id,
+        backup=args.backup,
+        options=FabricOptions(mode=args.mode),
+        method=args.method,
+        state_file=args.state or default_state_file(spec.name),
+        connect_timeout=args.connect_timeout,
+        switch_dead_s=args.switch_dead,
+    )
+    server = ApiServer(args.socket, api_handlers(ctl))
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        log.info("signal %d: shutting down", signum)
+        stop.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        server.start()
+    except ApiUnavailable as exc:
+        print(f"icectl: {exc}", file=sys.stderr)
+        return 1
+    try:
+        ctl.start()
+        for job in jobs:
+            ctl.add_job(job)
+        role = "primary" if ctl.active else "backup"
+        log.warning(
+            "icectl run: %s controller for %s (%d switches), API on %s",
+            role,
+            spec.name,
+            len(spec.switches),
+            args.socket,
+        )
+        stop.wait()
+    finally:
+        server.stop()
+        ctl.stop()
+    return 0

@@ -1,0 +1,181 @@
+"""A whole fabric in one process: one embedded switch per topology switch, wired per the links.
+
+Each switch is an :class:`icefabric.target.device.Device` running its real-time scheduler and
+serving P4Runtime on ``127.0.0.1:<free port>``; what leaves a switch port is injected into the
+peer switch's port (the "wire"), what leaves a host port lands in that host's inbox. No root, no
+namespaces: this is what ``make demo`` and the fabric end-to-end tests run the controller against.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from icefabric.topo.spec import TopologySpec
+
+log = logging.getLogger(__name__)
+
+CPU_PORT = 255
+
+
+@dataclass(slots=True)
+class _Switch:
+    name: str
+    device: Any
+    server: Any
+    port: int  # gRPC port
+
+
+@dataclass(slots=True)
+class HostInbox:
+    """Frames delivered to one host, in arrival order."""
+
+    frames: list[bytes] = field(default_factory=list)
+
+
+class InProcessFabric:
+    """Embedded switches of a topology with in-process wires; use as a context manager."""
+
+    def __init__(self, spec: TopologySpec) -> None:
+        self.spec = spec
+        self.switches: dict[str, _Switch] = {}
+        self.inbox: dict[str, HostInbox] = {h.name: HostInbox() for h in spec.hosts}
+        self._cut: set[tuple[str, int]] = set()
+        self._cond = threading.Condition()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> InProcessFabric:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Start every switch (no pipeline yet: the controller pushes it) and wire the ports."""
+        for s in self.spec.switches:
+            self.switches[s.name] = self._start_switch(s.name, s.device_id, "127.0.0.1:0")
+        for s in self.spec.switches:
+            self._wire(s.name)
+
+    def stop(self) -> None:
+        """Stop every server and scheduler."""
+        for sw in self.switches.values():
+            sw.server.stop(grace=None)
+            sw.device.stop()
+        self.switches.clear()
+
+    def _start_switch(self, name: str, device_id: int, addr: str) -> _Switch:
+        from icefabric.target.device import Device
+        from icefabric.target.server import serve
+
+        device = Device(
+            device_id=device_id,
+            cpu_port=CPU_PORT,
+            log=logging.getLogger(f"icefabric.target.device.{name}"),
+        )
+        server, port, _service = serve(device, addr)
+        device.start()
+        log.debug("%s: embedded switch on 127.0.0.1:%d", name, port)
+        return _Switch(name=name, device=device, server=server, port=port)
+
+    def _wire(self, name: str) -> None:
+        dev = self.switches[name].device
+        for ln in self.spec.links:
+            for here, there in ((ln.a, ln.b), (ln.b, ln.a)):
+                if here.node == name:
+                    dev.attach_port(
+                        here.port, self._to_switch(name, here.port, there.node, there.port)
+                    )
+        for h in self.spec.hosts:
+            if h.leaf == name:
+                dev.attach_port(h.port, self._to_host(h.name))
+
+    def _to_switch(
+        self, src: str, src_port: int, dst: str, dst_port: int
+    ) -> Callable[[bytes], None]:
+        def send(data: bytes) -> None:
+            if (src, src_port) in self._cut:
+                return
+            peer = self.switches.get(dst)
+            if peer is not None:
+                peer.device.inject(dst_port, data)
+
+        return send
+
+    def _to_host(self, host: str) -> Callable[[bytes], None]:
+        def send(data: bytes) -> None:
+            with self._cond:
+                self.inbox[host].frames.append(bytes(data))
+                self._cond.notify_all()
+
+        return send
+
+    @property
+    def addresses(self) -> dict[str, str]:
+        """P4Runtime address of every switch."""
+        return {name: f"127.0.0.1:{sw.port}" for name, sw in self.switches.items()}
+
+    # ------------------------------------------------------------------ events
+
+    def restart_switch(self, name: str) -> None:
+        """Stop a switch and start a fresh one (no pipeline, no entries) on the same address."""
+        old = self.switches[name]
+        old.server.stop(grace=None).wait()
+        old.device.stop()
+        spec_sw = self.spec.switch(name)
+        self.switches[name] = self._start_switch(name, spec_sw.device_id, f"127.0.0.1:{old.port}")
+        self._wire(name)
+
+    def cut_link(self, a: str, b: str) -> None:
+        """Drop everything on the link(s) between switches a and b, both directions."""
+        for ln in self.spec.links:
+            if {ln.a.node, ln.b.node} == {a, b}:
+                self._cut.add((ln.a.node, ln.a.port))
+                self._cut.add((ln.b.node, ln.b.port))
+
+    def heal_link(self, a: str, b: str) -> None:
+        """Undo :meth:`cut_link`."""
+        for ln in self.spec.links:
+            if {ln.a.node, ln.b.node} == {a, b}:
+                self._cut.discard((ln.a.node, ln.a.port))
+                self._cut.discard((ln.b.node, ln.b.port))
+
+    # ------------------------------------------------------------------ traffic
+
+    def send(self, host: str, frame: bytes) -> None:
+        """A frame leaves ``host`` towards its leaf."""
+        h = self.spec.host(host)
+        self.switches[h.leaf].device.inject(h.port, frame)
+
+    def take(self, host: str) -> list[bytes]:
+        """Remove and return what ``host`` received so far."""
+        with self._cond:
+            frames = self.inbox[host].frames
+            self.inbox[host].frames = []
+        return frames
+
+    def wait_for(self, predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
+        """Wait until predicate() holds (re-checked on every delivery and every 10 ms)."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not predicate():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(min(left, 0.01))
+        return True
+
+    def delivered(self) -> int:
+        """Frames delivered to all hosts (not yet taken)."""
+        with self._cond:
+            return sum(len(b.frames) for b in self.inbox.values())
+
+    def tx_packets(self, switch: str, port: int) -> int:
+        """Packets the switch has sent out of ``port`` since it started."""
+        return int(self.switches[switch].device.tx_packets[port])
