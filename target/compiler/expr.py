@@ -296,7 +296,7 @@ class ExprGen:
             with self.em.block(f"if {cond}:"):
                 if self.in_parser:
                     code = self.unit.errors["StackOutOfBounds"]
-                    self.em.line(f"raise ParserError({code})")
+                    self.em.line(f"raise ParserError({code}, pos)")
                 else:
                     self.em.line(f"{idx} = {0 if name == 'last' else st.size - 1}")
             base = f"({add_base(ref.base, 1)} + {st.elem.slots} * {idx})"

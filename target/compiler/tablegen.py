@@ -188,6 +188,7 @@ class TableGenMixin:
     def _entries(self: Any, entries: list[A.EntryDecl], info: TableInfo) -> list[TableEntry]:
         out: list[TableEntry] = []
         explicit = any(e.priority is not None for e in entries)
+        needs_prio = any(k.match_kind in ("ternary", "range", "optional") for k in info.keys)
         n = len(entries)
         for i, ent in enumerate(entries):
             keys = ent.keys
@@ -200,7 +201,9 @@ class TableGenMixin:
             args = self._const_args(ent.action, act)
             prio = self.unit.const_int(ent.priority) if ent.priority is not None else None
             if prio is None:
-                prio = 0 if explicit else n - i
+                prio = 0 if explicit or not needs_prio else n - i
+            elif not needs_prio:
+                prio = 0
             out.append(TableEntry(match=match, priority=prio, action=ActionCall(act.name, args)))
         return out
 
