@@ -8,7 +8,9 @@
 // the bucket it was given.  When the idle gap exceeds the controller's timeout the slot picks
 // again with a hash that includes the current time, so the new pick is independent of the old
 // one; path weights come from how many buckets the controller gives each path in
-// path_candidate.  A last-seen value of 0 means "never seen" (timestamps start above 0 on
+// path_candidate.  Buckets come from crc32: BMv2's crc16 (CRC-16/ARC) moves only a few low
+// output bits when just the last input bytes (ports, QP) differ, which a modulo-64 bucket then
+// maps onto a handful of paths.  A last-seen value of 0 means "never seen" (timestamps start above 0 on
 // BMv2; tests start the manual clock above 0).
 control LoadBalance(inout headers_t hdr,
                     inout local_metadata_t meta,
@@ -25,7 +27,7 @@ control LoadBalance(inout headers_t hdr,
             flowlet_last_seen.read(last_seen, meta.flow_slot);
             flowlet_bucket.read(bucket, meta.flow_slot);
             if (last_seen == 0 || now - last_seen > (bit<48>)meta.flowlet_timeout_us) {
-                hash(bucket, HashAlgorithm.crc16, 8w0,
+                hash(bucket, HashAlgorithm.crc32, 8w0,
                      { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.udp.src_port,
                        hdr.udp.dst_port, hdr.bth.dst_qp, now },
                      (bit<16>)PATH_BUCKETS);
@@ -38,12 +40,12 @@ control LoadBalance(inout headers_t hdr,
             // E-ECMP: RDMA NICs reuse one UDP source port for many QPs, so the destination QP
             // separates flows that the 5-tuple alone would pin together.
             if (meta.use_qp_in_hash == 1) {
-                hash(meta.path_bucket, HashAlgorithm.crc16, 8w0,
+                hash(meta.path_bucket, HashAlgorithm.crc32, 8w0,
                      { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
                        hdr.udp.src_port, hdr.udp.dst_port, hdr.bth.dst_qp },
                      (bit<16>)PATH_BUCKETS);
             } else {
-                hash(meta.path_bucket, HashAlgorithm.crc16, 8w0,
+                hash(meta.path_bucket, HashAlgorithm.crc32, 8w0,
                      { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
                        hdr.udp.src_port, hdr.udp.dst_port },
                      (bit<16>)PATH_BUCKETS);

@@ -1,0 +1,40 @@
+"""Fixtures of the ICE data-plane tests (target chosen by ICE_TARGET=embedded|bmv2)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from harness import TargetUnavailable, target_name
+from leaf_spine import LeafSpine, Options, build_leaf_spine
+
+
+@pytest.fixture
+def leaf_spine_factory() -> Iterator[object]:
+    """Build leaf-spine fabrics with given Options; every one is torn down after the test."""
+    built: list[LeafSpine] = []
+
+    def build(opts: Options | None = None) -> LeafSpine:
+        try:
+            ls = build_leaf_spine(opts)
+        except TargetUnavailable as exc:
+            pytest.skip(str(exc))
+        built.append(ls)
+        return ls
+
+    try:
+        yield build
+    finally:
+        for ls in built:
+            ls.close()
+
+
+@pytest.fixture
+def fabric(leaf_spine_factory: object) -> LeafSpine:
+    """The default leaf-spine fabric (planned + flowlet, INT and feedback on)."""
+    return leaf_spine_factory()  # type: ignore[operator]
+
+
+def pytest_report_header() -> str:
+    """Say which target the data-plane tests run against."""
+    return f"ICE data-plane target: {target_name()}"
