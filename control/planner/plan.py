@@ -123,32 +123,52 @@ class Plan:
         return cls.from_dict(json.loads(text))
 
 
-def build_plan(state: PlanState, *, method: str, lower_bound_s: float, elapsed_s: float) -> Plan:
-    """Snapshot a PlanState as a Plan."""
+def build_plan(
+    state: PlanState,
+    *,
+    method: str,
+    lower_bound_s: float,
+    elapsed_s: float,
+    cache: dict[str, PlannedFlow] | None = None,
+) -> Plan:
+    """Snapshot a PlanState as a Plan; ``cache`` (flow id -> PlannedFlow) reuses unchanged flows."""
     topo = state.topo
+    leaf_of = topo.leaf_of
+    dst_of = [ln.dst for ln in topo.links]
+    pad = state.pad
+    rows = state.live_rows()
+    paths = state.paths[rows].tolist()
+    choice = state.choice[rows].tolist()
+    ups = state.host_up[rows].tolist()
+    downs = state.host_down[rows].tolist()
+    sizes = state.size[rows].tolist()
     flows = []
-    for i in state.live_rows().tolist():
+    for k, i in enumerate(rows.tolist()):
         f = state.flows[i]
-        placed = state.choice[i] >= 0
-        links = tuple(state.full_path(i)) if placed else ()
-        nodes = (f.src_host, *(topo.links[lid].dst for lid in links)) if links else ()
-        flows.append(
-            PlannedFlow(
-                flow_id=f.flow_id,
-                job=f.job,
-                phase=f.phase,
-                channel=f.channel,
-                src_host=f.src_host,
-                dst_host=f.dst_host,
-                src_leaf=topo.leaf_of[f.src_host],
-                dst_leaf=topo.leaf_of[f.dst_host],
-                bytes=float(state.size[i]),
-                path_index=int(state.choice[i]),
-                links=links,
-                nodes=nodes,
-            )
-        )
-    load = state.load[: state.pad]
+        c = choice[k]
+        old = cache.get(f.flow_id) if cache is not None else None
+        if old is not None and old.path_index == c and old.bytes == sizes[k]:
+            flows.append(old)
+            continue
+        if c >= 0:
+            links = (ups[k], *(x for x in paths[k] if x != pad), downs[k])
+            nodes = (f.src_host, *(dst_of[lid] for lid in links))
+        else:
+            links, nodes = (), ()
+        pf = PlannedFlow(
+            flow_id=f.flow_id, job=f.job, phase=f.phase, channel=f.channel,
+            src_host=f.src_host, dst_host=f.dst_host,
+            src_leaf=leaf_of[f.src_host], dst_leaf=leaf_of[f.dst_host],
+            bytes=sizes[k], path_index=c, links=links, nodes=nodes,
+        )  # fmt: skip
+        if cache is not None:
+            cache[f.flow_id] = pf
+        flows.append(pf)
+    if cache is not None and len(cache) > len(flows):
+        live = {pf.flow_id for pf in flows}
+        for fid in [fid for fid in cache if fid not in live]:
+            del cache[fid]
+    load = state.load[:pad]
     nz = np.nonzero(load > 0)[0]
     return Plan(
         topology=topo.spec.name,

@@ -19,7 +19,7 @@ from icefabric.control.ccl.demand import Demand
 from icefabric.control.planner.ecmp import ecmp_loads
 from icefabric.control.planner.exact import ExactSolveError, cut_lower_bound, solve_exact
 from icefabric.control.planner.heuristic import greedy, improve
-from icefabric.control.planner.plan import Plan, build_plan, link_table
+from icefabric.control.planner.plan import Plan, PlannedFlow, build_plan, link_table
 from icefabric.control.planner.state import PlanState
 from icefabric.control.topology import Topology
 
@@ -49,6 +49,7 @@ class Planner:
         time_budget_s: float = 1.0,
         exact_max_flows: int = 24,
         repair_depth: int = 3,
+        replan_budget_s: float = 0.05,
     ) -> None:
         if method not in METHODS:
             raise ValueError(f"method: expected one of {', '.join(METHODS)}, got {method!r}")
@@ -58,9 +59,12 @@ class Planner:
         self.time_budget_s = time_budget_s
         self.exact_max_flows = exact_max_flows
         self.repair_depth = repair_depth
+        self.replan_budget_s = replan_budget_s  # failure replans: greedy + this much repair
         self.changed: list[str] = []  # flow ids whose path changed in the last operation
         self.last_method = "none"
         self.last_elapsed_s = 0.0
+        self._lower_bound = 0.0
+        self._flow_cache: dict[str, PlannedFlow] = {}
 
     # ------------------------------------------------------------------ operations
 
@@ -129,8 +133,9 @@ class Planner:
         return build_plan(
             self.state,
             method=self.last_method,
-            lower_bound_s=self.lower_bound(),
+            lower_bound_s=self._lower_bound,
             elapsed_s=self.last_elapsed_s,
+            cache=self._flow_cache,
         )
 
     def lower_bound(self) -> float:
@@ -175,6 +180,7 @@ class Planner:
         after = self._snapshot()
         self.changed = [k for k, v in after.items() if before.get(k) != v]
         self.last_elapsed_s = time.perf_counter() - t0
+        self._lower_bound = self.lower_bound()
         return self.plan()
 
     def _choosing(self, rows: np.ndarray) -> int:
@@ -248,7 +254,7 @@ class Planner:
         stuck = greedy(s, dead)
         for i in stuck:
             s.unrouted[s.flows[i].flow_id] = "no live path between the leaves"
-        left = self.time_budget_s - (time.perf_counter() - t0)
+        left = self.replan_budget_s - (time.perf_counter() - t0)
         if left > 0:
             improve(s, time_budget_s=left, depth=self.repair_depth)
         self.last_method = "heuristic"
