@@ -84,6 +84,10 @@ class SwitchConnection:
         self._options = [
             ("grpc.max_send_message_length", 64 * 1024 * 1024),
             ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+            # a batch with many failed updates carries one p4.v1.Error each in the status
+            # trailer; the 16 KiB default would drop them all
+            ("grpc.max_metadata_size", 8 * 1024 * 1024),
+            ("grpc.absolute_max_metadata_size", 16 * 1024 * 1024),
             ("grpc.initial_reconnect_backoff_ms", max(1, int(backoff_initial * 1000))),
             ("grpc.min_reconnect_backoff_ms", max(1, int(backoff_initial * 1000))),
             ("grpc.max_reconnect_backoff_ms", max(1, int(backoff_max * 1000))),
@@ -392,9 +396,14 @@ class SwitchConnection:
         if errors:
             first, cause = errors[0]
             details = [d for e, _ in errors for d in e.details]
+            what = (
+                f"{len(details)} of {len(items)} updates failed"
+                if details
+                else f"{len(errors)} of {-(-len(items) // size)} batches failed"
+            )
             raise P4RuntimeError(
                 first.code,
-                f"{len(details) or len(errors)} of {len(items)} updates failed: {first.message}",
+                f"{what}: {first.message}",
                 details,
                 operation="Write",
                 switch=self.name,

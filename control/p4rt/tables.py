@@ -8,10 +8,20 @@ from typing import ClassVar
 
 from p4.v1 import p4runtime_pb2
 
-from .codec import Value, decode_int, encode_value, format_value
+from .codec import Value, decode_int, encode_value, format_value, parse_value
 from .errors import EncodeError
 from .frozen import empty, freeze
-from .match import MatchObject, MatchValue, decode_field_match, encode_field_match
+from .match import (
+    LPM,
+    Exact,
+    MatchObject,
+    MatchValue,
+    Optional,
+    Range,
+    Ternary,
+    decode_field_match,
+    encode_field_match,
+)
 from .p4info import P4InfoIndex
 
 
@@ -208,12 +218,32 @@ class TableEntry:
 
 
 def _fmt(value: object, p4info: P4InfoIndex | None, entry: TableEntry, name: str) -> str:
-    if isinstance(value, int) and p4info is not None:
-        try:
-            return format_value(value, p4info.table(entry.table).field(name).bitwidth)
-        except Exception:  # a summary must never raise
-            return str(value)
-    return str(value)
+    """A match value for people: addresses in their usual notation where the width says so."""
+    if p4info is None:
+        return str(value)
+    try:
+        f = p4info.table(entry.table).field(name)
+        w = f.bitwidth
+
+        def one(v: object) -> str:
+            return (
+                format_value(parse_value(v, w), w) if isinstance(v, int | str | bytes) else str(v)
+            )
+
+        if isinstance(value, LPM) or (isinstance(value, tuple) and f.match_type == "lpm"):
+            v, plen = (value.value, value.prefix_len) if isinstance(value, LPM) else value
+            return f"{one(v)}/{plen}"
+        if isinstance(value, Ternary) or (isinstance(value, tuple) and f.match_type == "ternary"):
+            v, m = (value.value, value.mask) if isinstance(value, Ternary) else value
+            return f"{one(v)}&&&{one(m)}"
+        if isinstance(value, Range) or (isinstance(value, tuple) and f.match_type == "range"):
+            lo, hi = (value.low, value.high) if isinstance(value, Range) else value
+            return f"{one(lo)}..{one(hi)}"
+        if isinstance(value, Exact | Optional):
+            return one(value.value)
+        return one(value)
+    except Exception:  # a summary must never raise
+        return str(value)
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)

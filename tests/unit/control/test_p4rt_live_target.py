@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 
 from icefabric.control.p4rt import (
@@ -26,6 +27,7 @@ from icefabric.control.p4rt import (
     DirectCounterEntry,
     MeterConfig,
     MeterEntry,
+    P4RuntimeError,
     PipelineConfig,
     RegisterEntry,
     SwitchConnection,
@@ -208,3 +210,21 @@ def test_digest_from_a_packet_sent_to_the_cpu(sw: SwitchConnection) -> None:
     digest = sw.receive("digest", timeout=5)
     assert isinstance(digest, DigestList) and digest.digest == "learn_t"
     assert digest.data[0] == {"srcAddr": 0x020000000009, "ingress_port": CPU_PORT}
+
+
+def test_every_per_update_error_of_a_large_failed_batch_arrives(sw: SwitchConnection) -> None:
+    routes = [
+        TableEntry(
+            table="MyIngress.ipv4_lpm",
+            match={"hdr.ipv4.dstAddr": ((10 << 24) | (i << 8), 24)},
+            action="MyIngress.drop",
+        )
+        for i in range(1030)  # the table holds 1024
+    ]
+    with pytest.raises(P4RuntimeError) as info:
+        sw.insert(routes)
+    err = info.value
+    assert [d.index for d in err.details] == list(range(1024, 1030))
+    assert {d.code for d in err.details} == {grpc.StatusCode.RESOURCE_EXHAUSTED}
+    assert "hdr.ipv4.dstAddr=10.4.0.0/24" in err.details[0].entity
+    assert len(sw.read_table("MyIngress.ipv4_lpm")) == 1024
