@@ -68,6 +68,8 @@ class SwitchConnection:
     ) -> None:
         if max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, got {max_batch}")
+        if not 0 <= election_id < 1 << 128:
+            raise ValueError(f"election_id must be in 0..2**128-1, got {election_id}")
         self.name = name
         self.address = address
         self.device_id = device_id

@@ -502,3 +502,12 @@ def test_reconnect_back_off_is_bounded(conns: list[SwitchConnection]) -> None:
         assert conn.is_primary
     finally:
         sw.stop()
+
+
+def test_constructor_rejects_bad_settings() -> None:
+    with pytest.raises(ValueError, match="election_id must be in"):
+        SwitchConnection("x", "127.0.0.1:1", election_id=1 << 128)
+    with pytest.raises(ValueError, match="max_batch must be >= 1"):
+        SwitchConnection("x", "127.0.0.1:1", max_batch=0)
+    with pytest.raises(SwitchUnavailableError, match="x: not connected"):
+        SwitchConnection("x", "127.0.0.1:1").packet_out(b"")

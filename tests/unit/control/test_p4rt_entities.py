@@ -22,6 +22,7 @@ from icefabric.control.p4rt import (
     EncodeError,
     Exact,
     GroupMember,
+    IdleTimeoutNotification,
     MeterConfig,
     MeterEntry,
     MulticastGroupEntry,
@@ -500,4 +501,16 @@ def test_describe_names_the_table(p4info: P4InfoIndex) -> None:
     assert (
         MulticastGroupEntry(multicast_group_id=1, replicas=[1]).describe()
         == "multicast_group 1 replicas=[1/0]"
+    )
+
+
+def test_idle_timeout_notification_decodes_its_entries(p4info: P4InfoIndex) -> None:
+    msg = p4runtime_pb2.IdleTimeoutNotification(timestamp=42)
+    msg.table_entry.append(
+        TableEntry(table="ipv4_lpm", match={"hdr.ipv4.dstAddr": "10.0.0.0/8"}).encode(p4info)
+    )
+    note = IdleTimeoutNotification.decode(msg, p4info)
+    assert note.timestamp == 42
+    assert note.table_entries == (
+        TableEntry(table="MyIngress.ipv4_lpm", match={"hdr.ipv4.dstAddr": LPM(0x0A000000, 8)}),
     )
