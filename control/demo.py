@@ -1,0 +1,386 @@
+"""``make demo``: the main job end to end, in one process, no root needed.
+
+A leaf-spine from ``topo/examples/`` becomes one embedded P4 switch per topology switch, wired
+to each other in-process (:mod:`icefabric.control.wire`), each serving P4Runtime on 127.0.0.1.
+The controller connects over real P4Runtime, pushes ``p4src/ice.p4``, installs base forwarding,
+plans a ring all-reduce and installs the plan. Every flow then sends RoCEv2 packets (scapy)
+from its host, first under ICE, then with the same switches in the ECMP-baseline mode; per-link
+load comes from the switches' per-tag counters (read over P4Runtime) and the path each flow
+took from the INT records of the telemetry reports. Last, a spine link fails: the controller
+replans the flows that crossed it and installs the new paths; the time is measured and the
+traffic checked again. Exit status 0 only when every step worked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from icefabric.control import render
+from icefabric.control.controller import Controller
+from icefabric.control.fabric import ALL_PATH_KINDS, FabricOptions, switch_mac
+from icefabric.control.install import flow_key
+from icefabric.control.p4rt import PipelineConfig
+from icefabric.control.topology import Topology
+from icefabric.control.wire import InProcessFabric
+
+log = logging.getLogger(__name__)
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_TOPO = ROOT / "topo" / "examples" / "leaf_spine_2x4.yaml"
+ROCE_PORT = 4791
+FEEDBACK_PORT = 4792
+
+
+def ring_job(hosts: Sequence[str], *, channels: int, name: str = "allreduce") -> dict[str, Any]:
+    """A ring all-reduce over ``hosts`` (one rank per host), as a job description."""
+    return {
+        "name": name,
+        "hosts": list(hosts),
+        "phases": [
+            {
+                "name": "grad-allreduce",
+                "collective": "all-reduce",
+                "algorithm": "ring",
+                "channels": channels,
+                "message_bytes": "256MiB",
+            }
+        ],
+    }
+
+
+def interleaved_hosts(topo: Topology) -> list[str]:
+    """Hosts ordered so that every ring neighbour sits on another leaf (all traffic crosses
+    the spines): first host of every leaf, then the second of every leaf, ..."""
+    per_leaf = [[h.name for h in topo.spec.hosts if h.leaf == leaf] for leaf in topo.leaves]
+    out: list[str] = []
+    for i in range(max(len(x) for x in per_leaf)):
+        out.extend(x[i] for x in per_leaf if i < len(x))
+    return out
+
+
+@dataclass(slots=True)
+class Phase:
+    """What one round of traffic showed."""
+
+    name: str
+    sent: int
+    delivered: int
+    link_packets: dict[str, int]
+    paths: dict[str, tuple[str, ...]]  # flow -> switches the packets crossed (from INT)
+    reports: int
+    feedback: int
+    seconds: float
+
+    @property
+    def max_link(self) -> int:
+        """Packets on the busiest fabric link."""
+        return max(self.link_packets.values(), default=0)
+
+
+class Demo:
+    """Runs the demo steps against one in-process fabric and one controller."""
+
+    def __init__(self, ctl: Controller, fab: InProcessFabric, con: Console, packets: int) -> None:
+        self.ctl = ctl
+        self.fab = fab
+        self.con = con
+        self.packets = packets
+        self.topo = ctl.topo
+        self.names = {s.switch_id: s.name for s in ctl.spec.switches}
+        self.failures: list[str] = []
+
+    def check(self, ok: bool, what: str) -> bool:
+        """Record a failed check (the demo exits 1 at the end)."""
+        if not ok:
+            self.failures.append(what)
+            self.con.print(f"[red]FAILED[/red] {what}")
+        return ok
+
+    def _tag_counts(self) -> dict[int, int]:
+        """Packets per tag counted at each tag's first-hop leaf (P4Runtime direct counters)."""
+        counts: dict[int, int] = {}
+        stats = self.ctl.stats()
+        for leaf in self.topo.leaves:
+            for t in stats[leaf].get("tags", []):
+                path = self.ctl.tags.paths.get(t["tag"])
+                if path is not None and path.src_leaf == leaf:
+                    counts[t["tag"]] = t["packets"]
+        return counts
+
+    def run_traffic(self, name: str) -> Phase:
+        """Send ``packets`` RoCEv2 packets of every flow; measure delivery, links, paths."""
+        from icefabric.traffic.packets import rocev2_packet
+
+        for h in self.ctl.spec.hosts:
+            self.fab.take(h.name)
+        before = self._tag_counts()
+        seen_reports = self.ctl.reports.received
+        flows = list(self.ctl.flows.values())
+        t0 = time.perf_counter()
+        for psn in range(self.packets):
+            for f in flows:
+                k = flow_key(self.topo, f)
+                src = self.ctl.spec.host(f.src_host)
+                gw = switch_mac(self.ctl.spec.switch(src.leaf).switch_id)
+                pkt = rocev2_packet(
+                    src_mac=src.mac,
+                    dst_mac=gw,
+                    src_ip=k.src_ip,
+                    dst_ip=k.dst_ip,
+                    src_port=k.udp_sport,
+                    dst_qp=k.dst_qp,
+                    psn=psn,
+                )
+                self.fab.send(f.src_host, bytes(pkt))
+        sent = self.packets * len(flows)
+        frames: dict[str, list[bytes]] = {h.name: [] for h in self.ctl.spec.hosts}
+
+        def data_count() -> int:
+            for h in frames:
+                frames[h].extend(self.fab.take(h))
+            return sum(1 for fs in frames.values() for fr in fs if _udp_dport(fr) == ROCE_PORT)
+
+        self.fab.wait_for(lambda: data_count() >= sent, timeout=20.0)
+        delivered = data_count()
+        want_reports = seen_reports + sent
+        deadline = time.monotonic() + 5.0
+        while self.ctl.reports.received < want_reports and time.monotonic() < deadline:
+            time.sleep(0.01)
+        elapsed = time.perf_counter() - t0
+        feedback = sum(1 for fs in frames.values() for fr in fs if _udp_dport(fr) == FEEDBACK_PORT)
+        after = self._tag_counts()
+        link_packets = {
+            self.topo.link_name(lid): 0
+            for lid, ln in enumerate(self.topo.links)
+            if ln.kind == "fabric" and self.topo.links[lid].src in self.topo.leaves
+        }
+        for lid, ln in enumerate(self.topo.links):
+            if ln.kind == "fabric":
+                link_packets.setdefault(self.topo.link_name(lid), 0)
+        for tag, count in after.items():
+            delta = count - before.get(tag, 0)
+            if delta <= 0:
+                continue
+            for lid in self.ctl.tags.paths[tag].links:
+                link_packets[self.topo.link_name(lid)] += delta
+        paths: dict[str, tuple[str, ...]] = {}
+        for rep in self.ctl.reports.recent(None)[-(self.ctl.reports.received - seen_reports) :]:
+            hops = tuple(
+                self.names.get(h["switch_id"], str(h["switch_id"])) for h in reversed(rep["hops"])
+            )
+            paths[rep["flow"]] = hops
+        return Phase(
+            name=name,
+            sent=sent,
+            delivered=delivered,
+            link_packets=link_packets,
+            paths=paths,
+            reports=self.ctl.reports.received - seen_reports,
+            feedback=feedback,
+            seconds=elapsed,
+        )
+
+    def planned_switches(self) -> dict[str, tuple[str, ...]]:
+        """Per flow, the switches of its planned path."""
+        leaves_and_spines = {s.name for s in self.ctl.spec.switches}
+        return {
+            r["flow"]: tuple(x for x in r["path"] if x in leaves_and_spines)
+            for r in self.ctl.paths()
+        }
+
+
+def _udp_dport(frame: bytes) -> int | None:
+    """UDP destination port of an untagged Ethernet/IPv4/UDP frame (None otherwise)."""
+    if len(frame) < 14 + 20 + 8 or frame[12:14] != b"\x08\x00" or frame[23] != 17:
+        return None
+    ihl = (frame[14] & 0x0F) * 4
+    off = 14 + ihl
+    return int.from_bytes(frame[off + 2 : off + 4], "big") if len(frame) >= off + 4 else None
+
+
+def _link_table(con: Console, ice: Phase, ecmp: Phase, failed: Phase | None) -> None:
+    cols = ["fabric link", "ICE pkts", "ECMP pkts"] + (["ICE after failure"] if failed else [])
+    rows = []
+    for link in ice.link_packets:
+        row: list[Any] = [link, ice.link_packets[link], ecmp.link_packets.get(link, 0)]
+        if failed is not None:
+            row.append(failed.link_packets.get(link, 0))
+        rows.append(row)
+    con.print(render.table("per-link load (data packets, from per-tag counters)", cols, rows))
+
+
+def run(topo_path: Path, *, packets: int, channels: int, con: Console) -> int:
+    """The whole demo; returns the exit code."""
+    from icefabric.p4src import ICE_P4
+    from icefabric.topo.spec import load_topology
+
+    t_start = time.perf_counter()
+    spec = load_topology(topo_path)
+    con.print(
+        f"[bold]ICE demo[/bold]: {spec.name} from {topo_path.relative_to(ROOT) if topo_path.is_relative_to(ROOT) else topo_path}"
+        f" - {len(spec.switches)} embedded P4 switches, {len(spec.hosts)} hosts"
+    )
+    pipeline = PipelineConfig.for_embedded(ICE_P4)
+    options = FabricOptions(
+        mode="ice", int_kinds=ALL_PATH_KINDS, report_every_n=1, feedback_every_n=1
+    )
+    with InProcessFabric(spec) as fab:
+        ctl = Controller(spec, pipeline, addresses=fab.addresses, options=options)
+        try:
+            t0 = time.perf_counter()
+            ctl.start()
+            entries = sum(len(v) for v in ctl.installed.values())
+            con.print(
+                f"controller primary on {len(ctl.pool.primaries())}/{len(spec.switches)} switches over "
+                f"P4Runtime; pipeline pushed, {entries} base entries installed in "
+                f"{(time.perf_counter() - t0) * 1e3:.0f} ms"
+            )
+            demo = Demo(ctl, fab, con, packets)
+            demo.check(ctl.active, "controller became primary on every switch")
+            job = ring_job(interleaved_hosts(ctl.topo), channels=channels)
+            res = ctl.add_job(job)
+            con.print(
+                f"job [bold]{res['job']}[/bold]: ring all-reduce over {len(job['hosts'])} hosts, "
+                f"{channels} channels -> {res['flows']} flows planned in {res['plan_ms']:.1f} ms, "
+                f"{res['entries']} flow entries installed in {res['install_ms']:.1f} ms"
+            )
+            planned = demo.planned_switches()
+            con.print(
+                render.table(
+                    "planned paths",
+                    ["flow", "tag", "path"],
+                    [(r["flow"], r["tag"], r["path"]) for r in ctl.paths()],
+                )
+            )
+
+            ice = demo.run_traffic("ice")
+            ctl.set_mode("ecmp")
+            ecmp = demo.run_traffic("ecmp")
+            ctl.set_mode("ice")
+
+            # a spine link fails: replan and install, then the traffic again
+            busiest = max(
+                (
+                    lnk
+                    for lnk in ctl.topo.links
+                    if lnk.kind == "fabric" and lnk.src in ctl.topo.leaves
+                ),
+                key=lambda lnk: ice.link_packets.get(ctl.topo.link_name(lnk.id), 0),
+            )
+            fab.cut_link(busiest.src, busiest.dst)
+            change = ctl.fail_link(busiest.src, busiest.dst)
+            failed = demo.run_traffic("failure")
+            _link_table(con, ice, ecmp, failed)
+
+            for ph in (ice, ecmp, failed):
+                demo.check(
+                    ph.delivered == ph.sent,
+                    f"{ph.name}: {ph.delivered}/{ph.sent} data packets delivered",
+                )
+            wrong = [f for f, p in planned.items() if ice.paths.get(f) != p]
+            demo.check(not wrong, f"ICE: flows off their planned path: {wrong[:3]}")
+            demo.check(ice.reports > 0, "ICE: telemetry reports reached the controller")
+            demo.check(ice.feedback > 0, "ICE: feedback packets reached the senders")
+            dead = {busiest.src, busiest.dst}
+            crossing = [
+                f
+                for f, p in failed.paths.items()
+                if any(a in dead and b in dead for a, b in itertools.pairwise(p))
+            ]
+            demo.check(
+                not crossing,
+                f"after the failure flows still cross {busiest.src}-{busiest.dst}: {crossing[:3]}",
+            )
+            moved_paths = demo.planned_switches()
+            wrong_after = [f for f, p in moved_paths.items() if failed.paths.get(f) != p]
+            demo.check(
+                not wrong_after,
+                f"after the failure: flows off their new planned path: {wrong_after[:3]}",
+            )
+
+            sample = next(iter(ctl.reports.recent(1)), None)
+            if sample is not None:
+                con.print(
+                    render.table(
+                        f"INT telemetry: last report from {sample['switch']} ({sample['flow']})",
+                        ["switch", "in port", "out port", "queue", "tx bytes", "link Mbit/s"],
+                        [
+                            (
+                                demo.names.get(h["switch_id"], h["switch_id"]),
+                                h["ingress_port"],
+                                h["egress_port"],
+                                h["qdepth"],
+                                h["tx_bytes"],
+                                h["link_rate_mbps"],
+                            )
+                            for h in reversed(sample["hops"])
+                        ],
+                    )
+                )
+            off_plan_ecmp = sum(1 for f, p in planned.items() if ecmp.paths.get(f) != p)
+            con.print("")
+            con.print("[bold]summary[/bold]")
+            con.print(
+                f"  ICE : {ice.delivered}/{ice.sent} delivered, busiest fabric link {ice.max_link} "
+                f"packets, every flow on its planned path, {ice.reports} INT reports, "
+                f"{ice.feedback} feedback packets to senders ({ice.seconds:.2f} s)"
+            )
+            con.print(
+                f"  ECMP: {ecmp.delivered}/{ecmp.sent} delivered, busiest fabric link "
+                f"{ecmp.max_link} packets ({ecmp.max_link / max(ice.max_link, 1):.2f}x ICE), "
+                f"{off_plan_ecmp}/{len(planned)} flows hashed off the balanced plan"
+            )
+            con.print(
+                f"  link {busiest.src}-{busiest.dst} down: {change.moved} flow(s) replanned in "
+                f"{change.plan_ms:.1f} ms, new paths installed in {change.install_ms:.1f} ms "
+                f"(+{change.base_ms:.1f} ms candidate groups/routes); {failed.delivered}/"
+                f"{failed.sent} delivered afterwards"
+            )
+            total = time.perf_counter() - t_start
+            if demo.failures:
+                con.print(
+                    f"[red bold]demo FAILED[/red bold] ({len(demo.failures)} check(s)) in {total:.1f} s"
+                )
+                return 1
+            con.print(f"[green bold]demo OK[/green bold] in {total:.1f} s")
+            return 0
+        finally:
+            ctl.stop()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m icefabric.control.demo``."""
+    p = argparse.ArgumentParser(
+        prog="python -m icefabric.control.demo", description=__doc__.split("\n")[0]
+    )
+    p.add_argument("--topo", type=Path, default=DEFAULT_TOPO, help="leaf-spine topology spec")
+    p.add_argument("--packets", type=int, default=8, help="packets per flow per phase")
+    p.add_argument("--channels", type=int, default=2, help="ring channels of the job")
+    p.add_argument("-v", "--verbose", action="store_true", help="log the controller's steps")
+    args = p.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.ERROR,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    con = render.console()
+    try:
+        return run(args.topo, packets=args.packets, channels=args.channels, con=con)
+    except Exception as exc:
+        log.exception("demo failed")
+        con.print(f"[red bold]demo FAILED[/red bold]: {type(exc).__name__}: {exc}")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
