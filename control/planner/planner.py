@@ -194,25 +194,40 @@ class Planner:
         return n
 
     def _place(self, rows: np.ndarray, t0: float) -> None:
+        self._run(rows, t0, self.time_budget_s)
+
+    def _dead_host_rows(self) -> np.ndarray:
+        """Rows whose own access link is down: they cannot be routed at all."""
         s = self.state
+        failed = self.topo.failed
+        rows = s.live_rows()
+        return rows[failed[s.host_up[rows]] | failed[s.host_down[rows]]]
+
+    def _run(self, rows: np.ndarray, t0: float, budget_s: float) -> None:
+        """Place ``rows`` (exactly or greedily) and repair within ``budget_s`` from ``t0``."""
+        s = self.state
+        dead_host = self._dead_host_rows()
+        for i in dead_host.tolist():
+            s.unplace(i)
+            s.unrouted[s.flows[i].flow_id] = "its host link is down"
+        rows = np.setdiff1d(rows, dead_host)
         use_exact = self.method == "exact" or (
             self.method == "auto" and self._choosing(s.live_rows()) <= self.exact_max_flows
         )
         if use_exact:
-            live = s.live_rows()
+            keep = np.setdiff1d(s.live_rows(), dead_host)
             try:
-                solve_exact(s, live, time_limit_s=max(self.time_budget_s, 5.0))
-                self._mark_unrouted(live)
+                solve_exact(s, keep, time_limit_s=max(budget_s, 5.0))
+                self._mark_unrouted(keep)
                 self.last_method = "exact"
                 return
             except ExactSolveError as e:
                 if self.method == "exact":
                     raise
                 log.warning("exact planner failed (%s); using the heuristic", e)
-        stuck = greedy(s, rows)
-        for i in stuck:
+        for i in greedy(s, rows):
             s.unrouted[s.flows[i].flow_id] = "no live path between the leaves"
-        left = self.time_budget_s - (time.perf_counter() - t0)
+        left = budget_s - (time.perf_counter() - t0)
         if left > 0:
             improve(s, time_budget_s=left, depth=self.repair_depth)
         self.last_method = "heuristic"
@@ -226,38 +241,15 @@ class Planner:
                 s.unrouted.pop(s.flows[i].flow_id, None)
 
     def _reroute_dead(self, t0: float) -> None:
+        """Unplace every flow crossing a failed link and place them again on live paths."""
         s = self.state
         failed = np.concatenate([self.topo.failed, [False]])
         rows = s.live_rows()
-        dead_fabric = rows[failed[s.paths[rows]].any(axis=1) | (s.choice[rows] < 0)]
-        dead_host = rows[failed[s.host_up[rows]] | failed[s.host_down[rows]]]
-        for i in dead_host.tolist():
-            s.unplace(i)
-            s.unrouted[s.flows[i].flow_id] = "its host link is down"
-        dead = np.setdiff1d(dead_fabric, dead_host)
+        dead = rows[failed[s.paths[rows]].any(axis=1) | (s.choice[rows] < 0)]
         for i in dead.tolist():
             s.unplace(i)
             s.unrouted.pop(s.flows[i].flow_id, None)
-        if self.method == "exact" or (
-            self.method == "auto" and self._choosing(s.live_rows()) <= self.exact_max_flows
-        ):
-            keep = np.setdiff1d(s.live_rows(), dead_host)
-            try:
-                solve_exact(s, keep, time_limit_s=max(self.time_budget_s, 5.0))
-                self._mark_unrouted(keep)
-                self.last_method = "exact"
-                return
-            except ExactSolveError as e:
-                if self.method == "exact":
-                    raise
-                log.warning("exact planner failed (%s); using the heuristic", e)
-        stuck = greedy(s, dead)
-        for i in stuck:
-            s.unrouted[s.flows[i].flow_id] = "no live path between the leaves"
-        left = self.replan_budget_s - (time.perf_counter() - t0)
-        if left > 0:
-            improve(s, time_budget_s=left, depth=self.repair_depth)
-        self.last_method = "heuristic"
+        self._run(dead, t0, self.replan_budget_s)
 
 
 def plan_demand(

@@ -274,3 +274,17 @@ def test_bench_leaf_spine_scenario_meets_the_gap_target() -> None:
 def test_unknown_method_rejected() -> None:
     with pytest.raises(ValueError, match="method: expected one of auto, exact, heuristic"):
         Planner(Topology(leaf_spine(leaves=2, spines=1, hosts_per_leaf=1)), method="magic")
+
+
+@pytest.mark.parametrize("method", ["heuristic", "exact"])
+def test_jobs_added_while_a_host_link_is_down_wait_for_it(method: str) -> None:
+    spec = leaf_spine(leaves=2, spines=2, hosts_per_leaf=2)
+    topo = Topology(spec)
+    p = Planner(topo, method=method)
+    p.replan_after_failure(ports=[("leaf2", 1)])  # h3's access link
+    plan = p.add(_ring_demand(spec, "j", ["h1", "h3", "h2", "h4"], channels=1))
+    assert set(plan.unrouted) == {"j/ar/c0/r0->r1", "j/ar/c0/r1->r2"}
+    assert all(f.links == () for f in plan.flows if f.flow_id in plan.unrouted)
+    _check_consistent(p)
+    plan = p.restore()
+    assert not plan.unrouted and all(f.links for f in plan.flows)

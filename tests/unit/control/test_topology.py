@@ -86,3 +86,11 @@ def test_capacity_in_bytes_per_second(ls: Topology) -> None:
     assert np.all(ls.capacity > 0)
     up = ls.host_uplink("h1")
     assert ls.capacity[up] == pytest.approx(100e9 / 8)
+
+
+def test_parallel_links_multiply_candidates() -> None:
+    t = Topology(leaf_spine(leaves=3, spines=2, hosts_per_leaf=1, links_per_spine=2))
+    arr = t.candidate_array("leaf1", "leaf3")
+    assert arr.shape == (8, 2) and len({tuple(r) for r in arr.tolist()}) == 8
+    outs = {(p.hops[0].out_port, p.hops[1].out_port) for p in t.candidate_paths("leaf1", "leaf3")}
+    assert len(outs) == 8
