@@ -6,6 +6,9 @@ there) and against the embedded switch (skipped, naming what is missing, until i
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -14,8 +17,6 @@ from pathlib import Path
 
 import grpc
 import pytest
-from test_p4rt_fakeserver import FakeSwitch
-from test_p4rt_live_target import start_embedded_switch
 
 from icefabric.control.p4rt import (
     ActionProfileGroup,
@@ -36,6 +37,12 @@ from icefabric.control.p4rt import (
     Update,
 )
 from icefabric.control.p4rt.resync import key_and_value
+
+# the sibling test modules hold the fake server and the embedded-switch starter; make them
+# importable whatever pytest's import mode or package layout of tests/ is
+sys.path.insert(0, str(Path(__file__).parent))
+from test_p4rt_fakeserver import FakeSwitch
+from test_p4rt_live_target import start_embedded_switch
 
 HERE = Path(__file__).parent
 FIXTURE = HERE / "p4" / "l3_fixture.p4info.txtpb"
@@ -511,3 +518,37 @@ def test_constructor_rejects_bad_settings() -> None:
         SwitchConnection("x", "127.0.0.1:1", max_batch=0)
     with pytest.raises(SwitchUnavailableError, match="x: not connected"):
         SwitchConnection("x", "127.0.0.1:1").packet_out(b"")
+
+
+PRIMARY_SCRIPT = """
+import sys, threading
+from icefabric.control.p4rt import SwitchConnection
+conn = SwitchConnection("proc", sys.argv[1], device_id=int(sys.argv[2]), election_id=50)
+conn.connect(timeout=10)
+print("primary" if conn.is_primary else "backup", flush=True)
+threading.Event().wait(60)
+"""
+
+
+def test_backup_takes_over_when_the_primary_process_is_killed(
+    backend: Backend, conns: list[SwitchConnection]
+) -> None:
+    backup = connect(backend, conns, election_id=10)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", PRIMARY_SCRIPT, backend.address, str(backend.device_id)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "primary"
+        assert eventually(lambda: backup.primary_election_id == 50)
+        assert not backup.is_primary
+        proc.send_signal(signal.SIGKILL)  # no goodbye: the TCP connection just dies
+        proc.wait(10)
+        assert backup.wait_primary(timeout=10)
+        backup.set_pipeline(backend.pipeline)
+        backup.insert(route("10.0.0.0/8", port=1))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)

@@ -228,3 +228,15 @@ def test_every_per_update_error_of_a_large_failed_batch_arrives(sw: SwitchConnec
     assert {d.code for d in err.details} == {grpc.StatusCode.RESOURCE_EXHAUSTED}
     assert "hdr.ipv4.dstAddr=10.4.0.0/24" in err.details[0].entity
     assert len(sw.read_table("MyIngress.ipv4_lpm")) == 1024
+
+
+def test_resync_modifies_a_default_entry_and_never_deletes_it(sw: SwitchConnection) -> None:
+    default = TableEntry(table="MyIngress.ipv4_lpm", action="NoAction", is_default_action=True)
+    (before,) = sw.read(TableEntry(table="MyIngress.ipv4_lpm", is_default_action=True))
+    assert isinstance(before, TableEntry) and before.action == "MyIngress.drop"
+    first = sw.resync([default], scope="touched")
+    assert (first.inserted, first.modified, first.deleted) == (0, 1, 0)
+    (after,) = sw.read(TableEntry(table="MyIngress.ipv4_lpm", is_default_action=True))
+    assert isinstance(after, TableEntry) and after.action == "NoAction"
+    assert sw.resync([default], scope="touched").writes == 0
+    assert sw.resync([]).writes == 0  # a default entry is not "extra"
