@@ -20,7 +20,12 @@ def _pkt(ttl: int, options: list[object]) -> bytes:
 
 @pytest.mark.parametrize(
     "options",
-    [[], [IPOption_NOP()] * 4, [IPOption_RR(routers=["9.9.9.9", "8.8.8.8"])], [IPOption_NOP()] * 40],
+    [
+        [],
+        [IPOption_NOP()] * 4,
+        [IPOption_RR(routers=["9.9.9.9", "8.8.8.8"])],
+        [IPOption_NOP()] * 40,
+    ],
 )
 def test_options_round_trip_with_checksum(make_switch, options) -> None:  # type: ignore[no-untyped-def]
     dev = make_switch("ipv4_options")
@@ -35,6 +40,6 @@ def test_bad_ihl_is_dropped(make_switch) -> None:  # type: ignore[no-untyped-def
     bad = bytearray(_pkt(30, []))
     bad[14] = 0x44  # ihl 4 < 5: verify() fails
     assert send(dev, 1, bytes(bad)) == []
-    short = _pkt(30, [IPOption_NOP()] * 8)[:14 + 24]  # options cut short
+    short = _pkt(30, [IPOption_NOP()] * 8)[: 14 + 24]  # options cut short
     assert send(dev, 1, short) == []
     assert dev.pipeline.ingress(short, 1).parser_error == 1  # PacketTooShort
