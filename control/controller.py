@@ -122,6 +122,7 @@ class Controller:
         self.connect_timeout = connect_timeout
         self.switch_dead_s = switch_dead_s
         self.history: list[ChangeReport] = []
+        self.last_resync: dict[str, Any] = {}  # switch -> ResyncSummary of the last takeover
         self.lock = threading.RLock()
         self._addresses = dict(addresses or {})
         self._events: queue.Queue[Callable[[], None] | None] = queue.Queue()
@@ -192,6 +193,7 @@ class Controller:
             )
             for name in self.pool:
                 self.installed[name] = {entity_key(e): e for e in desired.get(name, [])}
+            self.last_resync = summaries
             self.active = True
             writes = sum(s.writes for s in summaries.values())
             log.info(
