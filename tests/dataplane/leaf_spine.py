@@ -47,6 +47,8 @@ TAG_L2_L1_S2 = 0x212
 LEAF_HOST_PORTS = (1, 2)
 UPLINK = {"S1": 3, "S2": 4}
 SPINE_DOWN = {"L1": 1, "L2": 2}
+# An unlinked fabric-kind port on every spine: tests inject fabric traffic (shimmed frames) here.
+SPINE_TEST_PORT = 9
 
 SWITCH_IDS = {"L1": 1, "L2": 2, "S1": 11, "S2": 12}
 SWITCH_MACS = {
@@ -250,7 +252,7 @@ def _spine_entries(spine: str) -> list[Any]:
             action="IceIngress.config.set_port_kind",
             params={"kind": P.PORT_KIND_FABRIC},
         )
-        for p in SPINE_DOWN.values()
+        for p in (*SPINE_DOWN.values(), SPINE_TEST_PORT)
     ]
     for leaf, port in SPINE_DOWN.items():
         out.append(
@@ -332,7 +334,7 @@ def build_leaf_spine(opts: Options | None = None) -> LeafSpine:
         for leaf in ("L1", "L2"):
             fab.add_switch(leaf, (*LEAF_HOST_PORTS, *UPLINK.values()))
         for spine in ("S1", "S2"):
-            fab.add_switch(spine, tuple(SPINE_DOWN.values()))
+            fab.add_switch(spine, (*SPINE_DOWN.values(), SPINE_TEST_PORT))
         for leaf in ("L1", "L2"):
             for spine, up in UPLINK.items():
                 fab.link(leaf, up, spine, SPINE_DOWN[leaf])
@@ -353,7 +355,9 @@ def build_leaf_spine(opts: Options | None = None) -> LeafSpine:
             sw.clone_session(P.ICE_SESSION_FEEDBACK_REPORT, [UPLINK["S1"], P.CPU_PORT])
             sw.clone_session(P.ICE_SESSION_REPORT, [P.CPU_PORT])
         for spine in ("S1", "S2"):
-            program_switch_common(fab, spine, P.SWITCH_ROLE_SPINE, opts, tuple(SPINE_DOWN.values()))
+            program_switch_common(
+                fab, spine, P.SWITCH_ROLE_SPINE, opts, (*SPINE_DOWN.values(), SPINE_TEST_PORT)
+            )
             fab[spine].insert(_spine_entries(spine))
     except BaseException:
         fab.close()

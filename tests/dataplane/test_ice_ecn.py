@@ -1,0 +1,69 @@
+"""RED-style ECN marking between Kmin and Kmax on the egress queue depth."""
+
+from __future__ import annotations
+
+import pytest
+from leaf_spine import TAG_L1_L2_S2, UPLINK, LeafSpine, Options, plan_flow
+from scapy.layers.inet import IP
+from scapy.layers.l2 import Ether
+
+from icefabric.traffic import packets as P
+
+pytestmark = pytest.mark.dataplane
+
+KMIN, KMAX = 2, 6
+SPORT, QP = 52000, 0x99
+
+
+def _run_bursts(ls: LeafSpine, bursts: int, size: int, ecn: int) -> dict[int, tuple[int, int]]:
+    """psn -> (enq_qdepth at L1's limited uplink, IPv4 ECN the receiver got)."""
+    psn = 0
+    for _ in range(bursts):
+        for _ in range(size):
+            psn += 1
+            ls.send("h1", ls.roce("h1", "h3", sport=SPORT, qp=QP, psn=psn, ip_id=psn, ecn=ecn))
+        ls.fabric.run()
+        for _ in range(size + 1):
+            ls.fabric.advance_us(1_000)
+    depth = {fb.bth_psn: fb.hops[2].enq_qdepth for fb in map(P.decode_feedback, ls.received("h1"))}
+    ecn_of = {Ether(f)[P.BTH].psn: Ether(f)[IP].tos & 3 for f in ls.received("h3")}
+    assert set(depth) == set(ecn_of) == set(range(1, psn + 1))
+    return {p: (depth[p], ecn_of[p]) for p in depth}
+
+
+def _fabric(factory: object, pmax_mask: int = 0) -> LeafSpine:
+    ls = factory(Options(ecn=(KMIN, KMAX, pmax_mask)))  # type: ignore[operator]
+    plan_flow(ls, "h1", "h3", sport=SPORT, qp=QP, tag=TAG_L1_L2_S2)
+    ls.fabric.set_queue_rate("L1", UPLINK["S2"], pps=1_000)
+    return ls
+
+
+def test_marks_start_between_kmin_and_kmax(leaf_spine_factory: object) -> None:
+    ls = _fabric(leaf_spine_factory)
+    seen = _run_bursts(ls, bursts=4, size=10, ecn=2)
+    marked = sorted(d for d, e in seen.values() if e == 3)
+    unmarked = sorted(d for d, e in seen.values() if e == 2)
+    assert marked, "nothing was marked"
+    assert all(d > KMIN for d in marked), f"marked at or below Kmin: {marked}"
+    assert all(d < KMAX for d in unmarked), f"unmarked at or above Kmax: {unmarked}"
+    assert KMIN < marked[0] <= KMAX
+    # the ramp: some depths strictly between Kmin and Kmax went both ways
+    ramp = [(d, e) for d, e in seen.values() if KMIN < d < KMAX]
+    assert ramp and {e for _, e in ramp} == {2, 3}, ramp
+
+
+def test_non_ect_traffic_is_never_marked(leaf_spine_factory: object) -> None:
+    ls = _fabric(leaf_spine_factory)
+    seen = _run_bursts(ls, bursts=1, size=10, ecn=0)
+    assert max(d for d, _ in seen.values()) >= KMAX
+    assert {e for _, e in seen.values()} == {0}
+
+
+def test_pmax_mask_thins_the_ramp(leaf_spine_factory: object) -> None:
+    full = _run_bursts(_fabric(leaf_spine_factory), bursts=4, size=10, ecn=1)
+    thin = _run_bursts(_fabric(leaf_spine_factory, pmax_mask=0xFFFF), bursts=4, size=10, ecn=1)
+    ramp_full = sum(1 for d, e in full.values() if KMIN < d < KMAX and e == 3)
+    ramp_thin = sum(1 for d, e in thin.values() if KMIN < d < KMAX and e == 3)
+    assert ramp_full > 0 and ramp_thin == 0
+    # above Kmax the mark does not depend on Pmax
+    assert all(e == 3 for d, e in thin.values() if d >= KMAX)
