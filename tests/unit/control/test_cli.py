@@ -1,0 +1,218 @@
+"""icectl: behaviour, output and exit codes (0 ok, 1 runtime failure, 2 usage/validation)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from icefabric.control.api import ApiServer, RequestError
+from icefabric.control.cli import main
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLE = str(ROOT / "topo" / "examples" / "leaf_spine_2x4.yaml")
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def job_file(tmp_path: Path) -> Path:
+    p = tmp_path / "job.yaml"
+    p.write_text(
+        yaml.safe_dump(
+            {
+                "name": "ring",
+                "hosts": ["h1", "h3", "h5", "h7"],
+                "phases": [
+                    {
+                        "name": "ar",
+                        "collective": "all-reduce",
+                        "algorithm": "ring",
+                        "channels": 2,
+                        "message_bytes": "64MiB",
+                    }
+                ],
+            }
+        )
+    )
+    return p
+
+
+def test_help_exits_zero_and_states_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "--help")
+    assert code == 0 and "exit codes" in out
+    for cmd in ("topo", "plan", "run", "jobs", "paths", "stats", "int", "shell"):
+        assert cmd in out
+
+
+def test_usage_errors_exit_two(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "frobnicate")
+    assert code == 2 and "invalid choice" in err
+    code, _, err = run(capsys, "plan", "--topo", EXAMPLE)
+    assert code == 2 and "--job" in err
+
+
+def test_topo_gen_check_show_roundtrip(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out_file = tmp_path / "ls.yaml"
+    code, _, err = run(
+        capsys,
+        "topo",
+        "gen",
+        "leaf-spine",
+        "--leaves",
+        "3",
+        "--spines",
+        "2",
+        "--hosts-per-leaf",
+        "2",
+        "-o",
+        str(out_file),
+    )
+    assert code == 0 and "6 hosts" in err and out_file.exists()
+    code, out, _ = run(capsys, "topo", "check", str(out_file))
+    assert code == 0 and "ok" in out and "2..2 candidate paths" in out
+    code, out, _ = run(capsys, "topo", "show", str(out_file), "--json")
+    data = json.loads(out)
+    assert code == 0 and len(data["spec"]["switches"]) == 5 and data["summary"]["leaves"] == 3
+    code, out, _ = run(capsys, "topo", "show", str(out_file))
+    assert code == 0 and "leaf3" in out and "spine2" in out
+    code, out, _ = run(capsys, "topo", "gen", "fat-tree", "--k", "4", "--format", "json")
+    assert code == 0 and len(json.loads(out)["switches"]) == 20
+
+
+def test_topo_check_names_file_and_key(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    data = yaml.safe_load(Path(EXAMPLE).read_text())
+    data["links"][0]["b"]["node"] = "spine9"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(data))
+    code, _, err = run(capsys, "topo", "check", str(bad))
+    assert code == 2
+    assert f"{bad}: links[0].b.node" in err and "spine9" in err
+    code, out, _ = run(capsys, "topo", "check", str(bad), "--json")
+    assert code == 2 and json.loads(out)["ok"] is False
+    code, _, err = run(capsys, "topo", "show", str(tmp_path / "missing.yaml"))
+    assert code == 2 and "missing.yaml" in err and "Traceback" not in err
+    code, _, err = run(capsys, "topo", "gen", "fat-tree", "--k", "3")
+    assert code == 2 and "fat_tree.k" in err
+
+
+def test_plan_dry_run_json_and_table(capsys: pytest.CaptureFixture[str], job_file: Path) -> None:
+    code, out, _ = run(capsys, "plan", "--topo", EXAMPLE, "--job", str(job_file), "--json")
+    assert code == 0
+    rep = json.loads(out)
+    assert rep["flows"] == 8 and rep["jobs"] == ["ring"]
+    assert all(isinstance(p["tag"], int) and p["tag"] > 0 for p in rep["paths"])
+    fabric_links = [lk for lk in rep["links"] if lk["kind"] == "fabric"]
+    assert fabric_links and all("ecmp_seconds" in lk for lk in fabric_links)
+    assert rep["max_load_s"] >= rep["lower_bound_s"] * 0.999
+    code, out, _ = run(capsys, "plan", "--topo", EXAMPLE, "--job", str(job_file))
+    assert code == 0 and "ECMP" in out and "ring/ar/c0/r0->r1" in out
+
+
+def test_plan_rejects_unknown_host_naming_the_job_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, job_file: Path
+) -> None:
+    data = yaml.safe_load(job_file.read_text())
+    data["hosts"][1] = "h99"
+    bad = tmp_path / "bad_job.yaml"
+    bad.write_text(yaml.safe_dump(data))
+    code, _, err = run(capsys, "plan", "--topo", EXAMPLE, "--job", str(bad))
+    assert code == 2 and "bad_job.yaml" in err and "h99" in err
+
+
+def test_daemon_commands_without_daemon_exit_one(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    sock = str(tmp_path / "none.sock")
+    code, _, err = run(capsys, "--socket", sock, "jobs", "ls")
+    assert code == 1 and "cannot reach the controller" in err and "none.sock" in err
+
+
+def test_shell_command_line_from_topology(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "shell", "spine1", "--topo", EXAMPLE, "--print")
+    assert code == 0
+    assert "-m p4runtime_sh --grpc-addr 127.0.0.1:50055 --device-id 5 --election-id 0,1" in out
+    assert "--config" not in out
+    code, out, _ = run(
+        capsys, "shell", "leaf1", "--topo", EXAMPLE, "--print", "--config", "a.txt,b.json"
+    )
+    assert code == 0 and "--config a.txt,b.json" in out
+    code, _, err = run(capsys, "shell", "leaf9", "--topo", EXAMPLE, "--print")
+    assert code == 2 and "leaf9" in err and "leaf1" in err
+
+
+@pytest.fixture
+def fake_daemon(tmp_path: Path) -> Iterator[str]:
+    """An API server with canned answers, as the real daemon gives them."""
+
+    def jobs_rm(args: dict[str, Any]) -> Any:
+        if args.get("name") != "ring":
+            raise RequestError("no job 'x'")
+        return {"job": "ring", "entries": 8, "install_ms": 1.5}
+
+    def boom(args: dict[str, Any]) -> Any:
+        raise RuntimeError("switch leaf1 refused the write")
+
+    handlers = {
+        "jobs.ls": lambda a: [
+            {"name": "ring", "ranks": 4, "hosts": 4, "phases": 1, "flows": 8, "bytes": 1e9}
+        ],
+        "jobs.rm": jobs_rm,
+        "paths": lambda a: (
+            [
+                {
+                    "flow": "ring/ar/c0/r0->r1",
+                    "job": "ring",
+                    "src": "h1",
+                    "dst": "h3",
+                    "first_hop": "leaf1",
+                    "tag": 1,
+                    "path": ["h1", "leaf1", "spine1", "leaf2", "h3"],
+                    "bytes": 1.0,
+                    "key": None,
+                }
+            ]
+            if a.get("flow") in (None, "ring/ar/c0/r0->r1")
+            else []
+        ),
+        "int": lambda a: {"received": 0, "undecodable": 0, "reports": []},
+        "mode": boom,
+    }
+    path = tmp_path / "ctl.sock"
+    srv = ApiServer(path, handlers)
+    srv.start()
+    try:
+        yield str(path)
+    finally:
+        srv.stop()
+
+
+def test_daemon_read_commands_and_exit_codes(
+    capsys: pytest.CaptureFixture[str], fake_daemon: str
+) -> None:
+    code, out, _ = run(capsys, "--socket", fake_daemon, "jobs", "ls", "--json")
+    assert code == 0 and json.loads(out)[0]["name"] == "ring"
+    code, out, _ = run(capsys, "--socket", fake_daemon, "jobs", "ls")
+    assert code == 0 and "ring" in out and "1.00 GB" in out
+    code, out, _ = run(capsys, "--socket", fake_daemon, "paths")
+    assert code == 0 and "leaf1 > spine1" in out
+    code, _, err = run(capsys, "--socket", fake_daemon, "paths", "nope")
+    assert code == 2 and "no planned flow 'nope'" in err
+    code, out, _ = run(capsys, "--socket", fake_daemon, "int", "--json")
+    assert code == 0 and json.loads(out)["received"] == 0
+    code, _, err = run(capsys, "--socket", fake_daemon, "jobs", "rm", "x")
+    assert code == 2 and "no job 'x'" in err
+    code, out, _ = run(capsys, "--socket", fake_daemon, "jobs", "rm", "ring")
+    assert code == 0 and "8 entries deleted" in out
+    code, _, err = run(capsys, "--socket", fake_daemon, "mode", "ecmp")
+    assert code == 1 and "refused the write" in err
+    code, _, err = run(capsys, "--socket", fake_daemon, "stats")
+    assert code == 2 and "unknown op" in err
