@@ -1,0 +1,198 @@
+"""The controller's bookkeeping with no switch connected: jobs, failures, modes, state, API."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from icefabric.control import fabric
+from icefabric.control import ice_names as n
+from icefabric.control.api import RequestError
+from icefabric.control.controller import Controller, JobRejected
+from icefabric.control.daemon import api_handlers
+from icefabric.control.fabric import entity_key
+from icefabric.control.p4rt import PipelineConfig, TableEntry
+from icefabric.topo.spec import load_topology
+
+ROOT = Path(__file__).resolve().parents[3]
+SPEC = load_topology(ROOT / "topo" / "examples" / "leaf_spine_2x4.yaml")
+
+
+def job(name: str = "ring", hosts: tuple[str, ...] = ("h1", "h3", "h5", "h7")) -> dict[str, Any]:
+    return {
+        "name": name,
+        "hosts": list(hosts),
+        "phases": [
+            {
+                "name": "ar",
+                "collective": "all-reduce",
+                "algorithm": "ring",
+                "channels": 2,
+                "message_bytes": "64MiB",
+            }
+        ],
+    }
+
+
+@pytest.fixture
+def pipeline() -> PipelineConfig:
+    compiler = pytest.importorskip("icefabric.target.compiler")
+    program = compiler.load_program(ROOT / "p4src" / "ice.p4")
+    return PipelineConfig(p4info=program.p4info, device_config=b"{}", cookie=1, kind="embedded")
+
+
+@pytest.fixture
+def ctl(pipeline: PipelineConfig, tmp_path: Path) -> Controller:
+    c = Controller(SPEC, pipeline, state_file=tmp_path / "state.json")
+    # as after a takeover, without switches: base forwarding is what the switches hold
+    c.installed = {sw: {entity_key(e): e for e in ents} for sw, ents in c.desired().items()}
+    return c
+
+
+def flow_paths(c: Controller) -> dict[str, list[TableEntry]]:
+    return {
+        sw: [e for e in ents.values() if isinstance(e, TableEntry) and e.table == n.TABLE_FLOW_PATH]
+        for sw, ents in c.installed.items()
+    }
+
+
+def test_add_job_records_flow_entries_on_first_hops(ctl: Controller) -> None:
+    res = ctl.add_job(job())
+    assert res["flows"] == 8 and res["job"] == "ring"
+    fp = flow_paths(ctl)
+    assert sum(len(v) for v in fp.values()) == 8
+    assert all(not fp[s] for s in ("spine1", "spine2"))
+    # base forwarding is there too
+    assert len(ctl.installed["leaf1"]) > 200
+    assert [j["name"] for j in ctl.list_jobs()] == ["ring"]
+    rows = ctl.paths(job="ring")
+    assert len(rows) == 8 and ctl.paths(flow=rows[0]["flow"]) == [rows[0]]
+
+
+def test_job_validation(ctl: Controller) -> None:
+    ctl.add_job(job())
+    with pytest.raises(JobRejected, match="already running"):
+        ctl.add_job(job())
+    with pytest.raises(JobRejected, match="h42"):
+        ctl.add_job(job("other", ("h1", "h42")))
+    with pytest.raises(JobRejected, match="phases"):
+        ctl.add_job({"name": "x", "hosts": ["h1", "h3"], "phases": "nope"})
+    with pytest.raises(JobRejected, match="no job 'zzz'"):
+        ctl.remove_job("zzz")
+
+
+def test_remove_job_deletes_its_entries_only(ctl: Controller) -> None:
+    ctl.add_job(job("a"))
+    ctl.add_job(job("b", ("h2", "h4", "h6", "h8")))
+    assert sum(len(v) for v in flow_paths(ctl).values()) == 16
+    ctl.remove_job("a")
+    left = flow_paths(ctl)
+    assert sum(len(v) for v in left.values()) == 8
+    srcs = {e.match["src_addr"] for v in left.values() for e in v}
+    assert srcs == {"10.0.1.2", "10.0.2.2", "10.0.3.2", "10.0.4.2"}
+
+
+def test_link_failure_moves_flows_off_the_link_and_fixes_groups(ctl: Controller) -> None:
+    ctl.add_job(job())
+    rep = ctl.fail_link("leaf1", "spine1")
+    dead = set(
+        ctl.topo.links_between("leaf1", "spine1") + ctl.topo.links_between("spine1", "leaf1")
+    )
+    for ents in flow_paths(ctl).values():
+        for e in ents:
+            assert not dead & set(ctl.tags.path(int(e.params["path_tag"])).links)
+    cands = [
+        e
+        for e in ctl.installed["leaf1"].values()
+        if isinstance(e, TableEntry) and e.table == n.TABLE_PATH_CANDIDATE
+    ]
+    assert cands and all(
+        not dead & set(ctl.tags.path(int(e.params["path_tag"])).links) for e in cands
+    )
+    assert rep.moved >= 1 and rep.entries >= rep.moved and rep.install_ms >= 0
+    assert ctl.status()["failed_links"] == ["leaf1:3->spine1:1"]
+    back = ctl.restore_link("leaf1", "spine1")
+    assert back.what == "link leaf1-spine1 up" and not ctl.status()["failed_links"]
+
+
+def test_mode_switch_rewrites_lb_config_of_leaves(ctl: Controller) -> None:
+    res = ctl.set_mode("ecmp")
+    assert res["entries"] == 4 * (1 + 3)  # lb_config + three int_policy entries per leaf
+    lb = [
+        e
+        for e in ctl.installed["leaf2"].values()
+        if isinstance(e, TableEntry) and e.table == n.TABLE_LB_CONFIG
+    ]
+    assert lb[0].params["mode"] == n.LB_MODE_ECMP
+    assert ctl.set_mode("ecmp")["entries"] == 0
+
+
+def test_state_file_carries_jobs_to_a_backup(pipeline: PipelineConfig, ctl: Controller) -> None:
+    ctl.add_job(job())
+    assert ctl.state_file is not None and ctl.state_file.exists()
+    backup = Controller(SPEC, pipeline, backup=True, state_file=ctl.state_file)
+    assert backup.election_id < ctl.election_id
+    backup._load_state()
+    assert set(backup.flows) == set(ctl.flows)
+    assert backup.desired() == ctl.desired()  # the same plan: a takeover writes nothing
+
+
+def test_api_handlers_map_errors_to_usage(ctl: Controller) -> None:
+    h = api_handlers(ctl)
+    assert h["jobs.add"]({"job": job()})["flows"] == 8
+    with pytest.raises(RequestError, match="already running"):
+        h["jobs.add"]({"job": job()})
+    with pytest.raises(RequestError, match="expected a job description"):
+        h["jobs.add"]({"job": "ring.yaml"})
+    with pytest.raises(RequestError, match="mode"):
+        h["mode"]({"mode": "turbo"})
+    with pytest.raises(RequestError, match="no link between"):
+        h["link"]({"a": "leaf1", "b": "leaf2", "state": "down"})
+    with pytest.raises(RequestError, match="limit"):
+        h["int"]({"limit": -1})
+    assert h["int"]({"limit": 5}) == {"received": 0, "undecodable": 0, "reports": []}
+    st = h["status"]({})
+    assert (
+        st["role"] == "backup"
+        and st["jobs"] == 1
+        and set(st["switches"]) == {s.name for s in SPEC.switches}
+    )
+    assert h["switches"]({})["leaf1"]["address"] == "127.0.0.1:50051"
+
+
+def test_reports_name_the_flow_by_its_key(ctl: Controller) -> None:
+    from icefabric.traffic.packets import IntHop, TelemetryReport
+
+    ctl.add_job(job())
+    f = next(iter(ctl.flows.values()))
+    from icefabric.control.install import flow_key
+
+    k = flow_key(ctl.topo, f)
+    payload = bytes(
+        TelemetryReport(
+            reason=1,
+            path_tag=3,
+            switch_id=2,
+            flow_src_addr=k.src_ip,
+            flow_dst_addr=k.dst_ip,
+            flow_src_port=k.udp_sport,
+            flow_dst_qp=k.dst_qp,
+            hops=[IntHop(switch_id=2), IntHop(switch_id=5), IntHop(switch_id=1)],
+        )
+    )
+    from icefabric.control.p4rt import PacketIn
+
+    ctl._on_packet("leaf2", PacketIn(payload=payload, metadata={"reason": n.PUNT_REASON_TELEMETRY}))
+    ctl._on_packet(
+        "leaf2", PacketIn(payload=b"\x00" * 3, metadata={"reason": n.PUNT_REASON_TELEMETRY})
+    )
+    ctl._on_packet("leaf2", PacketIn(payload=b"arp", metadata={"reason": n.PUNT_REASON_ARP}))
+    (rep,) = ctl.reports.recent()
+    assert rep["flow"] == f.flow_id and [h["switch_id"] for h in rep["hops"]] == [2, 5, 1]
+    assert ctl.reports.received == 1 and ctl.reports.undecodable == 1
+
+
+def test_tags_match_fabric_allocation(ctl: Controller) -> None:
+    assert ctl.tags == fabric.allocate_tags(ctl.topo)
