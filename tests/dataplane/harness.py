@@ -472,7 +472,7 @@ class Bmv2Fabric(Fabric):
     """simple_switch_grpc processes in one network namespace, wired by veth pairs."""
 
     kind = "bmv2"
-    settle_s = 0.3  # BMv2 is real time: a fabric is quiet after this long without packets
+    settle_s = 0.1  # BMv2 is real time: a fabric is quiet after this long without packets
 
     def __init__(self) -> None:
         super().__init__()
@@ -511,6 +511,20 @@ class Bmv2Fabric(Fabric):
 
     def start(self) -> None:
         """Create every veth pair and start every switch (after all links are declared)."""
+        # No IPv6 in the namespace: the kernel would send ND/MLD frames into the switches.
+        for key in ("all", "default"):
+            _run(
+                [
+                    "ip",
+                    "netns",
+                    "exec",
+                    self.netns,
+                    "sysctl",
+                    "-qw",
+                    f"net.ipv6.conf.{key}.disable_ipv6=1",
+                ],
+                "sysctl",
+            )
         for name, ports in self._ports.items():
             for port in ports:
                 ifname = self._ifname(name, port)
@@ -519,16 +533,16 @@ class Bmv2Fabric(Fabric):
                     host_if = f"h{ifname}"
                     self._ip("link", "add", ifname, "type", "veth", "peer", "name", host_if)
                     self._host_if[(name, port)] = host_if
-                    for i in (ifname, host_if):
-                        self._ip("link", "set", i, "up")
+                    for iface in (ifname, host_if):
+                        self._ip("link", "set", iface, "up")
                     self.io.open(host_if)
                 elif (name, port) < peer:
                     other = self._ifname(*peer)
                     self._ip("link", "add", ifname, "type", "veth", "peer", "name", other)
                     self._ip("link", "set", ifname, "up")
                     self._ip("link", "set", other, "up")
-        for i, (name, ports) in enumerate(self._ports.items()):
-            thrift = 9090 + (os.getpid() % 500) * 10 + i
+        for n, (name, ports) in enumerate(self._ports.items()):
+            thrift = 9090 + (os.getpid() % 500) * 10 + n
             self._thrift[name] = thrift
             cmd = [
                 "ip",

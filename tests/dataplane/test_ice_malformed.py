@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from leaf_spine import (
@@ -36,10 +37,10 @@ def _roce(ls: LeafSpine, **kw: int) -> bytes:
     return ls.roce("h1", "h3", sport=53000, qp=0x42, **kw)
 
 
-def _ip_udp(**ip_fields: int) -> bytes:
+def _ip_udp() -> bytes:
     return bytes(
         Ether(src=H1.mac, dst=SWITCH_MACS["L1"])
-        / IP(src=H1.ip, dst=H3.ip, **ip_fields)
+        / IP(src=H1.ip, dst=H3.ip)
         / UDP(sport=1234, dport=5678)
         / Raw(b"x" * 20)
     )
@@ -62,7 +63,7 @@ def _edit(frame: bytes, offset: int, value: bytes) -> bytes:
     return frame[:offset] + value + frame[offset + len(value) :]
 
 
-def _shimmed(ls: LeafSpine, *, tag: int, hop_limit: int = 8, **shim: int) -> bytes:
+def _shimmed(ls: LeafSpine, *, tag: int, hop_limit: int = 8, **shim: Any) -> bytes:
     inner = Ether(_roce(ls, psn=5))
     return bytes(
         Ether(src=SWITCH_MACS["L1"], dst=SWITCH_MACS["S1"], type=P.ETHERTYPE_ICE)
