@@ -425,8 +425,8 @@ class SwitchConnection:
         return self.write((Update("DELETE", e) for e in _many(entities)), **kwargs)
 
     # -- reads ---------------------------------------------------------------------------------
-    def read_iter(self, entities: Entity | Iterable[Entity]) -> Iterator[Entity]:
-        """Stream the entities matching the (wildcard) read request, decoded."""
+    def read_raw(self, entities: Entity | Iterable[Entity]) -> Iterator[p4runtime_pb2.Entity]:
+        """Stream the p4.v1.Entity messages matching the (wildcard) read request."""
         p4info = self.p4info
         req = p4runtime_pb2.ReadRequest(device_id=self.device_id)
         if self.role:
@@ -436,10 +436,15 @@ class SwitchConnection:
         what = ", ".join(describe_entity(e, p4info) for e in wanted[:3])
         try:
             for resp in self._get_stub().Read(req, timeout=self.rpc_timeout):
-                for msg in resp.entities:
-                    yield decode_entity(msg, p4info)
+                yield from resp.entities
         except grpc.RpcError as err:
             raise self._rpc_error(err, f"Read({what})") from err
+
+    def read_iter(self, entities: Entity | Iterable[Entity]) -> Iterator[Entity]:
+        """Stream the entities matching the (wildcard) read request, decoded."""
+        p4info = self.p4info
+        for msg in self.read_raw(entities):
+            yield decode_entity(msg, p4info)
 
     def read(self, entities: Entity | Iterable[Entity]) -> list[Entity]:
         """All entities matching the (wildcard) read request, decoded."""

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Literal
 
 from p4.v1 import p4runtime_pb2
 
+from .codec import canonical, decode_int
 from .entities import (
     ActionProfileGroup,
     ActionProfileMember,
@@ -78,38 +79,73 @@ def _classify(obj: Entity) -> Kind:
     )
 
 
-def key_and_value(obj: Entity, p4info: P4InfoIndex) -> tuple[_Key, bytes]:
+def key_and_value(obj: Entity, p4info: P4InfoIndex) -> tuple[_Key, object]:
     """The identity of an entity (what P4Runtime matches on) and its comparable content."""
-    if isinstance(obj, TableEntry):
-        m = obj.encode(p4info)
-        match = tuple(sorted((f.field_id, _ser(f)) for f in m.match))
+    return message_key(encode_entity(obj, p4info))
+
+
+def _match_key(f: p4runtime_pb2.FieldMatch) -> tuple[object, ...]:
+    kind = f.WhichOneof("field_match_type")
+    if kind == "exact":
+        return (f.field_id, kind, canonical(f.exact.value))
+    if kind == "lpm":
+        return (f.field_id, kind, canonical(f.lpm.value), f.lpm.prefix_len)
+    if kind == "ternary":
+        return (f.field_id, kind, canonical(f.ternary.value), canonical(f.ternary.mask))
+    if kind == "range":
+        return (f.field_id, kind, canonical(f.range.low), canonical(f.range.high))
+    if kind == "optional":
+        return (f.field_id, kind, canonical(f.optional.value))
+    return (f.field_id, kind, _ser(f))
+
+
+def _action_key(a: p4runtime_pb2.Action) -> tuple[object, ...]:
+    return (a.action_id, tuple(sorted((p.param_id, canonical(p.value)) for p in a.params)))
+
+
+def _replicas_key(replicas: Iterable[p4runtime_pb2.Replica]) -> tuple[tuple[int, int], ...]:
+    out = []
+    for r in replicas:
+        port = decode_int(r.port) if r.WhichOneof("port_kind") == "port" else r.egress_port
+        out.append((port, r.instance))
+    return tuple(sorted(out))
+
+
+def message_key(msg: p4runtime_pb2.Entity) -> tuple[_Key, object]:
+    """Key and comparable content of an encoded entity, whatever byte padding it carries."""
+    which = msg.WhichOneof("entity")
+    if which == "table_entry":
+        m = msg.table_entry
+        match = tuple(sorted(_match_key(f) for f in m.match))
         key: _Key = ("table_entry", m.table_id, match, m.priority, m.is_default_action)
-        value = p4runtime_pb2.TableEntry(
-            action=m.action,
-            metadata=m.metadata,
-            idle_timeout_ns=m.idle_timeout_ns,
-            controller_metadata=m.controller_metadata,
+        act = m.action.WhichOneof("type") if m.HasField("action") else None
+        action: object = None
+        if act == "action":
+            action = _action_key(m.action.action)
+        elif act is not None:
+            action = (act, getattr(m.action, act))
+        meter = (
+            (m.meter_config.cir, m.meter_config.cburst, m.meter_config.pir, m.meter_config.pburst)
+            if m.HasField("meter_config")
+            else None
         )
-        if m.HasField("meter_config"):
-            value.meter_config.CopyFrom(m.meter_config)
-        return key, _ser(value)
-    if isinstance(obj, ActionProfileMember):
-        am = obj.encode(p4info)
-        return ("member", am.action_profile_id, am.member_id), _ser(am.action)
-    if isinstance(obj, ActionProfileGroup):
-        ag = obj.encode(p4info)
-        members = sorted((x.member_id, x.weight) for x in ag.members)
-        return ("group", ag.action_profile_id, ag.group_id), repr(members).encode()
-    if isinstance(obj, MulticastGroupEntry):
-        g = obj.encode().multicast_group_entry
-        reps = sorted((r.egress_port, r.instance) for r in g.replicas)
-        return ("multicast", g.multicast_group_id), repr((reps, g.metadata)).encode()
-    if isinstance(obj, CloneSessionEntry):
-        s = obj.encode().clone_session_entry
-        reps = sorted((r.egress_port, r.instance) for r in s.replicas)
-        content = (reps, s.class_of_service, s.packet_length_bytes)
-        return ("clone", s.session_id), repr(content).encode()
-    raise EncodeError(f"resync cannot key a {type(obj).__name__}")
+        return key, (action, m.metadata, m.idle_timeout_ns, m.controller_metadata, meter)
+    if which == "action_profile_member":
+        am = msg.action_profile_member
+        return ("member", am.action_profile_id, am.member_id), _action_key(am.action)
+    if which == "action_profile_group":
+        ag = msg.action_profile_group
+        members = tuple(sorted((x.member_id, x.weight or 1) for x in ag.members))
+        return ("group", ag.action_profile_id, ag.group_id), members
+    if which == "packet_replication_engine_entry":
+        pre = msg.packet_replication_engine_entry
+        if pre.WhichOneof("type") == "clone_session_entry":
+            s = pre.clone_session_entry
+            content = (_replicas_key(s.replicas), s.class_of_service, s.packet_length_bytes)
+            return ("clone", s.session_id), content
+        g = pre.multicast_group_entry
+        return ("multicast", g.multicast_group_id), (_replicas_key(g.replicas), g.metadata)
+    raise EncodeError(f"resync cannot key a {which} entity")
 
 
 def _read_requests(
@@ -161,7 +197,7 @@ def resync(
     """
     p4info = conn.p4info
     wanted: dict[Kind, list[Entity]] = {k: [] for k in _KINDS}
-    want: dict[_Key, tuple[Entity, bytes]] = {}
+    want: dict[_Key, tuple[Entity, object]] = {}
     for obj in desired:
         kind = _classify(obj)
         key, value = key_and_value(obj, p4info)
@@ -169,13 +205,11 @@ def resync(
             raise EncodeError(f"resync: duplicate desired entity {obj!r}")
         wanted[kind].append(obj)
         want[key] = (obj, value)
-    have: dict[_Key, tuple[Entity, bytes]] = {}
+    have: dict[_Key, tuple[p4runtime_pb2.Entity, object]] = {}
     requests = _read_requests(p4info, wanted, scope)
     if requests:
-        for got in conn.read_iter(requests):
-            # decode -> encode gives the canonical form whatever padding the switch used
-            canon = decode_entity(encode_entity(got, p4info), p4info)
-            key, value = key_and_value(canon, p4info)
+        for got in conn.read_raw(requests):
+            key, value = message_key(got)
             have[key] = (got, value)
     summary = ResyncSummary(dry_run=dry_run)
     phases: dict[str, list[Update]] = {f"{op}:{k}": [] for op in ("put", "del") for k in _KINDS}
@@ -193,9 +227,10 @@ def resync(
             summary._count(k, "modified")
         else:
             summary._count(k, "unchanged")
-    for key, (obj, _value) in have.items():
+    for key, (msg, _value) in have.items():
         if key in want:
             continue
+        obj = decode_entity(msg, p4info)
         if isinstance(obj, TableEntry) and obj.is_default_action:
             continue  # a default entry cannot be deleted; only modified when desired
         k = str(key[0])
