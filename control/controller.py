@@ -21,7 +21,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,14 @@ from icefabric.control import ice_names as n
 from icefabric.control.ccl.demand import Flow, demand_from_job
 from icefabric.control.ccl.job import JobSpec, parse_job
 from icefabric.control.fabric import FabricOptions, TagMap, entity_key
-from icefabric.control.install import diff_updates, explain, flow_key, merge, plan_entries
+from icefabric.control.install import (
+    ChangeReport,
+    diff_updates,
+    explain,
+    flow_key,
+    merge,
+    plan_entries,
+)
 from icefabric.control.p4rt import (
     ArbitrationUpdate,
     ConnectionEvent,
@@ -43,6 +50,7 @@ from icefabric.control.p4rt import (
 )
 from icefabric.control.planner.planner import Planner
 from icefabric.control.reports import ReportLog
+from icefabric.control.stats import read_stats
 from icefabric.control.topology import Topology, TopologyError
 from icefabric.topo.spec import TopologySpec
 
@@ -52,37 +60,8 @@ PRIMARY_ELECTION_ID = 100
 BACKUP_ELECTION_ID = 50
 
 
-class ControllerError(RuntimeError):
-    """The controller cannot do what was asked (switch unreachable, write refused)."""
-
-
 class JobRejected(ValueError):
     """A job the controller will not plan (bad description, unknown host, duplicate name)."""
-
-
-@dataclass(slots=True, frozen=True, kw_only=True)
-class ChangeReport:
-    """What one change (job, failure, mode) did and how long each step took."""
-
-    what: str
-    moved: int  # flows whose path changed
-    entries: int  # updates written
-    plan_ms: float
-    install_ms: float  # writes of the planned-flow entries (the flows' new paths are live)
-    base_ms: float  # writes of the base-forwarding difference after it
-    max_load: float
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain data for JSON."""
-        return {
-            "what": self.what,
-            "moved": self.moved,
-            "entries": self.entries,
-            "plan_ms": self.plan_ms,
-            "install_ms": self.install_ms,
-            "base_ms": self.base_ms,
-            "max_load": self.max_load,
-        }
 
 
 class Controller:
@@ -605,7 +584,7 @@ class Controller:
                 ports[ln.src][ln.src_port] = "fabric" if ln.kind == "fabric" else "host"
         out: dict[str, dict[str, Any]] = {}
         results = self.pool.run_all(
-            lambda c: _read_stats(c, ports[c.name]),
+            lambda c: read_stats(c, ports[c.name]),
             names=names,
             operation="stats",
             raise_errors=False,
@@ -617,54 +596,3 @@ class Controller:
 
 def _table_of(e: Entity) -> str:
     return e.table if isinstance(e, TableEntry) else "clone_session"
-
-
-def _read_stats(conn: SwitchConnection, ports: Mapping[int, str]) -> dict[str, Any]:
-    rx = {
-        c.index: c.data for c in conn.read_counters(n.COUNTER_PORT_RX_COUNTER) if c.index in ports
-    }
-    tx = {
-        c.index: c.data for c in conn.read_counters(n.COUNTER_PORT_TX_COUNTER) if c.index in ports
-    }
-    drops = [
-        {"reason": n.DROP_REASONS.get(c.index or 0, str(c.index)), "packets": c.data.packet_count}
-        for c in conn.read_counters(n.COUNTER_DROP_REASON_COUNTER)
-        if c.data is not None and c.data.packet_count
-    ]
-    tags = []
-    for d in conn.read_direct_counters(n.TABLE_TAG_FORWARD):
-        if d.data is not None and d.data.packet_count:
-            tag = d.table_entry.match.get("path_tag")
-            tags.append(
-                {"tag": _match_int(tag), "packets": d.data.packet_count, "bytes": d.data.byte_count}
-            )
-    tags.sort(key=lambda t: t["tag"])
-
-    def pkts(m: Mapping[int | None, Any], p: int, attr: str) -> int:
-        d = m.get(p)
-        return int(getattr(d, attr)) if d is not None else 0
-
-    return {
-        "ports": [
-            {
-                "port": p,
-                "kind": kind,
-                "rx_packets": pkts(rx, p, "packet_count"),
-                "rx_bytes": pkts(rx, p, "byte_count"),
-                "tx_packets": pkts(tx, p, "packet_count"),
-                "tx_bytes": pkts(tx, p, "byte_count"),
-            }
-            for p, kind in sorted(ports.items())
-        ],
-        "tags": tags,
-        "drops": drops,
-    }
-
-
-def _match_int(value: Any) -> int:
-    if isinstance(value, int):
-        return value
-    inner = getattr(value, "value", value)
-    if isinstance(inner, bytes):
-        return int.from_bytes(inner, "big")
-    return int(inner)

@@ -165,3 +165,28 @@ def merge(*parts: Mapping[str, Iterable[Entity]]) -> dict[str, list[Entity]]:
         for sw, ents in part.items():
             out.setdefault(sw, []).extend(ents)
     return out
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class ChangeReport:
+    """What one change (job, failure, mode) did and how long each step took."""
+
+    what: str
+    moved: int  # flows whose path changed
+    entries: int  # updates written
+    plan_ms: float
+    install_ms: float  # writes of the planned-flow entries (the flows' new paths are live)
+    base_ms: float  # writes of the base-forwarding difference after it
+    max_load: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for JSON."""
+        return {
+            "what": self.what,
+            "moved": self.moved,
+            "entries": self.entries,
+            "plan_ms": self.plan_ms,
+            "install_ms": self.install_ms,
+            "base_ms": self.base_ms,
+            "max_load": self.max_load,
+        }

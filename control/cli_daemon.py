@@ -1,0 +1,334 @@
+"""icectl commands that talk to the running controller (status, jobs, paths, stats, int, mode,
+link) and icectl shell."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from icefabric.control import render
+from icefabric.control.api import ApiClient
+from icefabric.control.cli_common import EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, CliError
+from icefabric.control.cli_topo import load_topology_arg
+
+
+def _client(args: argparse.Namespace) -> ApiClient:
+    return ApiClient(args.socket, timeout=args.timeout)
+
+
+def _call(args: argparse.Namespace, op: str, **kwargs: Any) -> Any:
+    with _client(args) as client:
+        return client.call(op, **kwargs)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """icectl status: the daemon's role, mode, switches and jobs."""
+    st = _call(args, "status")
+    if args.json:
+        render.emit_json(st)
+        return EXIT_OK
+    con = render.console()
+    con.print(
+        f"controller [bold]{st['role']}[/bold] (election id {st['election_id']}), mode "
+        f"[bold]{st['mode']}[/bold], topology {st['topology']}, {st['jobs']} job(s), "
+        f"{st['flows']} planned flow(s), max link load {st['max_load']:.3g}"
+    )
+    con.print(
+        render.table(
+            "switches",
+            ["switch", "address", "device id", "connected", "primary", "entries"],
+            [
+                (n, s["address"], s["device_id"], s["connected"], s["primary"], s["entries"])
+                for n, s in sorted(st["switches"].items())
+            ],
+        )
+    )
+    return EXIT_OK
+
+
+def _read_job_arg(args: argparse.Namespace) -> dict[str, Any]:
+    """The job as plain data: a job file, or an NCCL log with the collective named."""
+    from icefabric.control.ccl.job import load_job
+
+    if args.nccl_log:
+        job = _job_from_log(args)
+    else:
+        if not args.job:
+            raise CliError("jobs add: give a JOB file or --nccl-log LOG", EXIT_USAGE)
+        job = load_job(args.job)
+    data: dict[str, Any] = job.to_dict()
+    return data
+
+
+def _job_from_log(args: argparse.Namespace) -> Any:
+    from icefabric.control.ccl.job import parse_size
+    from icefabric.control.ccl.nccl_log import load_nccl_log, to_job
+
+    try:
+        size = parse_size(args.message_bytes)
+    except ValueError as exc:
+        raise CliError(f"--message-bytes: {exc}", EXIT_USAGE) from exc
+    host_map: dict[str, str] = {}
+    for item in args.host_map or []:
+        if "=" not in item:
+            raise CliError(f"--host-map: expected LOGHOST=TOPOHOST, got {item!r}", EXIT_USAGE)
+        k, v = item.split("=", 1)
+        host_map[k] = v
+    try:
+        parsed = load_nccl_log(args.nccl_log)
+    except OSError as exc:
+        raise CliError(f"{args.nccl_log}: cannot read: {exc.strerror or exc}", EXIT_USAGE) from exc
+    for w in parsed.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    name = args.name or Path(args.nccl_log).stem
+    try:
+        return to_job(
+            parsed,
+            name=name,
+            collective=args.collective,
+            message_bytes=size,
+            algorithm=args.algorithm,
+            host_map=host_map,
+        )
+    except ValueError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from exc
+
+
+def cmd_jobs_add(args: argparse.Namespace) -> int:
+    """icectl jobs add: send a job (file or NCCL log) to the daemon."""
+    job = _read_job_arg(args)
+    res = _call(args, "jobs.add", job=job)
+    if args.json:
+        render.emit_json(res)
+    else:
+        print(
+            f"job {res['job']}: {res['flows']} flow(s) planned, {res['entries']} entries "
+            f"written in {res['install_ms']:.1f} ms; max link load {res['max_load']:.3g}"
+        )
+    return EXIT_OK
+
+
+def cmd_jobs_rm(args: argparse.Namespace) -> int:
+    """icectl jobs rm: remove a job and its entries."""
+    res = _call(args, "jobs.rm", name=args.name)
+    if args.json:
+        render.emit_json(res)
+    else:
+        print(f"job {res['job']} removed: {res['entries']} entries deleted")
+    return EXIT_OK
+
+
+def cmd_jobs_ls(args: argparse.Namespace) -> int:
+    """icectl jobs ls: the running jobs."""
+    jobs = _call(args, "jobs.ls")
+    if args.json:
+        render.emit_json(jobs)
+        return EXIT_OK
+    render.console().print(
+        render.table(
+            "jobs",
+            ["job", "ranks", "hosts", "phases", "flows", "bytes"],
+            [
+                (
+                    j["name"],
+                    j["ranks"],
+                    j["hosts"],
+                    j["phases"],
+                    j["flows"],
+                    render.human_bytes(j["bytes"]),
+                )
+                for j in jobs
+            ],
+        )
+    )
+    return EXIT_OK
+
+
+def cmd_paths(args: argparse.Namespace) -> int:
+    """icectl paths: planned path of every flow or one."""
+    res = _call(args, "paths", flow=args.flow, job=args.job)
+    if args.json:
+        render.emit_json(res)
+        return EXIT_OK
+    if args.flow and not res:
+        raise CliError(f"no planned flow {args.flow!r} (see `icectl paths`)", EXIT_USAGE)
+    render.console().print(
+        render.table(
+            "planned paths",
+            ["flow", "src", "dst", "switch", "tag", "path", "bytes"],
+            [
+                (
+                    p["flow"],
+                    p["src"],
+                    p["dst"],
+                    p["first_hop"],
+                    p["tag"],
+                    p["path"],
+                    render.human_bytes(p["bytes"]),
+                )
+                for p in res
+            ],
+        )
+    )
+    return EXIT_OK
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    """icectl stats: port, tag and drop counters read from the switches."""
+    res = _call(args, "stats", switch=args.switch)
+    if args.json:
+        render.emit_json(res)
+        return EXIT_OK
+    con = render.console()
+    for name, st in sorted(res.items()):
+        if "error" in st:
+            con.print(f"[red]{name}: {st['error']}[/red]")
+            continue
+        con.print(
+            render.table(
+                f"{name}: ports",
+                ["port", "kind", "rx pkts", "rx bytes", "tx pkts", "tx bytes"],
+                [
+                    (
+                        p["port"],
+                        p["kind"],
+                        p["rx_packets"],
+                        p["rx_bytes"],
+                        p["tx_packets"],
+                        p["tx_bytes"],
+                    )
+                    for p in st["ports"]
+                ],
+            )
+        )
+        if st["tags"]:
+            con.print(
+                render.table(
+                    f"{name}: path tags",
+                    ["tag", "packets", "bytes"],
+                    [(t["tag"], t["packets"], t["bytes"]) for t in st["tags"]],
+                )
+            )
+        if st["drops"]:
+            con.print(
+                render.table(
+                    f"{name}: drops",
+                    ["reason", "packets"],
+                    [(d["reason"], d["packets"]) for d in st["drops"]],
+                )
+            )
+    return EXIT_OK
+
+
+def cmd_int(args: argparse.Namespace) -> int:
+    """icectl int: the recent telemetry reports."""
+    res = _call(args, "int", limit=args.limit)
+    if args.json:
+        render.emit_json(res)
+        return EXIT_OK
+    con = render.console()
+    con.print(f"{res['received']} report(s) received, showing the last {len(res['reports'])}")
+    con.print(
+        render.table(
+            "telemetry reports",
+            ["time", "switch", "flow", "tag", "reason", "hops (switch:in>out q=depth)"],
+            [
+                (
+                    f"{r['time']:.3f}",
+                    r["switch"],
+                    r["flow"],
+                    r["tag"],
+                    r["reason"],
+                    " ".join(
+                        f"{h['switch_id']}:{h['ingress_port']}>{h['egress_port']} q={h['qdepth']}"
+                        for h in r["hops"]
+                    ),
+                )
+                for r in res["reports"]
+            ],
+        )
+    )
+    return EXIT_OK
+
+
+def cmd_mode(args: argparse.Namespace) -> int:
+    """icectl mode: ICE or the ECMP baseline on every leaf."""
+    res = _call(args, "mode", mode=args.mode)
+    print(f"mode {res['mode']} on {res['switches']} switch(es)")
+    return EXIT_OK
+
+
+def cmd_link(args: argparse.Namespace) -> int:
+    """icectl link down|up: mark a link and replan."""
+    res = _call(args, "link", a=args.a, b=args.b, state=args.state)
+    if args.json:
+        render.emit_json(res)
+    else:
+        print(
+            f"link {args.a}-{args.b} {args.state}: {res['moved']} flow(s) moved, "
+            f"{res['entries']} entries written; replan {res['plan_ms']:.1f} ms + install "
+            f"{res['install_ms']:.1f} ms"
+        )
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------------------------
+# shell
+
+
+def shell_command(
+    info: dict[str, Any], *, election_id: str, config: tuple[str, str] | None
+) -> list[str]:
+    """The p4runtime-shell command line for one switch (info: address, device_id)."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "p4runtime_sh",
+        "--grpc-addr",
+        str(info["address"]),
+        "--device-id",
+        str(info["device_id"]),
+        "--election-id",
+        election_id,
+    ]
+    if config is not None:
+        cmd += ["--config", f"{config[0]},{config[1]}"]
+    return cmd
+
+
+def cmd_shell(args: argparse.Namespace) -> int:
+    """icectl shell: exec p4runtime-shell connected to one switch."""
+    if args.topo:
+        spec = load_topology_arg(args.topo)
+        try:
+            sw = spec.switch(args.switch)
+        except KeyError:
+            names = ", ".join(s.name for s in spec.switches)
+            raise CliError(
+                f"{args.topo}: no switch {args.switch!r} (switches: {names})", EXIT_USAGE
+            ) from None
+        info: dict[str, Any] = {"address": sw.grpc_addr, "device_id": sw.device_id}
+    else:
+        switches = _call(args, "switches")
+        if args.switch not in switches:
+            names = ", ".join(sorted(switches))
+            raise CliError(f"no switch {args.switch!r} (switches: {names})", EXIT_USAGE)
+        info = switches[args.switch]
+    config = None
+    if args.config:
+        parts = args.config.split(",")
+        if len(parts) != 2:
+            raise CliError("--config: expected P4INFO,DEVICE_CONFIG", EXIT_USAGE)
+        config = (parts[0], parts[1])
+    cmd = shell_command(info, election_id=args.election_id, config=config)
+    if args.print:
+        print(" ".join(cmd))
+        return EXIT_OK
+    try:
+        os.execv(cmd[0], cmd)
+    except OSError as exc:
+        raise CliError(f"cannot start p4runtime-shell: {exc.strerror or exc}") from exc
+    return EXIT_RUNTIME  # not reached: execv replaced the process

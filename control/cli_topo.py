@@ -1,0 +1,176 @@
+"""icectl topo gen|show|check: topology spec files."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Any
+
+from icefabric.control import render
+from icefabric.control.cli_common import EXIT_OK, EXIT_USAGE, CliError
+
+log = logging.getLogger("icectl")
+
+
+def cmd_topo_gen(args: argparse.Namespace) -> int:
+    """icectl topo gen: write a generated spec (file or stdout)."""
+    from icefabric.topo import generators
+    from icefabric.topo.spec import save_topology
+
+    if args.shape == "leaf-spine":
+        spec = generators.leaf_spine(
+            leaves=args.leaves,
+            spines=args.spines,
+            hosts_per_leaf=args.hosts_per_leaf,
+            host_rate_gbps=args.host_rate,
+            uplink_rate_gbps=args.uplink_rate,
+            oversubscription=args.oversubscription,
+            links_per_spine=args.links_per_spine,
+            name=args.name,
+            grpc_base_port=args.grpc_base_port,
+        )
+    else:
+        spec = generators.fat_tree(
+            args.k,
+            rate_gbps=args.rate,
+            hosts_per_tor=args.hosts_per_tor,
+            name=args.name,
+            grpc_base_port=args.grpc_base_port,
+        )
+    if args.output:
+        try:
+            save_topology(spec, args.output)
+        except OSError as exc:
+            raise CliError(f"{args.output}: cannot write: {exc.strerror or exc}") from exc
+        print(
+            f"wrote {args.output}: {spec.name}, {len(spec.switches)} switches, "
+            f"{len(spec.hosts)} hosts, {len(spec.links)} links",
+            file=sys.stderr,
+        )
+    elif args.format == "json":
+        render.emit_json(spec.to_dict())
+    else:
+        import yaml
+
+        sys.stdout.write(yaml.safe_dump(spec.to_dict(), sort_keys=False, default_flow_style=None))
+    return EXIT_OK
+
+
+def load_topology_arg(path: str) -> Any:
+    """Load the topology file named on the command line."""
+    from icefabric.topo.spec import load_topology
+
+    return load_topology(path)
+
+
+def _topology_summary(spec: Any) -> dict[str, Any]:
+    from icefabric.control.topology import Topology
+    from icefabric.topo.generators import oversubscription
+
+    topo = Topology(spec)
+    pairs = topo.leaf_pairs()
+    counts = [len(topo.candidate_array(a, b)) for a, b in pairs]
+    return {
+        "name": spec.name,
+        "switches": len(spec.switches),
+        "leaves": len(topo.leaves),
+        "hosts": len(spec.hosts),
+        "links": len(spec.links),
+        "leaf_pairs": len(pairs),
+        "candidate_paths_min": min(counts) if counts else 0,
+        "candidate_paths_max": max(counts) if counts else 0,
+        "oversubscription": {leaf: oversubscription(spec, leaf) for leaf in topo.leaves},
+        "problems": topo.check_connected(),
+    }
+
+
+def cmd_topo_show(args: argparse.Namespace) -> int:
+    """icectl topo show: switches, hosts, links and a summary."""
+    spec = load_topology_arg(args.topo)
+    summary = _topology_summary(spec)
+    if args.json:
+        render.emit_json({"spec": spec.to_dict(), "summary": summary})
+        return EXIT_OK
+    con = render.console()
+    con.print(
+        f"[bold]{spec.name}[/bold]: {summary['switches']} switches ({summary['leaves']} leaves), "
+        f"{summary['hosts']} hosts, {summary['links']} links; "
+        f"{summary['candidate_paths_min']}..{summary['candidate_paths_max']} candidate paths "
+        "per leaf pair"
+    )
+    con.print(
+        render.table(
+            "switches",
+            ["name", "role", "device id", "gRPC", "switch id", "oversub"],
+            [
+                (
+                    s.name,
+                    s.role,
+                    s.device_id,
+                    s.grpc_addr,
+                    s.switch_id,
+                    summary["oversubscription"].get(s.name),
+                )
+                for s in spec.switches
+            ],
+        )
+    )
+    con.print(
+        render.table(
+            "hosts",
+            ["name", "ip", "mac", "leaf", "port", "Gbit/s"],
+            [(h.name, h.ip, h.mac, h.leaf, h.port, spec.host_rate(h)) for h in spec.hosts],
+        )
+    )
+    con.print(
+        render.table(
+            "links",
+            ["a", "b", "Gbit/s", "delay us"],
+            [
+                (
+                    f"{ln.a.node}:{ln.a.port}",
+                    f"{ln.b.node}:{ln.b.port}",
+                    spec.link_rate(ln),
+                    spec.link_delay(ln),
+                )
+                for ln in spec.links
+            ],
+        )
+    )
+    for problem in summary["problems"]:
+        con.print(f"[red]problem:[/red] {problem}")
+    return EXIT_OK
+
+
+def cmd_topo_check(args: argparse.Namespace) -> int:
+    """icectl topo check: validate a spec; exit 2 with every problem."""
+    from icefabric.topo.spec import SpecError
+
+    try:
+        spec = load_topology_arg(args.topo)
+    except SpecError as exc:
+        if args.json:
+            render.emit_json({"ok": False, "file": args.topo, "errors": exc.errors})
+        else:
+            for line in exc.errors:
+                print(line, file=sys.stderr)
+        return EXIT_USAGE
+    summary = _topology_summary(spec)
+    problems = [f"{args.topo}: {p}" for p in summary["problems"]]
+    for s in spec.switches:
+        if s.tier == 0 and not any(h.leaf == s.name for h in spec.hosts):
+            log.info("%s: leaf %s has no hosts", args.topo, s.name)
+    ok = not problems
+    if args.json:
+        render.emit_json({"ok": ok, "file": args.topo, "errors": problems, "summary": summary})
+    elif ok:
+        print(
+            f"{args.topo}: ok: {spec.name}, {summary['switches']} switches, {summary['hosts']} "
+            f"hosts, {summary['links']} links, {summary['candidate_paths_min']}.."
+            f"{summary['candidate_paths_max']} candidate paths per leaf pair"
+        )
+    else:
+        for p in problems:
+            print(p, file=sys.stderr)
+    return EXIT_OK if ok else EXIT_USAGE
