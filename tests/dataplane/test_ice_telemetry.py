@@ -165,3 +165,25 @@ def test_queue_alarm_reports_every_deep_queue(leaf_spine_factory: object) -> Non
     reps = [P.decode_report_payload(p.payload) for p in pins]
     assert sorted(r.bth_psn for r in reps) == deep
     assert all(r.reason == P.REPORT_REASON_QUEUE_ALARM for r in reps)
+
+
+def test_feedback_in_the_other_direction(fabric: LeafSpine) -> None:
+    frame = fabric.roce("h3", "h1", sport=SPORT, qp=QP, psn=3)
+    fabric.send("h3", frame)
+    fabric.fabric.run()
+    assert [f[14:] for f in fabric.received("h1")] == [frame[14:]]
+    (raw,) = fabric.received("h3")
+    fb = P.decode_feedback(raw)
+    assert Ether(raw)[IP].dst == HOSTS["h3"].ip
+    assert fb.switch_id == SWITCH_IDS["L1"] and fb.flow_src_addr == HOSTS["h3"].ip
+    assert [h.switch_id for h in fb.hops][0::2] == [SWITCH_IDS["L1"], SWITCH_IDS["L2"]]
+
+
+def test_unplanned_flow_feedback_names_its_flowlet_path(fabric: LeafSpine) -> None:
+    fabric.send("h1", fabric.roce("h1", "h3", sport=SPORT + 1, qp=QP))
+    fabric.fabric.run()
+    (fb,) = _feedbacks(fabric)
+    assert fb.path_kind == P.PATH_KIND_FLOWLET
+    spine = fb.hops[1].switch_id
+    expected_tag = {SWITCH_IDS["S1"]: 0x121, SWITCH_IDS["S2"]: 0x122}[spine]
+    assert fb.path_tag == expected_tag
