@@ -52,6 +52,7 @@ from .multi import Fabric, FabricError, SwitchPool
 from .names import generate_names_module, write_names_module
 from .p4info import P4InfoIndex, load_p4info
 from .pipeline import PipelineConfig, PipelineConfigError
+from .restore import AutoRestore, restore_on_reconnect
 from .resync import ResyncSummary, resync
 from .stream import ConnectionEvent
 
@@ -60,6 +61,7 @@ __all__ = [
     "ActionProfileGroup",
     "ActionProfileMember",
     "ArbitrationUpdate",
+    "AutoRestore",
     "CloneSessionEntry",
     "ConnectionEvent",
     "CounterData",
@@ -109,6 +111,7 @@ __all__ = [
     "generate_names_module",
     "load_p4info",
     "parse_value",
+    "restore_on_reconnect",
     "resync",
     "write_names_module",
 ]

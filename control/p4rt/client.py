@@ -6,7 +6,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import grpc
 from p4.config.v1 import p4info_pb2
@@ -31,6 +31,10 @@ from .p4info import P4InfoIndex
 from .packets import DigestList, PacketOut
 from .pipeline import PipelineConfig
 from .stream import StreamKind, StreamSession
+
+if TYPE_CHECKING:
+    from .restore import AutoRestore
+    from .resync import ResyncSummary
 
 LOG = logging.getLogger(__name__)
 
@@ -187,12 +191,17 @@ class SwitchConnection:
 
     def _load_p4info_from_switch(self) -> None:
         try:
-            config = self.get_pipeline(response_type="P4INFO_AND_COOKIE")
+            self.refresh_p4info()
         except P4RuntimeError as err:
             LOG.debug("%s: no pipeline on the switch yet (%s)", self.name, err.code.name)
-            return
+
+    def refresh_p4info(self) -> bool:
+        """Use the P4Info of the pipeline the switch runs; False when it runs none."""
+        config = self.get_pipeline(response_type="P4INFO_AND_COOKIE")
         if config.p4info.tables or config.p4info.actions:
             self._p4info = config.index
+            return True
+        return False
 
     # -- state ---------------------------------------------------------------------------------
     @property
@@ -521,11 +530,23 @@ class SwitchConnection:
         return self._live_stream().iter_messages(kind, timeout)
 
     # -- resync --------------------------------------------------------------------------------
-    def resync(self, desired: Iterable[Entity], **kwargs: Any) -> Any:
+    def resync(self, desired: Iterable[Entity], **kwargs: Any) -> ResyncSummary:
         """Make the switch hold exactly `desired`; see resync.resync for the options."""
         from .resync import resync
 
         return resync(self, desired, **kwargs)
+
+    def restore_on_reconnect(
+        self,
+        desired: Callable[[], Iterable[Entity]],
+        *,
+        pipeline: PipelineConfig | None = None,
+        on_done: Callable[[ResyncSummary | BaseException], None] | None = None,
+    ) -> AutoRestore:
+        """After each reconnection or takeover: ensure_pipeline(pipeline), resync(desired())."""
+        from .restore import AutoRestore
+
+        return AutoRestore(self, desired, pipeline=pipeline, on_done=on_done)
 
 
 def _uint128(value: int) -> p4runtime_pb2.Uint128:

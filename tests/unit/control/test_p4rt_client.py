@@ -30,6 +30,7 @@ from icefabric.control.p4rt import (
     P4RuntimeError,
     PacketIn,
     PipelineConfig,
+    ResyncSummary,
     SwitchConnection,
     SwitchPool,
     SwitchUnavailableError,
@@ -559,3 +560,29 @@ def test_backup_takes_over_when_the_primary_process_is_killed(
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
+
+
+def test_auto_restore_after_restart_and_on_takeover(
+    backend: Backend, conns: list[SwitchConnection]
+) -> None:
+    desired: list[Entity] = [route(f"10.{i}.0.0/16", port=1) for i in range(5)]
+    primary = connect(backend, conns, election_id=20)
+    backup = connect(backend, conns, election_id=10)
+    primary.set_pipeline(backend.pipeline)
+    primary.insert(desired)
+    outcomes: list[object] = []
+    restorer = primary.restore_on_reconnect(lambda: desired, pipeline=backend.pipeline)
+    standby = backup.restore_on_reconnect(lambda: desired, on_done=outcomes.append)
+    backend.restart()  # both streams drop; the switch comes back empty
+    assert restorer.wait_runs(1, timeout=15), "no restore after the restart"
+    assert isinstance(restorer.last, ResyncSummary), restorer.last
+    assert restorer.last.inserted == 5
+    assert canon(primary.read_table("MyIngress.ipv4_lpm"), primary.p4info) == canon(
+        desired, primary.p4info
+    )
+    # the primary dies; the backup takes over and finds everything in place
+    runs = standby.runs  # it may have run while the primary was reconnecting
+    primary.close()
+    assert standby.wait_runs(runs + 1, timeout=10)
+    assert isinstance(outcomes[-1], ResyncSummary) and outcomes[-1].writes == 0
+    assert backup.is_primary
