@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Generic, TypeVar
 
 from google.protobuf import text_format
@@ -16,13 +17,15 @@ from .errors import P4InfoError
 
 LOG = logging.getLogger(__name__)
 
-_MATCH_TYPES = {
-    p4info_pb2.MatchField.EXACT: "exact",
-    p4info_pb2.MatchField.LPM: "lpm",
-    p4info_pb2.MatchField.TERNARY: "ternary",
-    p4info_pb2.MatchField.RANGE: "range",
-    p4info_pb2.MatchField.OPTIONAL: "optional",
-}
+_MATCH_TYPES: Mapping[int, str] = MappingProxyType(
+    {
+        p4info_pb2.MatchField.EXACT: "exact",
+        p4info_pb2.MatchField.LPM: "lpm",
+        p4info_pb2.MatchField.TERNARY: "ternary",
+        p4info_pb2.MatchField.RANGE: "range",
+        p4info_pb2.MatchField.OPTIONAL: "optional",
+    }
+)
 
 
 @dataclass(slots=True, frozen=True, eq=False)
