@@ -23,10 +23,14 @@ def _ping(src: str, dst: str, seq: int) -> bytes:
 
 
 def test_ping_crosses_leaf_spine_leaf(fabric: LeafSpine) -> None:
+    l2 = fabric.fabric["L2"]
+    tx_before = l2.counter("IceEgress.port_tx_counter", HOSTS["h3"].port)
     fabric.send("h1", _ping("h1", "h3", 1))
     fabric.fabric.run()
     got = fabric.received("h3")
     assert len(got) == 1
+    tx_after = l2.counter("IceEgress.port_tx_counter", HOSTS["h3"].port)
+    assert tx_after[0] == tx_before[0] + 1 and tx_after[1] >= tx_before[1] + len(got[0])
     pkt = Ether(got[0])
     assert pkt[Ether].dst == HOSTS["h3"].mac
     assert pkt[Ether].src == SWITCH_MACS["L2"]
