@@ -34,8 +34,8 @@ def plan_report(
     ex = planner.explain(ecmp=True)
     plan = ex.plan
     fabric = [row for row in ex.links if row["kind"] == "fabric"]
-    max_fabric = max((float(r["seconds"]) for r in fabric), default=0.0)
-    ecmp_fabric = max((float(r.get("ecmp_seconds", 0.0)) for r in fabric), default=0.0)
+    max_fabric = max((_num(r["seconds"]) for r in fabric), default=0.0)
+    ecmp_fabric = max((_num(r.get("ecmp_seconds", 0.0)) for r in fabric), default=0.0)
     tagmap = allocate_tags(topo)
     tags = {
         f.flow_id: tagmap.tag(f.src_leaf, f.dst_leaf, f.path_index)
@@ -60,6 +60,13 @@ def plan_report(
         "paths": [{**f, "tag": tags.get(str(f["flow_id"]), -1)} for f in ex.flows],
         "links": ex.links,
     }
+
+
+def _num(value: object) -> float:
+    """A number from the planner's plain-data rows."""
+    if not isinstance(value, int | float):
+        raise TypeError(f"expected a number, got {value!r}")
+    return float(value)
 
 
 def _check_hosts(spec: Any, jobs: list[Any], paths: list[str]) -> None:

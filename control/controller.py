@@ -15,6 +15,7 @@ see :mod:`icefabric.control.daemon`.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import queue
@@ -128,9 +129,9 @@ class Controller:
     def start(self) -> None:
         """Connect to every switch; as primary push the pipeline and install everything."""
         for name, conn in self.pool.items():
-            conn.on("packet", lambda pkt, sw=name: self._on_packet(sw, pkt))
-            conn.on("connection", lambda ev, sw=name: self._on_connection(sw, ev))
-            conn.on("arbitration", lambda up, sw=name: self._on_arbitration(sw, up))
+            conn.on("packet", functools.partial(self._on_packet, name))
+            conn.on("connection", functools.partial(self._on_connection, name))
+            conn.on("arbitration", functools.partial(self._on_arbitration, name))
         self._worker = threading.Thread(target=self._work, name="icectl-worker", daemon=True)
         self._worker.start()
         self.pool.connect_all(self.connect_timeout)

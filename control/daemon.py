@@ -73,7 +73,7 @@ def api_handlers(ctl: Controller) -> dict[str, Handler]:
         }
 
     def mode(args: dict[str, Any]) -> Any:
-        m = _str_arg(args, "mode")
+        m = str(_str_arg(args, "mode"))
         if m not in MODES:
             raise RequestError(f"argument 'mode': expected one of {', '.join(MODES)}, got {m!r}")
         return ctl.set_mode(m)

@@ -150,8 +150,10 @@ def diff_updates(old: Iterable[Entity], new: Iterable[Entity]) -> list[Update]:
     for k, e in after.items():
         prev = before.get(k)
         if prev is None:
-            kind = "MODIFY" if isinstance(e, TableEntry) and e.is_default_action else "INSERT"
-            puts.append(Update(kind, e))
+            if isinstance(e, TableEntry) and e.is_default_action:
+                puts.append(Update("MODIFY", e))  # a default entry exists from the start
+            else:
+                puts.append(Update("INSERT", e))
         elif prev != e:
             puts.append(Update("MODIFY", e))
     dels = [Update("DELETE", e) for k, e in before.items() if k not in after]
