@@ -29,6 +29,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import uuid
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -481,10 +482,16 @@ class Bmv2Fabric(Fabric):
             raise TargetUnavailable(reason)
         path = program_path()
         self.json_path, self.p4info_path = _bmv2_build(str(path), path.stat().st_mtime)
-        self.netns = f"icedp{os.getpid()}"
+        # Unique per fabric: a test may build several, and tests may run in parallel.
+        self.netns = f"icedp-{uuid.uuid4().hex[:10]}"
         self.workdir = Path(tempfile.mkdtemp(prefix="ice-bmv2-"))
         _run(["ip", "netns", "add", self.netns], "netns")
-        self.io = _NetnsSockets(self.netns)
+        try:
+            self.io = _NetnsSockets(self.netns)
+        except BaseException:
+            subprocess.run(["ip", "netns", "del", self.netns], capture_output=True, check=False)
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            raise
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
         self._ports: dict[str, list[int]] = {}
         self._thrift: dict[str, int] = {}
