@@ -580,7 +580,7 @@ class Bmv2Fabric(Fabric):
         config = PipelineConfig.for_bmv2(self.json_path, self.p4info_path)
         for name, handle in self.switches.items():
             sock = self.workdir / f"{name}.grpc"
-            wait_for(sock.exists, 20.0, f"simple_switch_grpc {name} to listen")
+            wait_for(sock.exists, 20.0, f"simple_switch_grpc {name} to listen (log {self.workdir})")
             handle.conn.connect(timeout=20.0)
             handle.attach()
             handle.conn.set_pipeline(config)
