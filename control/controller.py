@@ -16,7 +16,6 @@ see :mod:`icefabric.control.daemon`.
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import queue
 import threading
@@ -51,6 +50,7 @@ from icefabric.control.p4rt import (
 )
 from icefabric.control.planner.planner import Planner
 from icefabric.control.reports import ReportLog
+from icefabric.control.state import load_jobs, save_jobs
 from icefabric.control.stats import read_stats
 from icefabric.control.topology import Topology, TopologyError
 from icefabric.topo.spec import TopologySpec
@@ -108,6 +108,7 @@ class Controller:
         self._events: queue.Queue[Callable[[], None] | None] = queue.Queue()
         self._worker: threading.Thread | None = None
         self._down_since: dict[str, float] = {}
+        self.failed_switches: set[str] = set()
         self._stopping = False
         self.active = False  # True once this controller has installed the fabric as primary
         self.pool = SwitchPool(
@@ -231,10 +232,10 @@ class Controller:
             plans[sw] = (updates, after)
         if not plans:
             return 0
-        if self.active:
-            self.pool.run_all(
-                lambda c: c.write(plans[c.name][0]), names=list(plans), operation="write"
-            )
+        # A switch that is down gets everything by resync when it returns.
+        live = [sw for sw in plans if self.pool[sw].is_connected]
+        if self.active and live:
+            self.pool.run_all(lambda c: c.write(plans[c.name][0]), names=live, operation="write")
         for sw, (_, after) in plans.items():
             self.installed[sw] = after
         return sum(len(u) for u, _ in plans.values())
@@ -293,11 +294,7 @@ class Controller:
             t0 = time.perf_counter()
             self.planner.add(demand)
             plan_s = time.perf_counter() - t0
-            self.jobs[job.name] = job
-            for f in demand.flows:
-                self.flows[f.flow_id] = f
-                k = flow_key(self.topo, f)
-                self._keys[(k.src_ip, k.dst_ip, k.udp_sport, k.dst_qp)] = f.flow_id
+            self._register(job, demand.flows)
             rep = self._install_change(f"job {job.name} added", plan_s)
             self._save_state()
             return {
@@ -396,8 +393,18 @@ class Controller:
         """A switch died: every link of it is down; replan and install."""
         with self.lock:
             t0 = time.perf_counter()
+            self.failed_switches.add(switch)
             self.planner.replan_after_failure(switches=[switch])
             return self._install_change(f"switch {switch} down", time.perf_counter() - t0)
+
+    def restore_switch(self, switch: str) -> ChangeReport:
+        """A failed switch is back: its links are up again; rebalance every flow and install."""
+        ids = [ln.id for ln in self.topo.links if switch in (ln.src, ln.dst)]
+        with self.lock:
+            t0 = time.perf_counter()
+            self.failed_switches.discard(switch)
+            self.planner.restore(ids)
+            return self._install_change(f"switch {switch} up", time.perf_counter() - t0)
 
     def restore_link(self, a: str, b: str) -> ChangeReport:
         """Mark the link a-b up again and rebalance every flow over the larger fabric."""
@@ -436,7 +443,9 @@ class Controller:
             self._down_since[switch] = time.monotonic()
             log.warning("%s: connection lost (%s)", switch, ev.reason)
             if self.switch_dead_s is not None:
-                threading.Timer(self.switch_dead_s, self._check_dead, args=(switch,)).start()
+                timer = threading.Timer(self.switch_dead_s, self._check_dead, args=(switch,))
+                timer.daemon = True
+                timer.start()
             return
         self._down_since.pop(switch, None)
         if ev.attempt > 0 and self.active:
@@ -447,10 +456,12 @@ class Controller:
         if self.pool[switch].wait_primary(self.connect_timeout):
             res = self.resync_switch(switch)
             log.info("%s: resync %s", switch, res)
+            if switch in self.failed_switches:
+                self.restore_switch(switch)
 
     def _check_dead(self, switch: str) -> None:
         since = self._down_since.get(switch)
-        if since is not None and self.active:
+        if since is not None and self.active and switch not in self.failed_switches:
 
             def fail() -> None:
                 self.fail_switch(switch)
@@ -508,31 +519,23 @@ class Controller:
     # ------------------------------------------------------------------ state file
 
     def _save_state(self) -> None:
-        if self.state_file is None:
-            return
-        data = {"topology": self.spec.name, "jobs": [j.to_dict() for j in self.jobs.values()]}
-        tmp = self.state_file.with_suffix(self.state_file.suffix + ".tmp")
-        tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
-        tmp.replace(self.state_file)
+        if self.state_file is not None:
+            save_jobs(self.state_file, self.spec.name, self.jobs.values())
 
     def _load_state(self) -> None:
         assert self.state_file is not None
-        if not self.state_file.exists():
-            return
-        data = json.loads(self.state_file.read_text(encoding="utf-8"))
-        if data.get("topology") != self.spec.name:
-            log.warning("%s: state of topology %r ignored", self.state_file, data.get("topology"))
-            return
-        for jd in data.get("jobs", []):
-            job = parse_job(jd, source=str(self.state_file))
+        for job in load_jobs(self.state_file, self.spec.name):
             demand = demand_from_job(job)
             self.planner.add(demand)
-            self.jobs[job.name] = job
-            for f in demand.flows:
-                self.flows[f.flow_id] = f
-                k = flow_key(self.topo, f)
-                self._keys[(k.src_ip, k.dst_ip, k.udp_sport, k.dst_qp)] = f.flow_id
+            self._register(job, demand.flows)
         log.info("%s: %d job(s) loaded", self.state_file, len(self.jobs))
+
+    def _register(self, job: JobSpec, flows: Iterable[Flow]) -> None:
+        self.jobs[job.name] = job
+        for f in flows:
+            self.flows[f.flow_id] = f
+            k = flow_key(self.topo, f)
+            self._keys[(k.src_ip, k.dst_ip, k.udp_sport, k.dst_qp)] = f.flow_id
 
     # ------------------------------------------------------------------ views
 

@@ -45,6 +45,7 @@ class InProcessFabric:
         self.switches: dict[str, _Switch] = {}
         self.inbox: dict[str, HostInbox] = {h.name: HostInbox() for h in spec.hosts}
         self._cut: set[tuple[str, int]] = set()
+        self._dead: dict[str, int] = {}  # killed switch -> its gRPC port
         self._cond = threading.Condition()
 
     # ------------------------------------------------------------------ lifecycle
@@ -119,17 +120,29 @@ class InProcessFabric:
     @property
     def addresses(self) -> dict[str, str]:
         """P4Runtime address of every switch."""
-        return {name: f"127.0.0.1:{sw.port}" for name, sw in self.switches.items()}
+        out = {name: f"127.0.0.1:{sw.port}" for name, sw in self.switches.items()}
+        out.update({name: f"127.0.0.1:{port}" for name, port in self._dead.items()})
+        return out
 
     # ------------------------------------------------------------------ events
 
     def restart_switch(self, name: str) -> None:
         """Stop a switch and start a fresh one (no pipeline, no entries) on the same address."""
-        old = self.switches[name]
+        self.kill_switch(name)
+        self.revive_switch(name)
+
+    def kill_switch(self, name: str) -> None:
+        """Stop a switch: its P4Runtime server goes away and its links carry nothing."""
+        old = self.switches.pop(name)
+        self._dead[name] = old.port
         old.server.stop(grace=None).wait()
         old.device.stop()
+
+    def revive_switch(self, name: str) -> None:
+        """Start a fresh switch (no pipeline, no entries) where a killed one was."""
+        port = self._dead.pop(name)
         spec_sw = self.spec.switch(name)
-        self.switches[name] = self._start_switch(name, spec_sw.device_id, f"127.0.0.1:{old.port}")
+        self.switches[name] = self._start_switch(name, spec_sw.device_id, f"127.0.0.1:{port}")
         self._wire(name)
 
     def cut_link(self, a: str, b: str) -> None:

@@ -228,3 +228,24 @@ def test_link_failure_is_replanned_and_installed(
         pairs = set(itertools.pairwise(hops))
         assert ("leaf1", "spine1") not in pairs and ("spine1", "leaf1") not in pairs, flow
     assert ph.paths == demo.planned_switches()
+
+
+def test_dead_switch_is_routed_around_and_welcomed_back(
+    make_ctl: Callable[..., Controller], fab: InProcessFabric
+) -> None:
+    ctl = make_ctl(switch_dead_s=0.2)
+    add_ring(ctl)
+    fab.kill_switch("spine1")
+    assert wait_until(lambda: "spine1" in ctl.failed_switches, 10.0)
+    assert ctl.wait_idle(10.0)
+    ph = demo_of(ctl, fab).run_traffic("spine1-dead")
+    assert ph.delivered == ph.sent
+    assert all("spine1" not in hops for hops in ph.paths.values())
+    fab.revive_switch("spine1")
+    assert wait_until(lambda: "spine1" not in ctl.failed_switches, 15.0)
+    assert ctl.wait_idle(10.0)
+    demo = demo_of(ctl, fab)
+    ph = demo.run_traffic("spine1-back")
+    assert ph.delivered == ph.sent
+    assert ph.paths == demo.planned_switches()
+    assert any("spine1" in hops for hops in ph.paths.values())
