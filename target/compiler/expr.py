@@ -58,6 +58,15 @@ def add_base(base: str, off: int) -> str:
 
 
 _CMP = {"==", "!=", "<", ">", "<=", ">="}
+_STRUCT_METHODS = {
+    "isValid",
+    "setValid",
+    "setInvalid",
+    "minSizeInBits",
+    "minSizeInBytes",
+    "maxSizeInBits",
+    "maxSizeInBytes",
+}
 
 
 class ExprGen:
@@ -257,6 +266,8 @@ class ExprGen:
             t = base.type
             if isinstance(t, StructT):
                 if t.field(e.name) is None:
+                    if e.name not in _STRUCT_METHODS:
+                        raise err(f"{t.kind} {t.name} has no field '{e.name}'", e.loc)
                     return ObjV("method", base, e.name)
                 return self.field_of(base, e.name, e.loc)
             if isinstance(t, StackT):

@@ -217,7 +217,7 @@ class ExprParser:
 
     def parse_postfix(self, e: A.Expr) -> A.Expr:
         while True:
-            loc = self.loc()
+            loc = e.loc
             if self.at("."):
                 self.pos += 1
                 name = self.ident("a member name", allow_kw=True)
