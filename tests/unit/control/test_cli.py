@@ -216,3 +216,62 @@ def test_daemon_read_commands_and_exit_codes(
     assert code == 1 and "refused the write" in err
     code, _, err = run(capsys, "--socket", fake_daemon, "stats")
     assert code == 2 and "unknown op" in err
+
+
+def test_jobs_add_from_an_nccl_log_maps_hosts(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    got: list[dict[str, Any]] = []
+
+    def jobs_add(args: dict[str, Any]) -> Any:
+        got.append(args["job"])
+        return {
+            "job": args["job"]["name"],
+            "flows": 4,
+            "entries": 4,
+            "install_ms": 1.0,
+            "max_load": 0.1,
+        }
+
+    srv = ApiServer(tmp_path / "c.sock", {"jobs.add": jobs_add})
+    srv.start()
+    try:
+        log = ROOT / "tests" / "unit" / "control" / "fixtures" / "nccl_2node_8rank_2ch.log"
+        code, out, _ = run(
+            capsys,
+            "--socket",
+            str(srv.path),
+            "jobs",
+            "add",
+            "--nccl-log",
+            str(log),
+            "--host-map",
+            "gpu-node-a=h1",
+            "--host-map",
+            "gpu-node-b=h3",
+            "--message-bytes",
+            "1GiB",
+            "--name",
+            "nccl-ar",
+        )
+        assert code == 0 and "job nccl-ar" in out
+        (job,) = got
+        assert {r["host"] for r in job["ranks"]} == {"h1", "h3"}
+        assert job["phases"][0]["message_bytes"] == 1 << 30
+        assert len(job["phases"][0]["rings"]) == 2
+        code, _, err = run(
+            capsys,
+            "--socket",
+            str(srv.path),
+            "jobs",
+            "add",
+            "--nccl-log",
+            str(log),
+            "--host-map",
+            "nope",
+        )
+        assert code == 2 and "LOGHOST=TOPOHOST" in err
+        code, _, err = run(capsys, "--socket", str(srv.path), "jobs", "add")
+        assert code == 2 and "JOB file or --nccl-log" in err
+    finally:
+        srv.stop()
