@@ -90,18 +90,28 @@ def api_handlers(ctl: Controller) -> dict[str, Handler]:
     def resync(args: dict[str, Any]) -> Any:
         return ctl.resync_switch(str(_str_arg(args, "switch")))
 
+    def primary_only(fn: Callable[[dict[str, Any]], Any]) -> Callable[[dict[str, Any]], Any]:
+        def wrapped(args: dict[str, Any]) -> Any:
+            if not ctl.active:
+                raise RuntimeError(
+                    "this controller is a standby (backup); send changes to the primary"
+                )
+            return fn(args)
+
+        return wrapped
+
     ops: dict[str, Callable[[dict[str, Any]], Any]] = {
         "status": lambda _a: ctl.status(),
         "switches": lambda _a: ctl.switches(),
-        "jobs.add": jobs_add,
-        "jobs.rm": jobs_rm,
+        "jobs.add": primary_only(jobs_add),
+        "jobs.rm": primary_only(jobs_rm),
         "jobs.ls": lambda _a: ctl.list_jobs(),
         "paths": paths,
         "stats": stats,
         "int": telemetry,
-        "mode": mode,
-        "link": link,
-        "resync": resync,
+        "mode": primary_only(mode),
+        "link": primary_only(link),
+        "resync": primary_only(resync),
     }
     return {name: _usage_errors(fn) for name, fn in ops.items()}
 

@@ -141,6 +141,11 @@ def test_state_file_carries_jobs_to_a_backup(pipeline: PipelineConfig, ctl: Cont
 
 def test_api_handlers_map_errors_to_usage(ctl: Controller) -> None:
     h = api_handlers(ctl)
+    with pytest.raises(RuntimeError, match="standby"):
+        h["jobs.add"]({"job": job()})
+    st = h["status"]({})
+    assert st["role"] == "backup" and st["jobs"] == 0
+    ctl.active = True  # as after a takeover (writes go nowhere: no switch is connected)
     assert h["jobs.add"]({"job": job()})["flows"] == 8
     with pytest.raises(RequestError, match="already running"):
         h["jobs.add"]({"job": job()})
