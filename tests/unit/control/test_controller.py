@@ -160,7 +160,7 @@ def test_api_handlers_map_errors_to_usage(ctl: Controller) -> None:
     assert h["int"]({"limit": 5}) == {"received": 0, "undecodable": 0, "reports": []}
     st = h["status"]({})
     assert (
-        st["role"] == "backup"
+        st["role"] == "primary"
         and st["jobs"] == 1
         and set(st["switches"]) == {s.name for s in SPEC.switches}
     )
