@@ -65,6 +65,18 @@ class FabricPath:
     live: bool
 
 
+@dataclass(slots=True, frozen=True, kw_only=True)
+class _Anc:
+    """The ancestors of one switch at one tier, with the up paths (and reversed: down) to them."""
+
+    nodes: np.ndarray  # switch indices, sorted (repeated when parallel links give several paths)
+    paths: np.ndarray  # [n, hops] directed link ids going up
+    down: np.ndarray  # [n, hops] the same paths reversed, going down
+    key: bytes
+    nodeset: frozenset[int]
+    unique: bool
+
+
 class Topology:
     """A validated spec turned into a graph, directed links and candidate paths."""
 
@@ -112,7 +124,7 @@ class Topology:
         self._tier = tiers
         self._node_ids = {s.name: k for k, s in enumerate(spec.switches)}
         self.switches: dict[str, Switch] = {s.name: s for s in spec.switches}
-        self._up: dict[str, dict[int, tuple[np.ndarray, np.ndarray]]] = {}
+        self._up: dict[str, dict[int, _Anc]] = {}
         self._upl: dict[str, list[int]] = {}
         for ln in self.links:
             if ln.kind == "fabric" and tiers[ln.dst] == tiers[ln.src] + 1:
@@ -193,8 +205,8 @@ class Topology:
 
     # ------------------------------------------------------------------ candidate paths
 
-    def _ancestors(self, sw: str) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-        """Per tier above ``sw``: (ancestor node ids, up-path link ids [n, hops]) sorted by node."""
+    def _ancestors(self, sw: str) -> dict[int, _Anc]:
+        """Per tier above ``sw``: ancestor node ids and up-path link ids [n, hops], by node."""
         got = self._up.get(sw)
         if got is not None:
             return got
@@ -202,17 +214,24 @@ class Topology:
         rows: dict[int, list[tuple[int, tuple[int, ...]]]] = {}
         for lid in self._up_links(sw):
             parent = self.links[lid].dst
-            for t, (nodes, paths) in self._ancestors(parent).items():
+            for t, anc in self._ancestors(parent).items():
                 bucket = rows.setdefault(t, [])
-                for n, p in zip(nodes.tolist(), paths.tolist(), strict=True):
+                for n, p in zip(anc.nodes.tolist(), anc.paths.tolist(), strict=True):
                     bucket.append((n, (lid, *p)))
             rows.setdefault(self._tier[parent], []).append((self._node_ids[parent], (lid,)))
-        out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        out: dict[int, _Anc] = {}
         for t, bucket in rows.items():
             bucket.sort()
             nodes = np.array([b[0] for b in bucket], dtype=np.int64)
             paths = np.array([b[1] for b in bucket], dtype=np.int64).reshape(len(bucket), t - tier)
-            out[t] = (nodes, paths)
+            out[t] = _Anc(
+                nodes=nodes,
+                paths=paths,
+                down=np.ascontiguousarray(paths[:, ::-1] ^ 1),
+                key=nodes.tobytes(),
+                nodeset=frozenset(nodes.tolist()),
+                unique=len(set(nodes.tolist())) == len(nodes),
+            )
         self._up[sw] = out
         return out
 
@@ -229,18 +248,16 @@ class Topology:
         a_s = self._ancestors(src_leaf)
         a_d = self._ancestors(dst_leaf)
         for t in sorted(set(a_s) & set(a_d)):
-            ns, ps = a_s[t]
-            nd, pd = a_d[t]
-            down = pd[:, ::-1] ^ 1
-            if ns.shape == nd.shape and np.array_equal(ns, nd) and len(np.unique(ns)) == len(ns):
-                return np.concatenate([ps, down], axis=1)
+            s_anc, d_anc = a_s[t], a_d[t]
+            if s_anc.key == d_anc.key and s_anc.unique:
+                return np.concatenate([s_anc.paths, d_anc.down], axis=1)
+            if s_anc.nodeset.isdisjoint(d_anc.nodeset):
+                continue
             rows = []
-            for i in range(len(ns)):
-                match = np.nonzero(nd == ns[i])[0]
-                for j in match:
-                    rows.append(np.concatenate([ps[i], down[j]]))
-            if rows:
-                return np.stack(rows)
+            for i, node in enumerate(s_anc.nodes.tolist()):
+                for j in np.nonzero(d_anc.nodes == node)[0].tolist():
+                    rows.append(np.concatenate([s_anc.paths[i], d_anc.down[j]]))
+            return np.stack(rows)
         return np.zeros((0, 0), dtype=np.int64)
 
     def live_candidates(self, src_leaf: str, dst_leaf: str) -> tuple[np.ndarray, np.ndarray]:

@@ -32,28 +32,31 @@ def greedy(state: PlanState, rows: np.ndarray) -> list[int]:
     order = np.lexsort((state.dst_leaf[rows], state.src_leaf[rows], -state.size[rows]))
     rows = rows[order]
     stuck: list[int] = []
-    load, invcap = state.load, state.invcap
+    load = state.load
+    any_failed = bool(state.topo.failed.any())
+    sizes = state.size.tolist()
     for i in rows.tolist():
-        cand = state.candidates(i)
-        live = state.live_mask(cand)
-        if not live.any():
-            stuck.append(i)
-            continue
+        cand, icap = state.candidates_icap(i)
+        idx = None
+        if any_failed:
+            live = state.live_mask(cand)
+            if not live.all():
+                idx = np.flatnonzero(live)
+                if idx.size == 0:
+                    stuck.append(i)
+                    continue
+                cand, icap = cand[idx], icap[idx]
         if cand.shape[0] == 1:
-            state.place(i, 0, cand)
+            state.place(i, 0 if idx is None else int(idx[0]))
             continue
-        idx = np.nonzero(live)[0]
-        p = cand[idx]
-        new = load[p] + state.size[i] * invcap[p]
+        new = load[cand]
+        new += sizes[i] * icap
         cost = new.max(axis=1)
-        best = cost.min()
-        tie = np.nonzero(cost <= best * (1 + _REL))[0]
+        k = int(cost.argmin())
+        tie = np.flatnonzero(cost <= cost[k] * (1 + _REL))
         if tie.size > 1:
-            tot = new[tie].sum(axis=1)
-            c = int(idx[tie[int(np.argmin(tot))]])
-        else:
-            c = int(idx[tie[0]])
-        state.place(i, c, cand)
+            k = int(tie[int(new[tie].sum(axis=1).argmin())])
+        state.place(i, k if idx is None else int(idx[k]))
     return stuck
 
 

@@ -46,7 +46,7 @@ class PlanState:
         self.alive = np.zeros(0, dtype=bool)  # False for removed rows
         self.unrouted: dict[str, str] = {}
         self._leaf_ids = {name: i for i, name in enumerate(topo.leaves)}
-        self._cand: OrderedDict[tuple[int, int], np.ndarray] = OrderedDict()
+        self._cand: OrderedDict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = OrderedDict()
 
     # ------------------------------------------------------------------ flows
 
@@ -106,7 +106,11 @@ class PlanState:
     # ------------------------------------------------------------------ candidates
 
     def candidates(self, i: int) -> np.ndarray:
-        """All candidate fabric paths of row ``i`` (failed included), padded to MAX_HOPS."""
+        """All candidate fabric paths of row ``i`` (failed included) as link ids [P, hops]."""
+        return self.candidates_icap(i)[0]
+
+    def candidates_icap(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """Candidates of row ``i`` and 1/capacity of each of their links (same shape)."""
         key = (int(self.src_leaf[i]), int(self.dst_leaf[i]))
         got = self._cand.get(key)
         if got is not None:
@@ -116,8 +120,7 @@ class PlanState:
         arr = self.topo.candidate_array(leaves[key[0]], leaves[key[1]])
         if arr.shape[1] > MAX_HOPS:
             raise TopologyError(f"paths of {arr.shape[1]} hops exceed the planner's {MAX_HOPS}")
-        out = np.full((arr.shape[0], MAX_HOPS), self.pad, dtype=np.int64)
-        out[:, : arr.shape[1]] = arr
+        out = (np.ascontiguousarray(arr, dtype=np.int64), self.invcap[arr])
         self._cand[key] = out
         if len(self._cand) > _CACHE:
             self._cand.popitem(last=False)
@@ -140,7 +143,8 @@ class PlanState:
         if cand is None:
             cand = self.candidates(i)
         row = cand[c]
-        self.paths[i] = row
+        self.paths[i] = self.pad
+        self.paths[i, : row.shape[0]] = row
         self.choice[i] = c
         self.load[row] += self.size[i] * self.invcap[row]
         self.load[self.pad] = 0.0
