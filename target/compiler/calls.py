@@ -128,9 +128,19 @@ class CallGen(ExprGen):
             raise err(f"struct {t.name} has no method '{name}'", e.loc)
         if name == "isValid":
             return V(f"S[{ref.base}]", BOOL)
-        if name in ("setValid", "setInvalid"):
-            self.em.line(f"S[{ref.base}] = {name == 'setValid'}")
-            self.invalidate_siblings(ref, name == "setValid")
+        if name == "setValid":
+            # BMv2 (add_header): an invalid header becomes valid with every field zeroed;
+            # a valid header is left as it is.
+            first = add_base(ref.base, 1)
+            end = add_base(ref.base, t.slots)
+            with self.em.block(f"if not S[{ref.base}]:"):
+                if t.slots > 1:
+                    self.em.line(f"S[{first}:{end}] = TPL[{first}:{end}]")
+                self.em.line(f"S[{ref.base}] = True")
+            self.invalidate_siblings(ref, True)
+            return V("", VOID)
+        if name == "setInvalid":
+            self.em.line(f"S[{ref.base}] = False")
             return V("", VOID)
         raise err(f"header has no method '{name}'", e.loc)
 
