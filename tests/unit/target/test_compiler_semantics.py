@@ -99,7 +99,7 @@ def test_sub_control_and_exit() -> None:
 
 def test_switch_on_value_with_fallthrough_and_default() -> None:
     body = """switch (hdr.h.a) {
-        1: 
+        1:
         2: { hdr.h.b = 0x12; }
         default: { hdr.h.b = 0xDD; }
     }"""
