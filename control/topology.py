@@ -322,6 +322,14 @@ class Topology:
         """The full directed link list host -> leaf -> ... -> leaf -> host for a fabric path."""
         return [self.host_uplink(src_host), *fabric_links, self.host_downlink(dst_host)]
 
+    def host_candidates(self, src_host: str, dst_host: str) -> list[list[int]]:
+        """Every live full path host -> host as directed link ids (one per fabric candidate)."""
+        if src_host not in self.leaf_of or dst_host not in self.leaf_of:
+            bad = src_host if src_host not in self.leaf_of else dst_host
+            raise TopologyError(f"no host {bad!r} in topology {self.spec.name!r}")
+        paths, _ = self.live_candidates(self.leaf_of[src_host], self.leaf_of[dst_host])
+        return [self.host_path(src_host, dst_host, row) for row in paths.tolist()]
+
     def leaf_pairs(self) -> list[tuple[str, str]]:
         """Every ordered pair of distinct leaves (each needs the tag entries of its candidates)."""
         return [(a, b) for a in self.leaves for b in self.leaves if a != b]

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -142,6 +142,16 @@ class JobSpec:
             "ranks": [{"host": r.host, "vendor": r.vendor, "device": r.device} for r in self.ranks],
             "phases": phases,
         }
+
+
+def check_hosts(job: JobSpec, hosts: Iterable[str], *, topology: str = "the topology") -> list[str]:
+    """Problems with ``job``'s hosts against the topology's host names (empty when all exist)."""
+    known = set(hosts)
+    return [
+        f"job {job.name!r}: ranks[{r.rank}].host: no host {r.host!r} in {topology}"
+        for r in job.ranks
+        if r.host not in known
+    ]
 
 
 def parse_size(value: Any) -> int:

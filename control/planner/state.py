@@ -55,20 +55,24 @@ class PlanState:
         t = self.topo
         rows: list[int] = []
         sl, dl, hu, hd, sz = [], [], [], [], []
-        for f in flows:
-            if f.flow_id in self.index and self.alive[self.index[f.flow_id]]:
+        new_ids: dict[str, int] = {}
+        for f in flows:  # check everything before changing anything
+            if f.flow_id in self.index or f.flow_id in new_ids:
                 raise ValueError(f"flow {f.flow_id!r} is already planned")
             try:
                 up, down = t.host_uplink(f.src_host), t.host_downlink(f.dst_host)
             except TopologyError as e:
                 raise TopologyError(f"flow {f.flow_id}: {e}") from None
-            self.index[f.flow_id] = len(self.flows) + len(rows)
+            if not f.bytes >= 0:
+                raise ValueError(f"flow {f.flow_id}: bytes must be >= 0, got {f.bytes}")
+            new_ids[f.flow_id] = len(self.flows) + len(rows)
             rows.append(len(self.flows) + len(rows))
             sl.append(self._leaf_ids[t.leaf_of[f.src_host]])
             dl.append(self._leaf_ids[t.leaf_of[f.dst_host]])
             hu.append(up)
             hd.append(down)
             sz.append(float(f.bytes))
+        self.index.update(new_ids)
         self.flows.extend(flows)
         k = len(rows)
         self.size = np.concatenate([self.size, np.array(sz)])

@@ -178,3 +178,13 @@ def test_not_a_mapping_and_bad_file(tmp_path: Path) -> None:
     bad.write_text("{not json")
     with pytest.raises(JobError, match=r"j.json: not valid JSON"):
         load_job(bad)
+
+
+def test_check_hosts_against_topology() -> None:
+    from icefabric.control.ccl.job import check_hosts
+
+    j = parse_job(_job())
+    assert check_hosts(j, ["h1", "h2", "h3", "h4"]) == []
+    assert check_hosts(j, ["h1", "h2", "h3"], topology="topology 'ls'") == [
+        "job 'mixed': ranks[3].host: no host 'h4' in topology 'ls'"
+    ]

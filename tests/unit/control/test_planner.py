@@ -288,3 +288,18 @@ def test_jobs_added_while_a_host_link_is_down_wait_for_it(method: str) -> None:
     _check_consistent(p)
     plan = p.restore()
     assert not plan.unrouted and all(f.links for f in plan.flows)
+
+
+def test_bad_demand_changes_nothing() -> None:
+    spec = leaf_spine(leaves=2, spines=2, hosts_per_leaf=1)
+    p = Planner(Topology(spec), method="heuristic")
+    good = Flow(flow_id="a", job="j", phase="p", channel=0, src_host="h1", dst_host="h2",
+                src_rank=0, dst_rank=1, bytes=1e6)  # fmt: skip
+    bad = Flow(flow_id="b", job="j", phase="p", channel=0, src_host="h1", dst_host="h9",
+               src_rank=0, dst_rank=1, bytes=1e6)  # fmt: skip
+    with pytest.raises(Exception, match="flow b: no host 'h9'"):
+        p.add(Demand((good, bad)))
+    with pytest.raises(ValueError, match="'a' is already planned"):
+        p.add(Demand((good, good)))
+    assert p.plan().flows == () and p.add(Demand((good,))).flows[0].flow_id == "a"
+    assert len(p.topo.host_candidates("h1", "h2")) == 2
