@@ -77,6 +77,13 @@ class _Arrival:
     passes: int = 0
 
 
+@dataclass(slots=True)
+class _Env:
+    clock: Clock
+    log: logging.Logger
+    log_msg: Callable[[str], None]
+
+
 def _preserved(result: Any, field_list: int | None) -> dict[str, int] | None:
     """Fields of `field_list` from an Ingress/EgressResult (or its ctx); None if none."""
     if field_list is None:
@@ -129,7 +136,10 @@ class Device:
     # --- program ---------------------------------------------------------------------------
     def set_program(self, program: Any) -> None:
         """Instantiate a fresh Pipeline of `program` and reset forwarding state."""
-        from icefabric.target.compiler.pipeline import PipelineEnv
+        try:
+            from icefabric.target.compiler.pipeline import PipelineEnv
+        except ImportError:  # compiler not importable: same fields, our own holder
+            PipelineEnv = _Env
 
         env = PipelineEnv(clock=self.clock, log=self.log, log_msg=self._log_msg)
         pipeline = program.instantiate(env)
