@@ -469,7 +469,7 @@ def test_verify_save_commit_and_cookie(switch: tuple[Device, str], files: tuple[
 
     c = P4RuntimeClient(1, switch[1], (0, 1))
     try:
-        p4info = text_format.Parse(open(files[0]).read(), p4info_pb2.P4Info())
+        p4info = text_format.Parse(Path(files[0]).read_text(), p4info_pb2.P4Info())
         req = p4runtime_pb2.SetForwardingPipelineConfigRequest(device_id=1)
         req.election_id.low = 1
         req.config.p4info.CopyFrom(p4info)
