@@ -16,7 +16,9 @@ from icefabric.target.compiler.expr import add_base
 from icefabric.target.compiler.pipeline import Pipeline, PipelineEnv
 from icefabric.target.compiler.types import StructT, bit_width
 from icefabric.target.p4.errors import P4CompileError
-from icefabric.target.p4.parser import parse_text
+from icefabric.target.p4.lexer import tokenize
+from icefabric.target.p4.parser import Parser
+from icefabric.target.p4.preprocess import preprocess
 
 log = logging.getLogger(__name__)
 _CACHE_MAX = 16
@@ -98,18 +100,22 @@ def compile_source(
     defines: Mapping[str, str] | None = None,
     include_dirs: Sequence[Path] = (),
 ) -> Program:
-    """Compile P4 source text (``files``: extra include files by relative name)."""
-    h = hashlib.sha256()
-    for part in (filename, text, repr(sorted((files or {}).items())),
-                 repr(sorted((defines or {}).items())), repr([str(p) for p in include_dirs])):  # fmt: skip
-        h.update(part.encode())
+    """Compile P4 source text (``files``: extra include files by relative name).
+
+    Compiled programs are cached by the hash of the preprocessed source, so compiling the same
+    program again (e.g. a second switch, a repeated SetForwardingPipelineConfig) is cheap.
+    """
+    lines = preprocess(text, filename, include_dirs=include_dirs, files=files, defines=defines)
+    h = hashlib.sha256(filename.encode())
+    for ln in lines:
+        h.update(f"{ln.file}:{ln.line}:{ln.text}\n".encode())
     key = h.hexdigest()
     with _cache_lock:
         cached = _cache.get(key)
-    if cached is not None and not include_dirs:
+    if cached is not None:
         return cached
     try:
-        ast = parse_text(text, filename, include_dirs=include_dirs, files=files, defines=defines)
+        ast = Parser(tokenize(lines)).parse_program()
         compiled = Compiler(ast).compile()
     except RecursionError:
         raise P4CompileError(f"{filename}: program is nested too deeply") from None
@@ -118,6 +124,7 @@ def compile_source(
         if len(_cache) >= _CACHE_MAX:
             _cache.pop(next(iter(_cache)))
         _cache[key] = prog
+    log.debug("compiled %s (%d lines of Python)", filename, compiled.source.count("\n"))
     return prog
 
 

@@ -39,3 +39,18 @@ def test_compile_cache_returns_the_same_program() -> None:
     a = forwarding_program().instantiate()
     b = forwarding_program().instantiate()
     assert a.tables["Ing.routes"] is not b.tables["Ing.routes"]
+
+
+def test_cache_sees_changes_in_included_files(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from icefabric.target.compiler import load_program
+
+    main = tmp_path / "main.p4"
+    main.write_text(FORWARDING_P4.replace("#include <v1model.p4>", '#include <v1model.p4>\n#include "sz.p4"')
+                    .replace("size = 4096;", "size = ROUTES;"))  # fmt: skip
+    (tmp_path / "sz.p4").write_text("#define ROUTES 100\n")
+    first = load_program(main)
+    assert load_program(main) is first
+    (tmp_path / "sz.p4").write_text("#define ROUTES 200\n")
+    second = load_program(main)
+    assert second is not first
+    assert second.p4info.tables[0].size == 200
