@@ -8,7 +8,7 @@ from typing import Any
 from icefabric.target.compiler.calls import RESERVED_SLOTS
 from icefabric.target.compiler.controlgen import ControlGen
 from icefabric.target.compiler.model import ProgramModel
-from icefabric.target.compiler.types import BOOL, INT, StructT, is_scalar
+from icefabric.target.compiler.types import BOOL, INT, Bits, StructT, bit_width, is_scalar
 from icefabric.target.compiler.unit import Unit, err
 from icefabric.target.compiler.values import ObjV, Ref, V
 from icefabric.target.p4 import ast as A
@@ -166,9 +166,35 @@ class Compiler(ControlGen):
                 slot_v(str(base), t) if is_scalar(t) else Ref(str(base), t, base)
             )
         elif isinstance(local, A.ValueSetDecl):
-            raise err("value_set is not supported by this target", local.loc)
+            self.scopes[-1][local.name] = ObjV("value_set", self.value_set(local, pname))
         else:
             raise err(f"unsupported parser-local declaration {type(local).__name__}", local.loc)
+
+    def value_set(self, d: A.ValueSetDecl, pname: str) -> Any:
+        """Record a parser value set (P4Info + a runtime ValueSet per pipeline)."""
+        from icefabric.target.compiler.controlgen import fq_name
+        from icefabric.target.compiler.model import ValueSetInfo
+
+        assert d.type is not None and d.size is not None
+        t = self.unit.resolve_type(d.type)
+        fields: list[tuple[str, int, str]] = []
+        if isinstance(t, Bits):
+            fields.append(("", t.width, "exact"))
+        elif isinstance(t, StructT) and not t.is_header:
+            for f in t.fields:
+                w = bit_width(f.type)
+                if w is None:
+                    raise err(f"value_set field '{f.name}' must be bit<W>", d.loc)
+                a = A.anno(f.annos, "match")
+                kind = a.args[0].name if a and a.args and isinstance(a.args[0], A.Name) else "exact"
+                fields.append((f.name, w, kind))
+        else:
+            raise err("value_set element type must be bit<W> or a struct of bit<W>", d.loc)
+        name = fq_name(pname, d.name, d.annos)
+        info = ValueSetInfo(name, self.unit.pyname(f"VS_{name}"), self.unit.const_int(d.size),
+                            fields, d.annos)  # fmt: skip
+        self.model.value_sets[name] = info
+        return info.pyobj
 
     def _deparser(self, d: A.ControlDecl, hdr: Ref) -> str:
         name = self.unit.pyname(f"D_{d.name}")

@@ -18,6 +18,7 @@ from icefabric.target.compiler.rt import (
     lookahead_bits,
 )
 from icefabric.target.compiler.types import EnumT
+from icefabric.target.compiler.valueset import ValueSet
 from icefabric.target.runtime import (
     ActionCall,
     ActionProfile,
@@ -160,6 +161,11 @@ def build_namespace(
     for inst in model.externs.values():
         if inst.kind == "direct_meter" and f"{inst.pyobj}_owner" not in ns:
             ns[f"{inst.pyobj}_owner"] = _NoTable()
+    objs["value_sets"] = {}
+    for vs in model.value_sets.values():
+        vobj = ValueSet(vs.name, vs.size, vs.fields)
+        ns[vs.pyobj] = vobj
+        objs["value_sets"][vs.name] = vobj
     for d in model.digests.values():
         dt = DigestType(d.name, d.widths)
         ns[d.pyobj] = dt

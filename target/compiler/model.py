@@ -87,6 +87,17 @@ class DigestInfo:
 
 
 @dataclass(eq=False)
+class ValueSetInfo:
+    """A parser value set: P4Info name, Python name, size and (field, width, match kind)."""
+
+    name: str
+    pyobj: str
+    size: int
+    fields: list[tuple[str, int, str]]
+    annos: list[A.Annotation]
+
+
+@dataclass(eq=False)
 class ProgramModel:
     """Everything control-plane visible, in declaration order."""
 
@@ -95,3 +106,4 @@ class ProgramModel:
     externs: dict[str, ExternInst] = field(default_factory=dict)
     digests: dict[str, DigestInfo] = field(default_factory=dict)
     controller_headers: list[StructT] = field(default_factory=list)
+    value_sets: dict[str, ValueSetInfo] = field(default_factory=dict)

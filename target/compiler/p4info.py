@@ -228,6 +228,8 @@ def build_p4info(program: Program, *, hash_bits: int = 24) -> P.P4Info:
         syms.add("controller_header", st.name, st.annos)
     for d in model.digests.values():
         syms.add("digest", d.name, d.type.annos)
+    for vs in model.value_sets.values():
+        syms.add("value_set", vs.name, vs.annos)
     syms.compute()
 
     info = P.P4Info()
@@ -251,6 +253,20 @@ def build_p4info(program: Program, *, hash_bits: int = 24) -> P.P4Info:
             md.name = f.name
             md.bitwidth = bit_width(f.type) or 0
             md.annotations.extend(anno_text(x) for x in f.annos if x.name not in _SKIP_ANNOS)
+    for vs in model.value_sets.values():
+        msg = info.value_sets.add()
+        _preamble(msg.preamble, syms, "value_set", vs.name, vs.annos)
+        for i, (fname, width, kind) in enumerate(vs.fields):
+            mf = msg.match.add()
+            mf.id = i + 1
+            if fname:
+                mf.name = fname
+            mf.bitwidth = width
+            if kind in _MATCH:
+                mf.match_type = _MATCH[kind]
+            else:
+                mf.other_match_type = kind
+        msg.size = vs.size
     for d in model.digests.values():
         dg = info.digests.add()
         _preamble(dg.preamble, syms, "digest", d.name, [])

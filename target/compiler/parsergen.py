@@ -267,6 +267,13 @@ class ParserGen(StmtGen):
         matched_all = False
         for case in tr.cases:
             items = case.keyset.items if isinstance(case.keyset, A.ListExpr) else [case.keyset]
+            vs = self.value_set_ref(items[0]) if len(items) == 1 and len(keys) > 1 else None
+            if vs is not None:
+                tup = "(" + "".join(f"{k.code}, " for k in keys) + ")"
+                with em.block(f"{'if' if first else 'elif'} {vs}.matches({tup}):"):
+                    em.line(self.goto(case.state, names, case.loc))
+                first = False
+                continue
             if len(items) == 1 and len(keys) > 1 and isinstance(items[0], A.Default):
                 items = items * len(keys)
             if len(items) != len(keys):
@@ -293,6 +300,14 @@ class ParserGen(StmtGen):
                 with em.block("else:"):
                     em.line(nm)
 
+    def value_set_ref(self, item: A.Expr) -> str | None:
+        """The Python name of a value set used as a keyset, or None."""
+        if isinstance(item, A.Name):
+            obj = self.lookup(item.name, item.loc)
+            if isinstance(obj, ObjV) and obj.kind == "value_set":
+                return str(obj.obj)
+        return None
+
     def keyset_cond(self, key: V, item: A.Expr) -> str:
         if isinstance(item, A.Default):
             return "True"
@@ -305,9 +320,8 @@ class ParserGen(StmtGen):
             lo = self.scalar(item.low, want)
             hi = self.scalar(item.high, want)
             return f"{lo.code} <= {key.code} <= {hi.code}"
-        if isinstance(item, A.Name):
-            obj = self.lookup(item.name, item.loc)
-            if isinstance(obj, ObjV) and obj.kind == "value_set":
-                return f"{obj.obj}.matches({key.code})"
+        vs = self.value_set_ref(item)
+        if vs is not None:
+            return f"{vs}.matches({key.code})"
         v = self.scalar(item, want)
         return f"{key.code} == {v.code}"

@@ -130,7 +130,7 @@ class Pipeline:
         self.direct_meters = objs["direct_meters"]
         self.registers = objs["registers"]
         self.digests = objs["digests"]
-        self.value_sets: dict[str, Any] = {}
+        self.value_sets = objs["value_sets"]
         self.cpu_port_metadata = program.cpu_port_metadata
         self._tpl = list(comp.template)
         e = comp.entry

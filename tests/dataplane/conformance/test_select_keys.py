@@ -41,3 +41,26 @@ def test_no_match_and_reject_errors(make_switch) -> None:  # type: ignore[no-unt
     assert out == [(1, bytes([5, 0x99, 0x99, 0, 0xFF, 0x01]))]
     out = send(dev, 1, bytes([0x40, 0, 0, 0, 9]) + b"ab")  # advance past the end
     assert out[0][1][:2] == bytes([0xE0, 0x40])  # error before meta.state = 4
+
+
+def test_value_set_members_from_the_control_plane(make_switch) -> None:  # type: ignore[no-untyped-def]
+    dev = make_switch("select_keys")
+    vs = dev.pipeline.value_sets["P.special"]
+    probe = bytes([0x10, 0x01, 0, 0])
+    assert send(dev, 1, probe)[0][1][0] == 1
+    vs.set_members([((0x10, 0xFF), (0x00, 0xF0))])  # kind 0x10, sub 0x0?
+    assert send(dev, 1, probe)[0][1][0] == 6
+    assert send(dev, 1, bytes([0x10, 0x11, 0, 0]))[0][1][0] == 5
+    vs.clear()
+    assert send(dev, 1, probe)[0][1][0] == 1
+
+
+def test_value_set_in_p4info() -> None:
+    from .conftest import program
+
+    (vs,) = program("select_keys").p4info.value_sets
+    assert (vs.preamble.name, vs.size, vs.preamble.id >> 24) == ("P.special", 4, 0x03)
+    assert [(m.id, m.name, m.bitwidth, m.match_type) for m in vs.match] == [
+        (1, "kind", 8, 2),
+        (2, "sub", 8, 4),
+    ]

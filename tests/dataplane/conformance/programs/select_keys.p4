@@ -8,12 +8,15 @@ header result_t { bit<8> state; bit<8> peek; }
 
 struct headers_t { probe_t probe; skip_t skip; result_t result; }
 struct meta_t { bit<8> state; bit<8> peek; }
+struct probe_key_t { bit<8> kind; @match(ternary) bit<8> sub; }
 
 parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    value_set<probe_key_t>(4) special;
     state start {
         meta.peek = pkt.lookahead<bit<8>>();
         pkt.extract(hdr.probe);
         transition select(hdr.probe.kind, hdr.probe.sub) {
+            special: s_special;
             (0x10, 0x01): s_exact;
             (0x20 &&& 0xF0, _): s_mask;
             (0x30 .. 0x3F, 0x00 .. 0x7F): s_range;
@@ -21,6 +24,7 @@ parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_met
             default: s_default;
         }
     }
+    state s_special { meta.state = 6; transition accept; }
     state s_exact { meta.state = 1; transition accept; }
     state s_mask { meta.state = 2; transition accept; }
     state s_range { meta.state = 3; transition accept; }
