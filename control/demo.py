@@ -80,6 +80,7 @@ class Phase:
     reports: int
     feedback: int
     seconds: float
+    max_queue: int  # deepest egress queue any INT record of this round saw (packets)
 
     @property
     def max_link(self) -> int:
@@ -126,7 +127,7 @@ class Demo:
         before = self._tag_counts()
         seen_reports = self.ctl.reports.received
         flows = list(self.ctl.flows.values())
-        t0 = time.perf_counter()
+        burst: list[tuple[str, bytes]] = []
         for psn in range(self.packets):
             for f in flows:
                 k = flow_key(self.topo, f)
@@ -141,7 +142,10 @@ class Demo:
                     dst_qp=k.dst_qp,
                     psn=psn,
                 )
-                self.fab.send(f.src_host, bytes(pkt))
+                burst.append((f.src_host, bytes(pkt)))
+        t0 = time.perf_counter()
+        for host, frame in burst:  # built first, sent back to back: a collective's burst
+            self.fab.send(host, frame)
         sent = self.packets * len(flows)
         frames: dict[str, list[bytes]] = {h.name: [] for h in self.ctl.spec.hosts}
 
@@ -157,7 +161,14 @@ class Demo:
         while self.ctl.reports.received < want_reports and time.monotonic() < deadline:
             time.sleep(0.01)
         elapsed = time.perf_counter() - t0
-        feedback = sum(1 for fs in frames.values() for fr in fs if _udp_dport(fr) == FEEDBACK_PORT)
+
+        def feedback_count() -> int:
+            data_count()  # collects every frame, feedback included
+            return sum(1 for fs in frames.values() for fr in fs if _udp_dport(fr) == FEEDBACK_PORT)
+
+        # feedback leaves the last hop by an uplink and queues there like data: wait for it
+        self.fab.wait_for(lambda: feedback_count() >= sent, timeout=5.0)
+        feedback = feedback_count()
         after = self._tag_counts()
         link_packets = {
             self.topo.link_name(lid): 0
@@ -174,7 +185,9 @@ class Demo:
             for lid in self.ctl.tags.paths[tag].links:
                 link_packets[self.topo.link_name(lid)] += delta
         paths: dict[str, tuple[str, ...]] = {}
+        max_queue = 0
         for rep in self.ctl.reports.recent(None)[-(self.ctl.reports.received - seen_reports) :]:
+            max_queue = max([max_queue, *(h["qdepth"] for h in rep["hops"])])
             hops = tuple(
                 self.names.get(h["switch_id"], str(h["switch_id"])) for h in reversed(rep["hops"])
             )
@@ -188,6 +201,7 @@ class Demo:
             reports=self.ctl.reports.received - seen_reports,
             feedback=feedback,
             seconds=elapsed,
+            max_queue=max_queue,
         )
 
     def planned_switches(self) -> dict[str, tuple[str, ...]]:
@@ -219,7 +233,7 @@ def _link_table(con: Console, ice: Phase, ecmp: Phase, failed: Phase | None) -> 
     con.print(render.table("per-link load (data packets, from per-tag counters)", cols, rows))
 
 
-def run(topo_path: Path, *, packets: int, channels: int, con: Console) -> int:
+def run(topo_path: Path, *, packets: int, channels: int, con: Console, link_pps: int | None) -> int:
     """The whole demo; returns the exit code."""
     from icefabric.p4src import ICE_P4
     from icefabric.topo.spec import load_topology
@@ -234,7 +248,7 @@ def run(topo_path: Path, *, packets: int, channels: int, con: Console) -> int:
     options = FabricOptions(
         mode="ice", int_kinds=ALL_PATH_KINDS, report_every_n=1, feedback_every_n=1
     )
-    with InProcessFabric(spec) as fab:
+    with InProcessFabric(spec, fabric_pps=link_pps) as fab:
         ctl = Controller(spec, pipeline, addresses=fab.addresses, options=options)
         try:
             t0 = time.perf_counter()
@@ -332,12 +346,14 @@ def run(topo_path: Path, *, packets: int, channels: int, con: Console) -> int:
             con.print("[bold]summary[/bold]")
             con.print(
                 f"  ICE : {ice.delivered}/{ice.sent} delivered, busiest fabric link {ice.max_link} "
-                f"packets, every flow on its planned path, {ice.reports} INT reports, "
+                f"packets (deepest queue in INT {ice.max_queue}), every flow on its planned path, "
+                f"{ice.reports} INT reports, "
                 f"{ice.feedback} feedback packets to senders ({ice.seconds:.2f} s)"
             )
             con.print(
                 f"  ECMP: {ecmp.delivered}/{ecmp.sent} delivered, busiest fabric link "
-                f"{ecmp.max_link} packets ({ecmp.max_link / max(ice.max_link, 1):.2f}x ICE), "
+                f"{ecmp.max_link} packets ({ecmp.max_link / max(ice.max_link, 1):.2f}x ICE, deepest "
+                f"queue in INT {ecmp.max_queue}), "
                 f"{off_plan_ecmp}/{len(planned)} flows hashed off the balanced plan"
             )
             con.print(
@@ -366,6 +382,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--topo", type=Path, default=DEFAULT_TOPO, help="leaf-spine topology spec")
     p.add_argument("--packets", type=int, default=8, help="packets per flow per phase")
     p.add_argument("--channels", type=int, default=2, help="ring channels of the job")
+    p.add_argument(
+        "--link-pps",
+        type=int,
+        default=200,
+        help="drain rate of switch-to-switch ports in packets/s, so queues build (0: unlimited)",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="log the controller's steps")
     args = p.parse_args(argv)
     logging.basicConfig(
@@ -375,7 +397,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     con = render.console()
     try:
-        return run(args.topo, packets=args.packets, channels=args.channels, con=con)
+        return run(
+            args.topo,
+            packets=args.packets,
+            channels=args.channels,
+            con=con,
+            link_pps=args.link_pps or None,
+        )
     except Exception as exc:
         log.exception("demo failed")
         con.print(f"[red bold]demo FAILED[/red bold]: {type(exc).__name__}: {exc}")

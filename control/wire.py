@@ -40,8 +40,9 @@ class HostInbox:
 class InProcessFabric:
     """Embedded switches of a topology with in-process wires; use as a context manager."""
 
-    def __init__(self, spec: TopologySpec) -> None:
+    def __init__(self, spec: TopologySpec, *, fabric_pps: int | None = None) -> None:
         self.spec = spec
+        self.fabric_pps = fabric_pps  # drain rate of switch-to-switch ports (None: unlimited)
         self.switches: dict[str, _Switch] = {}
         self.inbox: dict[str, HostInbox] = {h.name: HostInbox() for h in spec.hosts}
         self._cut: set[tuple[str, int]] = set()
@@ -93,6 +94,8 @@ class InProcessFabric:
                     dev.attach_port(
                         here.port, self._to_switch(name, here.port, there.node, there.port)
                     )
+                    if self.fabric_pps is not None:
+                        dev.set_queue_rate(here.port, pps=self.fabric_pps)
         for h in self.spec.hosts:
             if h.leaf == name:
                 dev.attach_port(h.port, self._to_host(h.name))
