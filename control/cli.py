@@ -123,6 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     st = sub.add_parser("status", help="the daemon: role, mode, switches, jobs")
     _add_json(st)
+    _add_socket(st)
     st.set_defaults(func=cmd_status)
 
     # jobs
@@ -133,33 +134,40 @@ def build_parser() -> argparse.ArgumentParser:
     add.add_argument("job", metavar="JOB", nargs="?", help="job description (YAML/JSON)")
     _add_log_options(add)
     _add_json(add)
+    _add_socket(add)
     add.set_defaults(func=cmd_jobs_add)
     rm = jsub.add_parser("rm", help="remove a job and its entries")
     rm.add_argument("name", metavar="NAME")
     _add_json(rm)
+    _add_socket(rm)
     rm.set_defaults(func=cmd_jobs_rm)
     lsj = jsub.add_parser("ls", help="list jobs")
     _add_json(lsj)
+    _add_socket(lsj)
     lsj.set_defaults(func=cmd_jobs_ls)
 
     paths = sub.add_parser("paths", help="planned path of every flow (or one FLOW)")
     paths.add_argument("flow", metavar="FLOW", nargs="?", help="flow id (job/phase/cN/rA->rB)")
     paths.add_argument("--job", default=None, help="only the flows of this job")
     _add_json(paths)
+    _add_socket(paths)
     paths.set_defaults(func=cmd_paths)
 
     stats = sub.add_parser("stats", help="port, tag and drop counters of the switches")
     stats.add_argument("--switch", default=None, help="one switch only")
     _add_json(stats)
+    _add_socket(stats)
     stats.set_defaults(func=cmd_stats)
 
     tel = sub.add_parser("int", help="recent INT telemetry reports received by the controller")
     tel.add_argument("-n", "--limit", type=int, default=20, help="how many (default 20)")
     _add_json(tel)
+    _add_socket(tel)
     tel.set_defaults(func=cmd_int)
 
     mode = sub.add_parser("mode", help="switch every first hop to ICE or the ECMP baseline")
     mode.add_argument("mode", choices=("ice", "planned-ecmp", "ecmp"))
+    _add_socket(mode)
     mode.set_defaults(func=cmd_mode)
 
     link = sub.add_parser("link", help="mark a link down or up and replan the flows on it")
@@ -167,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     link.add_argument("a", metavar="SWITCH_A")
     link.add_argument("b", metavar="SWITCH_B")
     _add_json(link)
+    _add_socket(link)
     link.set_defaults(func=cmd_link)
 
     shell = sub.add_parser("shell", help="p4runtime-shell connected to one switch")
@@ -186,8 +195,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="push this pipeline (wipes the switch's entries); default: read P4Info from the switch",
     )
     shell.add_argument("--print", action="store_true", help="print the command, do not run it")
+    _add_socket(shell)
     shell.set_defaults(func=cmd_shell)
     return p
+
+
+def _add_socket(p: argparse.ArgumentParser) -> None:
+    """--socket after the subcommand too (it overrides the global one only when given)."""
+    p.add_argument("--socket", default=argparse.SUPPRESS, help="the controller's API socket")
 
 
 def _add_log_options(p: argparse.ArgumentParser) -> None:

@@ -155,7 +155,12 @@ def add_plan_parser(sub: Any, add_json: Callable[[argparse.ArgumentParser], None
     p.add_argument(
         "--job", required=True, action="append", help="job description (repeat for several jobs)"
     )
-    p.add_argument("--method", choices=("auto", "exact", "heuristic"), default="auto")
+    p.add_argument(
+        "--method",
+        choices=("auto", "exact", "heuristic"),
+        default="auto",
+        help="exact MILP, greedy+repair heuristic, or auto (exact when few flows choose)",
+    )
     p.add_argument("--budget", type=float, default=1.0, help="heuristic time budget, seconds")
     p.add_argument("--all-links", action="store_true", help="host links too, not only fabric")
     p.add_argument("--no-flows", action="store_true", help="omit the per-flow path table")
@@ -171,7 +176,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def add_run_parser(sub: Any) -> None:
     """Register `icectl run` (the controller daemon)."""
-    p = sub.add_parser("run", help="the controller daemon (primary, or --backup standby)")
+    p = sub.add_parser(
+        "run",
+        help="the controller daemon (primary, or --backup standby)",
+        description="Connect to every switch of the topology, push the pipeline, install base "
+        "forwarding and planned jobs, and serve icectl on the API socket until SIGINT/SIGTERM.",
+    )
     p.add_argument("--topo", required=True, help="topology spec (switch addresses, links)")
     p.add_argument("--backup", action="store_true", help="standby: take over when primary dies")
     p.add_argument(
@@ -189,9 +199,19 @@ def add_run_parser(sub: Any) -> None:
     p.add_argument("--p4", default=None, help="P4 program (default: the packaged p4src/ice.p4)")
     p.add_argument("--bmv2-json", default=None, help="with --target bmv2: p4c's BMv2 JSON")
     p.add_argument("--p4info", default=None, help="with --target bmv2: p4c's P4Info text")
-    p.add_argument("--mode", choices=("ice", "planned-ecmp", "ecmp"), default="ice")
+    p.add_argument(
+        "--mode",
+        choices=("ice", "planned-ecmp", "ecmp"),
+        default="ice",
+        help="ice: planned paths, else flowlets; planned-ecmp; ecmp: the baseline (default ice)",
+    )
     p.add_argument("--job", action="append", default=[], help="job to plan at start (repeat)")
-    p.add_argument("--method", choices=("auto", "exact", "heuristic"), default="auto")
+    p.add_argument(
+        "--method",
+        choices=("auto", "exact", "heuristic"),
+        default="auto",
+        help="planner method (default auto)",
+    )
     p.add_argument(
         "--connect-timeout", type=float, default=10.0, help="seconds to wait for every switch"
     )
@@ -208,4 +228,5 @@ def add_run_parser(sub: Any) -> None:
         metavar="SECONDS",
         help="treat a switch unreachable this long as failed and replan around it (default: never)",
     )
+    p.add_argument("--socket", default=argparse.SUPPRESS, help="serve the API on this socket")
     p.set_defaults(func=_cmd_run)

@@ -275,3 +275,12 @@ def test_jobs_add_from_an_nccl_log_maps_hosts(
         assert code == 2 and "JOB file or --nccl-log" in err
     finally:
         srv.stop()
+
+
+def test_socket_option_works_after_the_subcommand_too(
+    capsys: pytest.CaptureFixture[str], fake_daemon: str
+) -> None:
+    code, out, _ = run(capsys, "jobs", "ls", "--json", "--socket", fake_daemon)
+    assert code == 0 and json.loads(out)[0]["name"] == "ring"
+    code, _, err = run(capsys, "--socket", fake_daemon, "paths", "--socket", "/nonexistent.sock")
+    assert code == 1 and "nonexistent.sock" in err
