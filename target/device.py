@@ -258,6 +258,10 @@ class Device:
             self._collected = keep
             return out
 
+    def backlog(self) -> int:
+        """Packets waiting for ingress processing."""
+        return len(self._arrivals)
+
     def drop_counts(self) -> dict[str, int]:
         """Packets dropped so far, by reason."""
         return dict(self.drops)
