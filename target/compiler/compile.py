@@ -41,9 +41,9 @@ class Compiler(ControlGen):
         super().__init__(unit)
         unit.const_eval = self._eval_const_decl
         self.model = ProgramModel()
-        self.funcs = []
-        self.global_actions = {}
-        self.functions_done = {}
+        self.funcs: list[str] = []
+        self.global_actions: dict[int, Any] = {}
+        self.functions_done: dict[int, tuple[str, Any]] = {}
         self.union_siblings: dict[str, list[str]] = {}
 
     def _eval_const_decl(self, d: Any) -> Any:

@@ -72,6 +72,11 @@ _STRUCT_METHODS = {
 class ExprGen:
     """Compiles expressions within a scope chain; statement helpers live in subclasses."""
 
+    unit: Unit
+    scopes: list[dict[str, Any]]
+    em: Emitter
+    in_parser: bool
+
     def __init__(self, unit: Unit) -> None:
         self.unit = unit
         self.scopes: list[dict[str, Any]] = []

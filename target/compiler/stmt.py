@@ -18,6 +18,7 @@ class StmtGen(CallGen):
 
     # What `return` means in the body being compiled: 'action', 'control', 'function'.
     body_kind = "control"
+    ret_type: Any = None
 
     def stmt(self, s: A.Stmt) -> None:
         """Compile one statement into the current emitter."""
@@ -59,8 +60,6 @@ class StmtGen(CallGen):
             if s.value is not None:
                 raise err("return with a value outside a function", s.loc)
             self.em.line("return")
-
-    ret_type: Any = None
 
     def s_VarDecl(self, s: A.VarDecl) -> None:
         t = self.unit.resolve_type(s.type)

@@ -30,6 +30,11 @@ class _Backtrack(Exception):
 class ExprParser:
     """Token cursor plus type and expression grammar."""
 
+    toks: list[Token]
+    pos: int
+    type_names: set[str]
+    speculating: int
+
     def __init__(self, tokens: list[Token]) -> None:
         self.toks = tokens
         self.pos = 0

@@ -67,13 +67,13 @@ class Preprocessor:
             for cand in (key, _normalise(name)):
                 if cand in self.files:
                     return self.files[cand], cand
-        candidates = [cur_dir / name] if quoted else []
-        candidates += [Path(d) / name for d in self.include_dirs]
+        paths = [cur_dir / name] if quoted else []
+        paths += [Path(d) / name for d in self.include_dirs]
         if not quoted:
-            candidates.append(INCLUDE_DIR / name)
-        for cand in candidates:
-            if cand.is_file():
-                return cand.read_text(), str(cand)
+            paths.append(INCLUDE_DIR / name)
+        for path in paths:
+            if path.is_file():
+                return path.read_text(), str(path)
         raise P4CompileError(f"cannot find include file '{name}'", loc)
 
     def _file(self, text: str, filename: str, _p: object, out: list[Line], depth: int) -> None:
@@ -218,7 +218,7 @@ class Preprocessor:
             mapping = {
                 p: self._expand(a, loc, hide) for p, a in zip(mac.params, args, strict=False)
             }
-            body = _IDENT.sub(lambda mm, mp=mapping: mp.get(mm.group(0), mm.group(0)), mac.body)
+            body = _IDENT.sub(_substituter(mapping), mac.body)
             res.append(self._expand(body, loc, hide | {word}))
         return "".join(res)
 
@@ -238,6 +238,13 @@ class Preprocessor:
         except SyntaxError:
             raise P4CompileError(f"cannot evaluate #if expression '{expr.strip()}'", loc) from None
         return int(_safe_eval(tree.body, loc))
+
+
+def _substituter(mapping: dict[str, str]) -> Callable[[re.Match[str]], str]:
+    def repl(m: re.Match[str]) -> str:
+        return mapping.get(m.group(0), m.group(0))
+
+    return repl
 
 
 def _normalise(path: str) -> str:
