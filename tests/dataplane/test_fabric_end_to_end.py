@@ -249,3 +249,17 @@ def test_dead_switch_is_routed_around_and_welcomed_back(
     assert ph.delivered == ph.sent
     assert ph.paths == demo.planned_switches()
     assert any("spine1" in hops for hops in ph.paths.values())
+
+
+def test_restarted_controller_finds_the_fabric_as_it_left_it(
+    make_ctl: Callable[..., Controller], fab: InProcessFabric
+) -> None:
+    first = make_ctl()
+    add_ring(first)
+    first.stop()
+    second = make_ctl()  # same election id and state file: a controller restart
+    assert second.active and set(second.flows) == set(first.flows)
+    writes = sum(s.writes for s in second.last_resync.values())
+    assert writes == 0
+    ph = demo_of(second, fab).run_traffic("after-restart")
+    assert ph.delivered == ph.sent

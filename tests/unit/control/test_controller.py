@@ -201,3 +201,15 @@ def test_reports_name_the_flow_by_its_key(ctl: Controller) -> None:
 
 def test_tags_match_fabric_allocation(ctl: Controller) -> None:
     assert ctl.tags == fabric.allocate_tags(ctl.topo)
+
+
+def test_report_log_keeps_the_newest() -> None:
+    from icefabric.control.reports import ReportLog
+    from icefabric.traffic.packets import TelemetryReport
+
+    log = ReportLog(3, clock=lambda: 1.0)
+    for tag in range(5):
+        log.add("leaf1", bytes(TelemetryReport(path_tag=tag)), {"reason": n.PUNT_REASON_TELEMETRY})
+    assert [r["tag"] for r in log.recent()] == [2, 3, 4]
+    assert [r["tag"] for r in log.recent(2)] == [3, 4]
+    assert log.received == 5
