@@ -142,6 +142,20 @@ class Pipeline:
         self._deparse = ns[e["deparser"]]
         sm = comp.sm_slots
         self._sm = sm
+        self._s_in_port = sm["ingress_port"]
+        self._s_itype = sm["instance_type"]
+        self._s_plen = sm["packet_length"]
+        self._s_igts = sm["ingress_global_timestamp"]
+        self._s_perr = sm["parser_error"]
+        self._s_espec = sm["egress_spec"]
+        self._s_mcast = sm["mcast_grp"]
+        self._s_eport = sm["egress_port"]
+        self._s_rid = sm["egress_rid"]
+        self._s_enq_ts = sm["enq_timestamp"]
+        self._s_enq_qd = sm["enq_qdepth"]
+        self._s_deq_td = sm["deq_timedelta"]
+        self._s_deq_qd = sm["deq_qdepth"]
+        self._s_egts = sm["egress_global_timestamp"]
         self._meta_paths = comp.meta_paths
         self._clock = env.clock
 
@@ -172,7 +186,6 @@ class Pipeline:
             packet_length=packet_length,
         )
         S = ctx.S
-        sm = self._sm
         try:  # noqa: SIM105 (try/except is free on the fast path)
             self._verify(S)
         except ExitControl:
@@ -183,22 +196,22 @@ class Pipeline:
             pass
         except AssertFailed as exc:
             self.env.log.error("assert/assume failed at %s: packet dropped", exc)
-            S[sm["egress_spec"]] = DROP_PORT
+            S[self._s_espec] = DROP_PORT
         ctx.payload = S[R_PAYLOAD]
         clone = S[R_CLONE]
         req = CloneRequest(clone[1], clone[2], clone[0]) if clone is not None else None
-        spec = S[sm["egress_spec"]]
+        spec = S[self._s_espec]
         return IngressResult(
-            ctx=ctx,
-            drop=spec == DROP_PORT,
-            egress_spec=spec,
-            mcast_grp=S[sm["mcast_grp"]],
-            clone=req,
-            resubmit=S[R_RESUBMIT],
-            recirculate_requested=S[R_RECIRC],
-            digests=S[R_DIGESTS] or [],
-            truncate=S[R_TRUNC],
-            parser_error=S[sm["parser_error"]],
+            ctx,
+            spec == DROP_PORT,
+            spec,
+            S[self._s_mcast],
+            req,
+            S[R_RESUBMIT],
+            S[R_RECIRC],
+            S[R_DIGESTS] or [],
+            S[R_TRUNC],
+            S[self._s_perr],
         )
 
     def parse(
@@ -217,11 +230,10 @@ class Pipeline:
         standard_metadata.parser_error is set and the unparsed rest stays payload.
         """
         S = self._tpl[:]
-        sm = self._sm
-        S[sm["ingress_port"]] = ingress_port
-        S[sm["instance_type"]] = instance_type
-        S[sm["packet_length"]] = len(data) if packet_length is None else packet_length
-        S[sm["ingress_global_timestamp"]] = self._clock.now_us()
+        S[self._s_in_port] = ingress_port
+        S[self._s_itype] = instance_type
+        S[self._s_plen] = len(data) if packet_length is None else packet_length
+        S[self._s_igts] = self._clock.now_us()
         if preserved:
             self._restore(S, preserved)
         try:
@@ -229,7 +241,7 @@ class Pipeline:
         except ParserError as exc:
             pos = exc.pos
             if exc.code >= 0:
-                S[sm["parser_error"]] = exc.code
+                S[self._s_perr] = exc.code
         payload = data[pos >> 3 :] if pos else data
         S[R_PAYLOAD] = payload
         return PacketContext(S, payload, data, self)
@@ -256,15 +268,14 @@ class Pipeline:
     ) -> EgressResult:
         """Egress control, computeChecksum and deparser; returns the bytes that leave."""
         S = ctx.S
-        sm = self._sm
-        S[sm["egress_port"]] = egress_port
-        S[sm["egress_rid"]] = egress_rid
-        S[sm["instance_type"]] = instance_type
-        S[sm["enq_timestamp"]] = enq_timestamp & 0xFFFFFFFF
-        S[sm["enq_qdepth"]] = enq_qdepth & 0x7FFFF
-        S[sm["deq_timedelta"]] = deq_timedelta & 0xFFFFFFFF
-        S[sm["deq_qdepth"]] = deq_qdepth & 0x7FFFF
-        S[sm["egress_global_timestamp"]] = self._clock.now_us()
+        S[self._s_eport] = egress_port
+        S[self._s_rid] = egress_rid
+        S[self._s_itype] = instance_type
+        S[self._s_enq_ts] = enq_timestamp & 0xFFFFFFFF
+        S[self._s_enq_qd] = enq_qdepth & 0x7FFFF
+        S[self._s_deq_td] = deq_timedelta & 0xFFFFFFFF
+        S[self._s_deq_qd] = deq_qdepth & 0x7FFFF
+        S[self._s_egts] = self._clock.now_us()
         S[R_CLONE] = None
         S[R_RECIRC] = None
         S[R_DIGESTS] = None
@@ -276,13 +287,13 @@ class Pipeline:
             pass
         except AssertFailed as exc:
             self.env.log.error("assert/assume failed at %s: packet dropped", exc)
-            S[sm["egress_spec"]] = DROP_PORT
+            S[self._s_espec] = DROP_PORT
         clone = S[R_CLONE]
         req = CloneRequest(clone[1], clone[2], clone[0]) if clone is not None else None
         clone_ctx = self.clone_context(ctx, req) if req is not None else None
         recirc = S[R_RECIRC]
         digests = S[R_DIGESTS] or []
-        if S[sm["egress_spec"]] == DROP_PORT:
+        if S[self._s_espec] == DROP_PORT:
             return EgressResult(None, True, req, None, ctx, digests, clone_ctx)
         try:  # noqa: SIM105
             self._compute(S)
