@@ -154,6 +154,8 @@ def build_namespace(
             default_only_actions=default_only,
             table_only_actions=table_only,
         )
+        for entry in copy.deepcopy(t.initial_entries):
+            tbl.insert(entry)
         if t.direct_meter is not None:
             ns[f"{t.direct_meter.pyobj}_owner"] = tbl
         ns[t.pyobj] = tbl

@@ -56,6 +56,7 @@ class TableInfo:
     const_default: bool = False
     const_entries: list[Any] = field(default_factory=list)  # runtime TableEntry
     has_const_entries: bool = False
+    initial_entries: list[Any] = field(default_factory=list)  # non-const `entries`
     size: int = 1024
     implementation: ExternInst | None = None
     direct_counter: ExternInst | None = None

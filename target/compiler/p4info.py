@@ -313,6 +313,8 @@ def _table(msg: P.Table, t: TableInfo, syms: SymbolTable) -> None:
     if t.has_const_entries:
         msg.is_const_table = True
         msg.has_initial_entries = True
+    elif t.initial_entries:
+        msg.has_initial_entries = True
 
 
 def _action(msg: P.Action, act: ActionInfo, syms: SymbolTable) -> None:

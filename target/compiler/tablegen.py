@@ -144,10 +144,11 @@ class TableGenMixin:
             if n == "size":
                 info.size = self.unit.const_int(prop.value)
             elif n == "entries":
-                info.has_const_entries = True
-                if not prop.const:
-                    raise err("only 'const entries' are supported", prop.loc)
-                info.const_entries = self._entries(prop.value, info)
+                if prop.const:
+                    info.has_const_entries = True
+                    info.const_entries = self._entries(prop.value, info)
+                else:  # P4_16 1.2.4 initial entries: installed at start, then mutable
+                    info.initial_entries = self._entries(prop.value, info)
             elif n in ("implementation", "counters", "meters"):
                 inst = self._table_extern(prop.value, info, prefix, n)
                 if n == "implementation":

@@ -178,3 +178,26 @@ def test_short_packet_reaches_ingress_with_parser_error() -> None:
 def test_constant_and_runtime_expressions(expr: str, value: int) -> None:
     out, _ = run(f"hdr.h.a = {expr}; hdr.h.b = hdr.h.a + 0;")
     assert out is not None and out[0] == value
+
+
+def test_mutable_initial_entries() -> None:
+    locals_ = """
+    action set_b(bit<8> v) { hdr.h.b = v; }
+    table t {
+        key = { hdr.h.a: exact; }
+        actions = { set_b; NoAction; }
+        entries = { 1 : set_b(0x11); 2 : set_b(0x22); }
+        default_action = NoAction();
+    }"""
+    src = TEMPLATE.replace("DECLS", "").replace("LOCALS", locals_).replace("BODY", "t.apply();")
+    prog = compile_source(src, filename="init.p4")
+    (tinfo,) = prog.p4info.tables
+    assert tinfo.has_initial_entries and not tinfo.is_const_table
+    pipeline = prog.instantiate()
+    table = pipeline.tables["I.t"]
+    assert len(table.entries()) == 2
+    res = pipeline.ingress(bytes([2, 0, 0, 0]), 0)
+    assert pipeline.egress(res.ctx, egress_port=1).data == bytes([2, 0x22, 0, 0])
+    table.clear()  # mutable: the control plane may remove them
+    res = pipeline.ingress(bytes([2, 0, 0, 0]), 0)
+    assert pipeline.egress(res.ctx, egress_port=1).data == bytes([2, 0, 0, 0])
