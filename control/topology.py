@@ -75,6 +75,8 @@ class _Anc:
     key: bytes
     nodeset: frozenset[int]
     unique: bool
+    up_sets: tuple[bytes, ...]  # per hop going up: the sorted distinct link ids, as bytes
+    down_sets: tuple[bytes, ...]  # per hop going down (from the ancestor), likewise
 
 
 class Topology:
@@ -224,13 +226,16 @@ class Topology:
             bucket.sort()
             nodes = np.array([b[0] for b in bucket], dtype=np.int64)
             paths = np.array([b[1] for b in bucket], dtype=np.int64).reshape(len(bucket), t - tier)
+            down = np.ascontiguousarray(paths[:, ::-1] ^ 1)
             out[t] = _Anc(
                 nodes=nodes,
                 paths=paths,
-                down=np.ascontiguousarray(paths[:, ::-1] ^ 1),
+                down=down,
                 key=nodes.tobytes(),
                 nodeset=frozenset(nodes.tolist()),
                 unique=len(set(nodes.tolist())) == len(nodes),
+                up_sets=tuple(np.unique(paths[:, j]).tobytes() for j in range(paths.shape[1])),
+                down_sets=tuple(np.unique(down[:, j]).tobytes() for j in range(down.shape[1])),
             )
         self._up[sw] = out
         return out
@@ -259,6 +264,25 @@ class Topology:
                     rows.append(np.concatenate([s_anc.paths[i], d_anc.down[j]]))
             return np.stack(rows)
         return np.zeros((0, 0), dtype=np.int64)
+
+    def hop_sets(self, src_leaf: str, dst_leaf: str) -> list[bytes]:
+        """Per hop position of the candidates (failed included): the distinct link ids there.
+
+        Each is a sorted int64 array as bytes (``np.frombuffer(b, np.int64)``); every candidate
+        crosses exactly one link of each set, so each set is a cut between the two leaves.
+        """
+        if src_leaf == dst_leaf:
+            return []
+        a_s = self._ancestors(src_leaf)
+        a_d = self._ancestors(dst_leaf)
+        for t in sorted(set(a_s) & set(a_d)):
+            s_anc, d_anc = a_s[t], a_d[t]
+            if s_anc.key == d_anc.key and s_anc.unique:
+                return [*s_anc.up_sets, *d_anc.down_sets]
+            if not s_anc.nodeset.isdisjoint(d_anc.nodeset):
+                break
+        arr = self.candidate_array(src_leaf, dst_leaf)
+        return [np.unique(arr[:, j]).tobytes() for j in range(arr.shape[1])]
 
     def live_candidates(self, src_leaf: str, dst_leaf: str) -> tuple[np.ndarray, np.ndarray]:
         """(paths [P, hops], stable indices [P]) of the candidates with no failed link."""

@@ -162,28 +162,21 @@ def cut_lower_bound(state: PlanState, *, fabric_only: bool = False) -> float:
     first = np.zeros(len(uk), dtype=np.int64)
     first[inv[::-1]] = rows[::-1]
     cut_bytes: dict[bytes, float] = defaultdict(float)
-    cut_cap: dict[bytes, float] = {}
-    cap = np.concatenate([state.topo.capacity, [np.inf]])
-    set_cache: dict[tuple[int, int, int], bytes] = {}
+    topo = state.topo
+    leaves = topo.leaves
+    any_failed = bool(topo.failed.any())
     for g, i in enumerate(first.tolist()):
-        cand = state.candidates(i)
-        live = state.live_mask(cand)
-        p = cand[live]
-        if p.shape[0] == 0:
-            continue
-        for j in range(p.shape[1]):
-            col = p[:, j]
-            if col[0] == pad:
-                break
-            ck = (int(state.src_leaf[i]), int(state.dst_leaf[i]), j)
-            kb = set_cache.get(ck)
-            if kb is None:
-                links = np.unique(col)
-                kb = links.tobytes()
-                set_cache[ck] = kb
-                if kb not in cut_cap:
-                    cut_cap[kb] = float(cap[links].sum())
+        if any_failed:
+            cand = state.candidates(i)
+            p = cand[state.live_mask(cand)]
+            if p.shape[0] == 0:
+                continue
+            keys = [np.unique(p[:, j]).tobytes() for j in range(p.shape[1])]
+        else:
+            keys = topo.hop_sets(leaves[int(state.src_leaf[i])], leaves[int(state.dst_leaf[i])])
+        for kb in keys:
             cut_bytes[kb] += float(tot[g])
+    cap = np.concatenate([topo.capacity, [np.inf]])
     for kb, b in cut_bytes.items():
-        bound = max(bound, b / cut_cap[kb])
+        bound = max(bound, b / float(cap[np.frombuffer(kb, dtype=np.int64)].sum()))
     return bound
