@@ -126,6 +126,11 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             )
         self._commit(program, p4info, data, cookie)
 
+    def commit_program(self, program: Any, device_config: bytes, cookie: int = 0) -> None:
+        """Install `program` as if a client had committed it (ice-switch --p4)."""
+        with self.lock:
+            self._commit(program, program.p4info, device_config, cookie)
+
     def _commit(self, program: Any, p4info: Any, data: bytes, cookie: int) -> None:
         self.device.set_program(program)
         self.pre.clear()
@@ -336,7 +341,7 @@ def serve(
     service = P4RuntimeService(device, loader=loader)
     p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(service, server)
     port = server.add_insecure_port(addr)
-    if port == 0:
+    if port == 0 and not addr.startswith("unix:"):
         raise OSError(f"cannot bind P4Runtime server to {addr}")
     server.start()
     return server, port, service

@@ -1,0 +1,271 @@
+"""ice-switch: the embedded P4 switch with simple_switch_grpc's command line."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from icefabric.target.device import Device
+from icefabric.target.ports import RawPort, parse_port_spec
+
+log = logging.getLogger("icefabric.target.cli")
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+
+
+class CliError(Exception):
+    """A user-facing error: message printed, exit code returned."""
+
+    def __init__(self, message: str, code: int = EXIT_ERROR) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (options shaped like simple_switch_grpc's)."""
+    ap = argparse.ArgumentParser(
+        prog="ice-switch",
+        description="Embedded P4_16 v1model software switch serving P4Runtime (no p4c/BMv2 needed).",
+    )
+    ap.add_argument("program", nargs="?", help="P4 source file to load at start (same as --p4)")
+    ap.add_argument(
+        "-i",
+        "--interface",
+        action="append",
+        default=[],
+        metavar="PORT@IFACE",
+        help="attach Linux interface IFACE as switch port PORT (repeatable)",
+    )
+    ap.add_argument("--device-id", type=int, default=0, help="P4Runtime device id (default 0)")
+    ap.add_argument(
+        "--grpc-server-addr",
+        default="127.0.0.1:9559",
+        help="P4Runtime listen address HOST:PORT or unix:PATH (default 127.0.0.1:9559)",
+    )
+    ap.add_argument(
+        "--cpu-port", type=int, default=None, help="port number of the CPU port (packet-in/out)"
+    )
+    ap.add_argument("--p4", type=Path, default=None, help="P4 source file to load at start")
+    ap.add_argument(
+        "-I",
+        "--include",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="DIR",
+        help="extra #include directory for --p4",
+    )
+    ap.add_argument(
+        "--p4info-out",
+        type=Path,
+        default=None,
+        help="write the program's P4Info (text) here; with no -i, write and exit",
+    )
+    ap.add_argument(
+        "--queue-rate",
+        action="append",
+        default=[],
+        metavar="[PORT:]PPS",
+        help="egress queue drain rate in packets/s, all ports or one (repeatable)",
+    )
+    ap.add_argument(
+        "--queue-rate-bps",
+        action="append",
+        default=[],
+        metavar="[PORT:]BPS",
+        help="egress queue drain rate in bits/s, all ports or one (repeatable)",
+    )
+    ap.add_argument(
+        "--queue-depth",
+        action="append",
+        default=[],
+        metavar="[PORT:]N",
+        help="egress queue capacity in packets (default 64, as BMv2)",
+    )
+    ap.add_argument("--log-console", action="store_true", help="log to the console (stderr)")
+    ap.add_argument(
+        "--log-level",
+        default=None,
+        choices=["trace", "debug", "info", "warn", "warning", "error", "critical", "off"],
+        help="log level (default info with --log-console, else warning)",
+    )
+    ap.add_argument("--no-p4", action="store_true", help="accepted for compatibility (the default)")
+    ap.add_argument(
+        "--thrift-port", type=int, default=None, help="accepted and ignored (no Thrift)"
+    )
+    return ap
+
+
+def _port_value(spec: str, what: str) -> tuple[int | None, int]:
+    port_s, sep, value_s = spec.rpartition(":")
+    try:
+        value = int(value_s)
+        port = int(port_s) if sep else None
+    except ValueError:
+        raise CliError(f"--{what} {spec!r}: expected [PORT:]NUMBER", EXIT_USAGE) from None
+    if value < 0 or (port is not None and not 0 <= port < 511):
+        raise CliError(f"--{what} {spec!r}: out of range", EXIT_USAGE)
+    return port, value
+
+
+def _level(name: str | None, console: bool) -> int:
+    if name is None:
+        return logging.INFO if console else logging.WARNING
+    return {
+        "trace": logging.DEBUG,
+        "debug": logging.DEBUG,
+        "info": logging.INFO,
+        "warn": logging.WARNING,
+        "warning": logging.WARNING,
+        "error": logging.ERROR,
+        "critical": logging.CRITICAL,
+        "off": logging.CRITICAL + 10,
+    }[name]
+
+
+def load(path: Path, include: list[Path]) -> Any:
+    """Compile a P4 file; CliError with the compiler's message on failure."""
+    from icefabric.target.compiler import load_program
+    from icefabric.target.p4.errors import P4CompileError
+
+    if path.suffix == ".json":
+        raise CliError(f"{path}: BMv2 JSON is not supported; pass the P4 source file", EXIT_USAGE)
+    if not path.is_file():
+        raise CliError(f"{path}: no such file")
+    try:
+        return load_program(path, include_dirs=include)
+    except P4CompileError as exc:
+        raise CliError(str(exc)) from None
+
+
+def run(args: argparse.Namespace, stop: threading.Event) -> int:
+    """Start the switch described by `args` and serve until `stop` is set."""
+    from icefabric.target.bundle import BundleError, make_bundle
+    from icefabric.target.server import serve
+
+    if args.program and args.p4 and Path(args.program) != args.p4:
+        raise CliError(
+            "give the P4 program either as an argument or with --p4, not both", EXIT_USAGE
+        )
+    p4file = args.p4 or (Path(args.program) if args.program else None)
+    specs = [parse_port_spec_cli(s) for s in args.interface]
+    seen: set[int] = set()
+    for port, _ in specs:
+        if port in seen:
+            raise CliError(f"port {port} is given twice with -i", EXIT_USAGE)
+        if args.cpu_port is not None and port == args.cpu_port:
+            raise CliError(
+                f"port {port} is the CPU port; it cannot also be an interface", EXIT_USAGE
+            )
+        seen.add(port)
+    if args.cpu_port is not None and not 0 <= args.cpu_port < 511:
+        raise CliError(f"--cpu-port {args.cpu_port}: must be in [0, 510]", EXIT_USAGE)
+    program = load(p4file, args.include) if p4file else None
+    if args.p4info_out is not None:
+        if program is None:
+            raise CliError("--p4info-out needs a program (--p4 FILE)", EXIT_USAGE)
+        try:
+            args.p4info_out.write_text(program.p4info_text())
+        except OSError as exc:
+            raise CliError(f"cannot write {args.p4info_out}: {exc}") from None
+        log.info("P4Info written to %s", args.p4info_out)
+        if not specs:
+            return EXIT_OK
+    device = Device(device_id=args.device_id, cpu_port=args.cpu_port)
+    for spec in args.queue_rate:
+        port, pps = _port_value(spec, "queue-rate")
+        device.set_queue_rate(port, pps=pps or None)
+    for spec in args.queue_rate_bps:
+        port, bps = _port_value(spec, "queue-rate-bps")
+        device.set_queue_rate(port, bps=bps or None)
+    for spec in args.queue_depth:
+        port, depth = _port_value(spec, "queue-depth")
+        if depth < 1:
+            raise CliError(f"--queue-depth {spec!r}: must be >= 1", EXIT_USAGE)
+        device.set_queue_depth(port, depth)
+    ports: list[RawPort] = []
+    server = None
+    try:
+        for port, iface in specs:
+            try:
+                rp = RawPort(port, iface, device)
+            except OSError as exc:
+                raise CliError(
+                    f"cannot open interface {iface} for port {port}: {exc.strerror or exc}"
+                ) from None
+            ports.append(rp)
+            device.attach_port(port, rp.send)
+        try:
+            server, bound, service = serve(device, args.grpc_server_addr)
+        except (OSError, RuntimeError) as exc:
+            raise CliError(f"cannot listen on {args.grpc_server_addr}: {exc}") from None
+        if program is not None:
+            try:
+                config = make_bundle(p4file)  # type: ignore[arg-type]
+            except BundleError:
+                config = p4file.read_bytes()  # type: ignore[union-attr]
+            service.commit_program(program, config)
+        device.start()
+        for rp in ports:
+            rp.start()
+        where = (
+            args.grpc_server_addr
+            if args.grpc_server_addr.startswith("unix:")
+            else (f"{args.grpc_server_addr.rpartition(':')[0]}:{bound}")
+        )
+        log.info(
+            "ice-switch device %d: P4Runtime on %s, ports %s, program %s",
+            args.device_id,
+            where,
+            ", ".join(f"{p}@{i}" for p, i in specs) or "none",
+            p4file or "none (waiting for SetForwardingPipelineConfig)",
+        )
+        stop.wait()
+        log.info("shutting down")
+        return EXIT_OK
+    finally:
+        for rp in ports:
+            rp.close()
+        if server is not None:
+            server.stop(grace=1).wait(2)
+        device.stop()
+
+
+def parse_port_spec_cli(spec: str) -> tuple[int, str]:
+    """parse_port_spec with usage errors as CliError."""
+    try:
+        return parse_port_spec(spec)
+    except ValueError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of `ice-switch`."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=_level(args.log_level, args.log_console),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: object) -> None:
+        stop.set()
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+    try:
+        return run(args, stop)
+    except CliError as exc:
+        print(f"ice-switch: error: {exc}", file=sys.stderr)
+        return exc.code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

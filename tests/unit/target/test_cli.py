@@ -1,0 +1,102 @@
+"""ice-switch command line: options, errors, exit codes, a subprocess serving P4Runtime."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
+from icefabric.target.bench import PROGRAM
+from icefabric.target.cli import main
+
+
+def test_p4info_out_writes_and_exits(tmp_path: Path) -> None:
+    out = tmp_path / "p4info.txt"
+    assert main(["--p4", str(PROGRAM), "--p4info-out", str(out)]) == 0
+    assert 'name: "MyIngress.routes"' in out.read_text()
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "message"),
+    [
+        (["-i", "veth1"], 2, "expected PORT@IFACE"),
+        (["-i", "600@veth1"], 2, "port must be in"),
+        (["-i", "1@a", "-i", "1@b"], 2, "given twice"),
+        (["--p4info-out", "x.txt"], 2, "needs a program"),
+        (["--p4", "nonexistent.p4"], 1, "no such file"),
+        (["--p4", "prog.json"], 2, "BMv2 JSON is not supported"),
+        (["--queue-rate", "x:y"], 2, "expected [PORT:]NUMBER"),
+        (["-i", "1@ice-nosuch0"], 1, "cannot open interface ice-nosuch0"),
+    ],
+)
+def test_usage_errors(
+    argv: list[str], code: int, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == code
+    assert message in capsys.readouterr().err
+
+
+def test_compile_error_is_reported_with_location(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.p4"
+    bad.write_text("control X() { apply { x = 1 } }\n")
+    assert main(["--p4", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert f"{bad}:1:" in err and "Traceback" not in err
+
+
+def test_subprocess_serves_p4runtime_and_stops_on_sigterm(tmp_path: Path) -> None:
+    sock = tmp_path / "p4rt.sock"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "icefabric.target.cli",
+            "--p4",
+            str(PROGRAM),
+            "--device-id",
+            "3",
+            "--cpu-port",
+            "255",
+            "--grpc-server-addr",
+            f"unix:{sock}",
+            "--queue-rate",
+            "2:1000",
+            "--log-console",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        channel = grpc.insecure_channel(f"unix:{sock}")
+        stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                resp = stub.GetForwardingPipelineConfig(
+                    p4runtime_pb2.GetForwardingPipelineConfigRequest(device_id=3), timeout=2
+                )
+                break
+            except grpc.RpcError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise
+                time.sleep(0.1)
+        names = {t.preamble.name for t in resp.config.p4info.tables}
+        assert names == {"MyIngress.port_vrf", "MyIngress.routes", "MyIngress.nhops"}
+        channel.close()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+        assert "shutting down" in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
