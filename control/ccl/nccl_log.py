@@ -127,11 +127,13 @@ def parse_nccl_log(
 ) -> NcclLog:
     """Parse CCL ``INFO`` lines; bad lines become warnings, good ones are all kept.
 
-    With ``comm_id`` only init lines of that communicator are used (others are ignored).
+    With ``comm_id`` only init lines of that communicator are used: lines naming another commId
+    are ignored, and so are later lines of the same ``comm 0x...`` handle that omit the commId.
     """
     out = NcclLog(source=source)
     edges: dict[int, dict[int, tuple[int, int]]] = {}  # channel -> src -> (dst, line)
     rings_done: set[tuple[str, int, int]] = set()
+    foreign: set[tuple[str, int, str]] = set()  # (host, pid, comm handle) of other communicators
     for lineno, raw in enumerate(lines, start=1):
         out.lines_read += 1
         text = raw.rstrip("\n")
@@ -143,7 +145,7 @@ def parse_nccl_log(
         msg = m.group("msg")
         proc = (m.group("host"), int(m.group("pid")), int(m.group("dev")))
         try:
-            used = _dispatch(out, msg, m, lineno, text, edges, rings_done, proc, comm_id)
+            used = _dispatch(out, msg, m, lineno, edges, rings_done, proc, (comm_id, foreign))
         except _Bad as e:
             out.warnings.append(ParseWarning(lineno, str(e), text))
             continue
@@ -165,18 +167,17 @@ def _dispatch(
     msg: str,
     m: re.Match[str],
     lineno: int,
-    text: str,
     edges: dict[int, dict[int, tuple[int, int]]],
     rings_done: set[tuple[str, int, int]],
     proc: tuple[str, int, int],
-    comm_id: str | None,
+    comm_filter: tuple[str | None, set[tuple[str, int, str]]],
 ) -> bool:
     if msg.startswith("Connected all rings"):
         rings_done.add(proc)
         return True
     im = _INIT.search(msg)
     if im is not None and ("comm " in msg or "cudaDev" in msg):
-        return _init_line(out, msg, im, m, lineno, comm_id)
+        return _init_line(out, msg, im, m, lineno, comm_filter)
     if msg.startswith("Trees"):
         _trees_line(out, msg, lineno)
         return True
@@ -215,12 +216,26 @@ def _dispatch(
 
 
 def _init_line(
-    out: NcclLog, msg: str, im: re.Match[str], m: re.Match[str], lineno: int, comm_id: str | None
+    out: NcclLog,
+    msg: str,
+    im: re.Match[str],
+    m: re.Match[str],
+    lineno: int,
+    comm_filter: tuple[str | None, set[tuple[str, int, str]]],
 ) -> bool:
     rank, n = int(im.group("rank")), int(im.group("n"))
-    kv = {k: (rx.search(msg).group(1) if rx.search(msg) else "") for k, rx in _KV.items()}  # type: ignore[union-attr]
-    if comm_id is not None and kv["commId"] and kv["commId"].lower() != comm_id.lower():
-        return False
+    kv: dict[str, str] = {}
+    for k, rx in _KV.items():
+        found = rx.search(msg)
+        kv[k] = found.group(1) if found else ""
+    comm_id, foreign = comm_filter
+    handle = (m.group("host"), int(m.group("pid")), kv["comm"])
+    if comm_id is not None:
+        if kv["commId"] and kv["commId"].lower() != comm_id.lower():
+            foreign.add(handle)
+            return False
+        if handle in foreign:
+            return False
     if n < 1 or rank >= n:
         raise _Bad(f"rank {rank} outside 0..{n - 1}")
     if out.nranks is None:

@@ -93,9 +93,12 @@ def test_comm_id_filter() -> None:
         "a:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1 commId 0xaaa - Init START",
         "b:1:1 [0] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 0 busId 1 commId 0xaaa - Init START",
         "a:1:1 [0] NCCL INFO comm 0x3 rank 0 nranks 4 cudaDev 0 busId 1 commId 0xbbb - Init START",
+        "a:1:1 [0] NCCL INFO comm 0x3 rank 0 nRanks 4 nNodes 2 localRanks 2 localRank 0 MNNVL 0",
     ]
     log = parse_nccl_log(lines, comm_id="0xAAA")
     assert log.nranks == 2 and not log.warnings
+    unfiltered = parse_nccl_log(lines)
+    assert [w.line for w in unfiltered.warnings] == [3, 4]
 
 
 def test_log_and_equivalent_job_give_the_same_demand() -> None:

@@ -94,3 +94,16 @@ def test_parallel_links_multiply_candidates() -> None:
     assert arr.shape == (8, 2) and len({tuple(r) for r in arr.tolist()}) == 8
     outs = {(p.hops[0].out_port, p.hops[1].out_port) for p in t.candidate_paths("leaf1", "leaf3")}
     assert len(outs) == 8
+
+
+@pytest.mark.parametrize(
+    "spec", [fat_tree(4), leaf_spine(leaves=3, spines=2, hosts_per_leaf=1, links_per_spine=2)]
+)
+def test_hop_sets_are_the_distinct_links_per_position(spec) -> None:  # type: ignore[no-untyped-def]
+    t = Topology(spec)
+    for a, b in t.leaf_pairs():
+        arr = t.candidate_array(a, b)
+        want = [sorted(set(arr[:, j].tolist())) for j in range(arr.shape[1])]
+        got = [np.frombuffer(x, dtype=np.int64).tolist() for x in t.hop_sets(a, b)]
+        assert got == want
+    assert t.hop_sets(t.leaves[0], t.leaves[0]) == []
