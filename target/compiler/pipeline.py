@@ -201,6 +201,7 @@ class Pipeline:
         clone = S[R_CLONE]
         req = CloneRequest(clone[1], clone[2], clone[0]) if clone is not None else None
         spec = S[self._s_espec]
+        digests = S[R_DIGESTS]
         return IngressResult(
             ctx,
             spec == DROP_PORT,
@@ -209,7 +210,7 @@ class Pipeline:
             req,
             S[R_RESUBMIT],
             S[R_RECIRC],
-            S[R_DIGESTS] or [],
+            [(n, f(S)) for n, f in digests] if digests else [],
             S[R_TRUNC],
             S[self._s_perr],
         )
@@ -292,7 +293,7 @@ class Pipeline:
         req = CloneRequest(clone[1], clone[2], clone[0]) if clone is not None else None
         clone_ctx = self.clone_context(ctx, req) if req is not None else None
         recirc = S[R_RECIRC]
-        digests = S[R_DIGESTS] or []
+        digests = [(n, f(S)) for n, f in S[R_DIGESTS]] if S[R_DIGESTS] else []
         if S[self._s_espec] == DROP_PORT:
             return EgressResult(None, True, req, None, ctx, digests, clone_ctx)
         try:  # noqa: SIM105

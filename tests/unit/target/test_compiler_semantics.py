@@ -201,3 +201,10 @@ def test_mutable_initial_entries() -> None:
     table.clear()  # mutable: the control plane may remove them
     res = pipeline.ingress(bytes([2, 0, 0, 0]), 0)
     assert pipeline.egress(res.ctx, egress_port=1).data == bytes([2, 0, 0, 0])
+
+
+def test_digest_fields_are_sampled_at_the_end_of_ingress() -> None:
+    decls = "struct d_t { bit<8> a; bit<8> x; }"
+    body = "d_t d; d.a = hdr.h.a; d.x = 1; digest<d_t>(1, d); d.x = 2; digest<d_t>(1, d);"
+    _, res = run(body, decls=decls)
+    assert res.digests == [("d_t", (1, 2)), ("d_t", (1, 2))]  # type: ignore[attr-defined]
