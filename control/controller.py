@@ -33,7 +33,6 @@ from icefabric.control.fabric import FabricOptions, TagMap, entity_key
 from icefabric.control.install import (
     ChangeReport,
     diff_updates,
-    explain,
     flow_key,
     merge,
     plan_entries,
@@ -48,11 +47,12 @@ from icefabric.control.p4rt import (
     SwitchPool,
     TableEntry,
 )
+from icefabric.control.planner.plan import Plan
 from icefabric.control.planner.planner import Planner
 from icefabric.control.reports import ReportLog
 from icefabric.control.state import load_jobs, save_jobs
-from icefabric.control.stats import read_stats
 from icefabric.control.topology import Topology, TopologyError
+from icefabric.control.views import ControllerViews
 from icefabric.topo.spec import TopologySpec
 
 log = logging.getLogger(__name__)
@@ -65,7 +65,7 @@ class JobRejected(ValueError):
     """A job the controller will not plan (bad description, unknown host, duplicate name)."""
 
 
-class Controller:
+class Controller(ControllerViews):
     """Connections to every switch, the planner, what each switch holds, telemetry reports."""
 
     def __init__(
@@ -109,6 +109,8 @@ class Controller:
         self._worker: threading.Thread | None = None
         self._down_since: dict[str, float] = {}
         self.failed_switches: set[str] = set()
+        self._base_cache: tuple[tuple[bytes, FabricOptions], dict[str, list[Entity]]] | None = None
+        self._applied_base: tuple[bytes, FabricOptions] | None = None  # base the switches hold
         self._stopping = False
         self.active = False  # True once this controller has installed the fabric as primary
         self.pool = SwitchPool(
@@ -175,6 +177,7 @@ class Controller:
             for name in self.pool:
                 self.installed[name] = {entity_key(e): e for e in desired.get(name, [])}
             self.last_resync = summaries
+            self._applied_base = self._base_key()
             self.active = True
             writes = sum(s.writes for s in summaries.values())
             log.info(
@@ -197,14 +200,23 @@ class Controller:
 
     # ------------------------------------------------------------------ desired state
 
-    def desired(self) -> dict[str, list[Entity]]:
+    def desired(self, plan: Plan | None = None) -> dict[str, list[Entity]]:
         """Every switch's entities: base forwarding plus the planned flows."""
-        base = fabric.base_entries(self.topo, self.options, self.tags)
-        flows = plan_entries(self.topo, self.planner.plan(), self.flows, self.tags)
-        return merge(base, flows)
+        return merge(self._base(), self._flow_entries(plan))
 
-    def _flow_entries(self) -> dict[str, list[Entity]]:
-        return plan_entries(self.topo, self.planner.plan(), self.flows, self.tags)
+    def _base_key(self) -> tuple[bytes, FabricOptions]:
+        return (self.topo.failed.tobytes(), self.options)
+
+    def _base(self) -> dict[str, list[Entity]]:
+        """Base forwarding, recomputed only when failures or options changed."""
+        key = self._base_key()
+        if self._base_cache is None or self._base_cache[0] != key:
+            self._base_cache = (key, fabric.base_entries(self.topo, self.options, self.tags))
+        return self._base_cache[1]
+
+    def _flow_entries(self, plan: Plan | None = None) -> dict[str, list[Entity]]:
+        p = plan if plan is not None else self.planner.plan()
+        return plan_entries(self.topo, p, self.flows, self.tags)
 
     def _apply(
         self, desired: Mapping[str, Iterable[Entity]], *, tables: set[str] | None = None
@@ -243,9 +255,12 @@ class Controller:
     def _install_change(self, what: str, plan_s: float) -> ChangeReport:
         """After the planner changed: planned flows first, then the rest of base forwarding."""
         t1 = time.perf_counter()
-        written = self._apply(self._flow_entries(), tables={n.TABLE_FLOW_PATH})
+        plan = self.planner.plan()
+        written = self._apply(self._flow_entries(plan), tables={n.TABLE_FLOW_PATH})
         t2 = time.perf_counter()
-        written += self._apply(self.desired())
+        if self._applied_base != self._base_key():  # failures changed groups and routes
+            written += self._apply(self.desired(plan))
+            self._applied_base = self._base_key()
         t3 = time.perf_counter()
         rep = ChangeReport(
             what=what,
@@ -254,7 +269,7 @@ class Controller:
             plan_ms=plan_s * 1e3,
             install_ms=(t2 - t1) * 1e3,
             base_ms=(t3 - t2) * 1e3,
-            max_load=self.planner.plan().max_load_s,
+            max_load=plan.max_load_s,
         )
         self.history.append(rep)
         log.info(
@@ -324,34 +339,6 @@ class Controller:
             self._save_state()
             return {"job": name, "entries": rep.entries, "install_ms": rep.install_ms}
 
-    def list_jobs(self) -> list[dict[str, Any]]:
-        """Every running job with its size."""
-        with self.lock:
-            out = []
-            for name, job in self.jobs.items():
-                flows = [f for f in self.flows.values() if f.job == name]
-                out.append(
-                    {
-                        "name": name,
-                        "ranks": len(job.ranks),
-                        "hosts": len(job.hosts),
-                        "phases": len(job.phases),
-                        "flows": len(flows),
-                        "bytes": float(sum(f.bytes for f in flows)),
-                    }
-                )
-            return out
-
-    def paths(self, flow: str | None = None, job: str | None = None) -> list[dict[str, Any]]:
-        """Per planned flow: first hop, tag, switch path, match key (optionally one flow/job)."""
-        with self.lock:
-            rows = explain(self.topo, self.planner.plan(), self.flows, self.tags)
-        if flow is not None:
-            rows = [r for r in rows if r["flow"] == flow]
-        if job is not None:
-            rows = [r for r in rows if r["job"] == job]
-        return rows
-
     # ------------------------------------------------------------------ mode and failures
 
     def set_mode(self, mode: str) -> dict[str, Any]:
@@ -360,6 +347,7 @@ class Controller:
             self.options = replace(self.options, mode=mode)
             t0 = time.perf_counter()
             written = self._apply(self.desired())
+            self._applied_base = self._base_key()
             return {
                 "mode": mode,
                 "switches": len(self.topo.leaves),
@@ -536,66 +524,6 @@ class Controller:
             self.flows[f.flow_id] = f
             k = flow_key(self.topo, f)
             self._keys[(k.src_ip, k.dst_ip, k.udp_sport, k.dst_qp)] = f.flow_id
-
-    # ------------------------------------------------------------------ views
-
-    def status(self) -> dict[str, Any]:
-        """Role, mode, switches (connected, primary, entries), jobs."""
-        with self.lock:
-            plan = self.planner.plan()
-            return {
-                "role": "primary" if self.active else "backup",
-                "election_id": self.election_id,
-                "mode": self.options.mode,
-                "topology": self.spec.name,
-                "jobs": len(self.jobs),
-                "flows": len(plan.flows),
-                "max_load": plan.max_load_s,
-                "failed_links": [
-                    self.topo.link_name(i)
-                    for i in range(0, self.topo.n_links, 2)
-                    if self.topo.failed[i]
-                ],
-                "switches": {
-                    name: {
-                        "address": conn.address,
-                        "device_id": conn.device_id,
-                        "connected": conn.is_connected,
-                        "primary": conn.is_primary,
-                        "entries": len(self.installed[name]),
-                    }
-                    for name, conn in self.pool.items()
-                },
-                "history": [h.to_dict() for h in self.history[-10:]],
-            }
-
-    def switches(self) -> dict[str, dict[str, Any]]:
-        """Address and device id of every switch (for icectl shell)."""
-        return {
-            name: {"address": c.address, "device_id": c.device_id, "election_id": self.election_id}
-            for name, c in self.pool.items()
-        }
-
-    def stats(self, switch: str | None = None) -> dict[str, dict[str, Any]]:
-        """Per switch: port rx/tx counters, per-tag packets, drops by reason (read live)."""
-        names = [switch] if switch else list(self.pool)
-        for name in names:
-            if name not in self.pool:
-                raise TopologyError(f"no switch {name!r} in topology {self.spec.name!r}")
-        ports: dict[str, dict[int, str]] = {name: {} for name in names}
-        for ln in self.topo.links:
-            if ln.src in ports:
-                ports[ln.src][ln.src_port] = "fabric" if ln.kind == "fabric" else "host"
-        out: dict[str, dict[str, Any]] = {}
-        results = self.pool.run_all(
-            lambda c: read_stats(c, ports[c.name]),
-            names=names,
-            operation="stats",
-            raise_errors=False,
-        )
-        for name in names:
-            out[name] = results.get(name, {"error": "switch unreachable"})
-        return out
 
 
 def _table_of(e: Entity) -> str:

@@ -1,0 +1,124 @@
+"""Read-only views of the controller for icectl: status, jobs, paths, switches, counters."""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+from icefabric.control.install import explain
+from icefabric.control.stats import read_stats
+from icefabric.control.topology import TopologyError
+
+if TYPE_CHECKING:
+    from icefabric.control.ccl.demand import Flow
+    from icefabric.control.ccl.job import JobSpec
+    from icefabric.control.fabric import FabricOptions, TagMap
+    from icefabric.control.install import ChangeReport
+    from icefabric.control.p4rt import Entity, SwitchPool
+    from icefabric.control.planner.planner import Planner
+    from icefabric.control.topology import Topology
+    from icefabric.topo.spec import TopologySpec
+
+
+class ControllerViews:
+    """The controller's answers to read commands (mixed into Controller)."""
+
+    spec: TopologySpec
+    topo: Topology
+    tags: TagMap
+    planner: Planner
+    pool: SwitchPool
+    options: FabricOptions
+    jobs: dict[str, JobSpec]
+    flows: dict[str, Flow]
+    installed: dict[str, dict[tuple[object, ...], Entity]]
+    history: list[ChangeReport]
+    election_id: int
+    active: bool
+    lock: threading.RLock
+
+    def list_jobs(self) -> list[dict[str, Any]]:
+        """Every running job with its size."""
+        with self.lock:
+            out = []
+            for name, job in self.jobs.items():
+                flows = [f for f in self.flows.values() if f.job == name]
+                out.append(
+                    {
+                        "name": name,
+                        "ranks": len(job.ranks),
+                        "hosts": len(job.hosts),
+                        "phases": len(job.phases),
+                        "flows": len(flows),
+                        "bytes": float(sum(f.bytes for f in flows)),
+                    }
+                )
+            return out
+
+    def paths(self, flow: str | None = None, job: str | None = None) -> list[dict[str, Any]]:
+        """Per planned flow: first hop, tag, switch path, match key (optionally one flow/job)."""
+        with self.lock:
+            rows = explain(self.topo, self.planner.plan(), self.flows, self.tags)
+        if flow is not None:
+            rows = [r for r in rows if r["flow"] == flow]
+        if job is not None:
+            rows = [r for r in rows if r["job"] == job]
+        return rows
+
+    def status(self) -> dict[str, Any]:
+        """Role, mode, switches (connected, primary, entries), jobs."""
+        with self.lock:
+            plan = self.planner.plan()
+            return {
+                "role": "primary" if self.active else "backup",
+                "election_id": self.election_id,
+                "mode": self.options.mode,
+                "topology": self.spec.name,
+                "jobs": len(self.jobs),
+                "flows": len(plan.flows),
+                "max_load": plan.max_load_s,
+                "failed_links": [
+                    self.topo.link_name(i)
+                    for i in range(0, self.topo.n_links, 2)
+                    if self.topo.failed[i]
+                ],
+                "switches": {
+                    name: {
+                        "address": conn.address,
+                        "device_id": conn.device_id,
+                        "connected": conn.is_connected,
+                        "primary": conn.is_primary,
+                        "entries": len(self.installed[name]),
+                    }
+                    for name, conn in self.pool.items()
+                },
+                "history": [h.to_dict() for h in self.history[-10:]],
+            }
+
+    def switches(self) -> dict[str, dict[str, Any]]:
+        """Address and device id of every switch (for icectl shell)."""
+        return {
+            name: {"address": c.address, "device_id": c.device_id, "election_id": self.election_id}
+            for name, c in self.pool.items()
+        }
+
+    def stats(self, switch: str | None = None) -> dict[str, dict[str, Any]]:
+        """Per switch: port rx/tx counters, per-tag packets, drops by reason (read live)."""
+        names = [switch] if switch else list(self.pool)
+        for name in names:
+            if name not in self.pool:
+                raise TopologyError(f"no switch {name!r} in topology {self.spec.name!r}")
+        ports: dict[str, dict[int, str]] = {name: {} for name in names}
+        for ln in self.topo.links:
+            if ln.src in ports:
+                ports[ln.src][ln.src_port] = "fabric" if ln.kind == "fabric" else "host"
+        out: dict[str, dict[str, Any]] = {}
+        results = self.pool.run_all(
+            lambda c: read_stats(c, ports[c.name]),
+            names=names,
+            operation="stats",
+            raise_errors=False,
+        )
+        for name in names:
+            out[name] = results.get(name, {"error": "switch unreachable"})
+        return out
