@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from icefabric.control.api import (
     MAX_FRAME,
     ApiClient,
