@@ -178,16 +178,16 @@ def run(args: argparse.Namespace, stop: threading.Event) -> int:
             return EXIT_OK
     device = Device(device_id=args.device_id, cpu_port=args.cpu_port)
     for spec in args.queue_rate:
-        port, pps = _port_value(spec, "queue-rate")
-        device.set_queue_rate(port, pps=pps or None)
+        qport, pps = _port_value(spec, "queue-rate")
+        device.set_queue_rate(qport, pps=pps or None)
     for spec in args.queue_rate_bps:
-        port, bps = _port_value(spec, "queue-rate-bps")
-        device.set_queue_rate(port, bps=bps or None)
+        qport, bps = _port_value(spec, "queue-rate-bps")
+        device.set_queue_rate(qport, bps=bps or None)
     for spec in args.queue_depth:
-        port, depth = _port_value(spec, "queue-depth")
+        qport, depth = _port_value(spec, "queue-depth")
         if depth < 1:
             raise CliError(f"--queue-depth {spec!r}: must be >= 1", EXIT_USAGE)
-        device.set_queue_depth(port, depth)
+        device.set_queue_depth(qport, depth)
     ports: list[RawPort] = []
     server = None
     try:

@@ -77,13 +77,6 @@ class _Arrival:
     passes: int = 0
 
 
-@dataclass(slots=True)
-class _Env:
-    clock: Clock
-    log: logging.Logger
-    log_msg: Callable[[str], None]
-
-
 def _preserved(result: Any, field_list: int | None) -> dict[str, int] | None:
     """Fields of `field_list` from an Ingress/EgressResult (or its ctx); None if none."""
     if field_list is None:
@@ -136,10 +129,7 @@ class Device:
     # --- program ---------------------------------------------------------------------------
     def set_program(self, program: Any) -> None:
         """Instantiate a fresh Pipeline of `program` and reset forwarding state."""
-        try:
-            from icefabric.target.compiler.pipeline import PipelineEnv
-        except ImportError:  # compiler not importable: same fields, our own holder
-            PipelineEnv = _Env
+        from icefabric.target.compiler.pipeline import PipelineEnv
 
         env = PipelineEnv(clock=self.clock, log=self.log, log_msg=self._log_msg)
         pipeline = program.instantiate(env)
@@ -248,11 +238,12 @@ class Device:
     def collect(self, port: int | None = None) -> list[tuple[int, bytes]]:
         """Remove and return (port, bytes) that left the switch (only `port` if given)."""
         with self.lock:
+            out: list[tuple[int, bytes]] = []
             if port is None:
-                out = list(self._collected)
+                out.extend(self._collected)
                 self._collected.clear()
                 return out
-            out, keep = [], deque()
+            keep: deque[tuple[int, bytes]] = deque()
             for item in self._collected:
                 (out if item[0] == port else keep).append(item)
             self._collected = keep

@@ -49,7 +49,9 @@ def apply_update(state: PipelineState, pre: PreStore, update: p4runtime_pb2.Upda
         raise unimplemented(f"writing {which} is not supported")
 
 
-def read_entity(state: PipelineState, pre: PreStore, e: p4runtime_pb2.Entity) -> Iterator[Entity]:
+def read_entity(
+    state: PipelineState, pre: PreStore, e: p4runtime_pb2.Entity
+) -> Iterator[p4runtime_pb2.Entity]:
     """Every entity matching one (possibly wildcard) read entity."""
     which = e.WhichOneof("entity")
     if which == "table_entry":

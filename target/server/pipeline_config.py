@@ -53,6 +53,7 @@ def p4info_differences(client: p4info_pb2.P4Info, program: p4info_pb2.P4Info) ->
         for oid in sorted(set(mine) | set(theirs)):
             a, b = mine.get(oid), theirs.get(oid)
             if a is None:
+                assert b is not None
                 diffs.append(f"{kind}: id {oid:#x} ({b.preamble.name}) is not in the program")
                 continue
             if b is None:
