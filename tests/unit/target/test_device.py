@@ -6,9 +6,10 @@ import threading
 import time
 
 import pytest
+from test_device_fake import FakePipeline
+
 from icefabric.target.device import CloneSession, Device, Replica
 from icefabric.target.runtime import ManualClock
-from test_device_fake import FakePipeline
 
 
 @pytest.fixture
