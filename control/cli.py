@@ -218,11 +218,16 @@ def _add_log_options(p: argparse.ArgumentParser) -> None:
 
 def _error_code(exc: BaseException) -> int | None:
     """Exit code for the project's known exception types (None: unexpected)."""
+    from icefabric.control.fabric import FabricError
+    from icefabric.control.p4rt import PipelineConfigError
     from icefabric.control.p4rt.errors import P4RtError
     from icefabric.control.topology import TopologyError
+    from icefabric.target.p4.errors import P4CompileError
     from icefabric.topo.spec import SpecError
 
-    if isinstance(exc, (SpecError, TopologyError)):
+    if isinstance(
+        exc, (SpecError, TopologyError, FabricError, PipelineConfigError, P4CompileError)
+    ):
         return EXIT_USAGE
     if isinstance(exc, P4RtError):
         return EXIT_RUNTIME

@@ -284,3 +284,17 @@ def test_socket_option_works_after_the_subcommand_too(
     assert code == 0 and json.loads(out)[0]["name"] == "ring"
     code, _, err = run(capsys, "--socket", fake_daemon, "paths", "--socket", "/nonexistent.sock")
     assert code == 1 and "nonexistent.sock" in err
+
+
+def test_run_validates_before_connecting(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    sock = str(tmp_path / "r.sock")
+    code, _, err = run(capsys, "run", "--topo", EXAMPLE, "--target", "bmv2", "--socket", sock)
+    assert code == 2 and "--bmv2-json" in err
+    code, _, err = run(capsys, "run", "--topo", str(tmp_path / "nope.yaml"), "--socket", sock)
+    assert code == 2 and "nope.yaml" in err
+    code, _, err = run(
+        capsys, "run", "--topo", EXAMPLE, "--p4", str(tmp_path / "x.p4"), "--socket", sock
+    )
+    assert code == 2 and "x.p4" in err
