@@ -177,6 +177,7 @@ def run(args: argparse.Namespace, stop: threading.Event) -> int:
         if not specs:
             return EXIT_OK
     device = Device(device_id=args.device_id, cpu_port=args.cpu_port)
+    device.collect_limit = 0  # a port without an interface drops (counted as unknown_port)
     for spec in args.queue_rate:
         qport, pps = _port_value(spec, "queue-rate")
         device.set_queue_rate(qport, pps=pps or None)

@@ -113,6 +113,7 @@ class Device:
         self.rx_packets: Tally[int] = Tally()
         self.tx_packets: Tally[int] = Tally()
         self.max_packet_bytes = MAX_PACKET_BYTES
+        self.collect_limit = 100_000  # packets kept for collect(); 0 when only real ports count
         self._arrivals: deque[_Arrival] = deque()
         self._queues: dict[int, _PortQueue] = {}
         self._busy: set[_PortQueue] = set()
@@ -540,8 +541,8 @@ class Device:
                 self.log.warning("send on port %d failed: %s", port, exc)
                 self._drop("tx_error")
             return
-        if self._senders and port != self.cpu_port:
-            self._drop("unknown_port")
+        if (self._senders and port != self.cpu_port) or len(self._collected) >= self.collect_limit:
+            self._drop("unknown_port")  # nothing attached, and collect() is not being used
             return
         self._collected.append((port, data))
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
 from typing import Any
@@ -14,13 +13,13 @@ from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from icefabric.target.device import Device
-from icefabric.target.runtime.digest import DigestType
 from icefabric.target.server.arbitration import Arbitration, Session
+from icefabric.target.server.digests import DigestStreamer
 from icefabric.target.server.dispatch import apply_update, read_entity
 from icefabric.target.server.entity_pre import PreStore
 from icefabric.target.server.errors import P4RTError, invalid, write_error_status
 from icefabric.target.server.p4info_index import P4InfoIndex
-from icefabric.target.server.packetio import build_packet_out, digest_list, split_packet_in
+from icefabric.target.server.packetio import build_packet_out, split_packet_in
 from icefabric.target.server.pipeline_config import check_p4info, load_program
 from icefabric.target.server.state import PipelineState, check_error
 
@@ -46,7 +45,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         self.state: PipelineState | None = None
         self.saved: tuple[Any, Any, bytes, int] | None = None  # VERIFY_AND_SAVE result
         self.lock = threading.RLock()
-        self._list_ids = 0
+        self.digests = DigestStreamer(self._send_primary)
         device.packet_in_handlers.append(self._on_packet_in)
 
     # --- helpers -----------------------------------------------------------------------------
@@ -138,8 +137,9 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         self.state = PipelineState(
             p4info, P4InfoIndex(program.p4info), program, pipeline, data, cookie
         )
+        self.digests.reset(self.state)
         for digest in (getattr(pipeline, "digests", None) or {}).values():
-            digest.listeners.append(self._on_digest)
+            digest.listeners.append(self.digests.on_push)
         log.info("pipeline committed: %s (cookie %d)", getattr(program, "name", "?"), cookie)
 
     def GetForwardingPipelineConfig(self, request: Any, context: grpc.ServicerContext) -> Any:
@@ -244,7 +244,8 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 elif which == "packet":
                     self._packet_out(session, req.packet)
                 elif which == "digest_ack":
-                    pass  # lists are not retransmitted, so an ack has nothing to release
+                    if self.arbitration.primary() is session:
+                        self.digests.ack(req.digest_ack.digest_id, req.digest_ack.list_id)
                 else:
                     log.debug("ignoring stream message %s", which)
         except grpc.RpcError:
@@ -295,23 +296,12 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         msg = split_packet_in(state.index.controller_headers.get("packet_in"), data)
         primary.send(p4runtime_pb2.StreamMessageResponse(packet=msg))
 
-    def _on_digest(self, digest: DigestType) -> None:
-        state = self.state
+    def _send_primary(self, msg: p4runtime_pb2.StreamMessageResponse) -> bool:
         primary = self.arbitration.primary()
-        if state is None or primary is None:
-            return
-        spec = state.index.digest_by_name.get(digest.name)
-        if spec is None or spec.preamble.id not in state.digest_configs:
-            return
-        cfg = state.digest_configs[spec.preamble.id]
-        items = digest.pop(cfg.max_list_size or None)
-        if not items:
-            return
-        with self.lock:
-            self._list_ids += 1
-            list_id = self._list_ids
-        msg = digest_list(spec.preamble.id, list_id, items, time.time_ns())
-        primary.send(p4runtime_pb2.StreamMessageResponse(digest=msg))
+        if primary is None:
+            return False
+        primary.send(msg)
+        return True
 
 
 class _RpcStatus(grpc.Status):  # type: ignore[misc]

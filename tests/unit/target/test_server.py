@@ -502,3 +502,40 @@ def test_verify_save_commit_and_cookie(switch: tuple[Device, str], files: tuple[
         assert len(read(c, p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry()))) == 1
     finally:
         c.tear_down()
+
+
+def test_digest_batching_timeout_and_duplicate_suppression(
+    client: P4RuntimeClient, switch: tuple[Device, str]
+) -> None:
+    device = switch[0]
+    d = p4runtime_pb2.Entity()
+    d.digest_entry.digest_id = 402653185
+    d.digest_entry.config.max_list_size = 3
+    d.digest_entry.config.max_timeout_ns = 200_000_000
+    d.digest_entry.config.ack_timeout_ns = 60_000_000_000
+    write(
+        client, (Update.INSERT, d), (Update.INSERT, exact_entry(1)), (Update.INSERT, exact_entry(2))
+    )
+    learn = b"\xdd\x00\x00\x00\x00\x00\x07" + bytes(20)
+    device.inject(1, learn)
+    device.inject(2, learn)
+    device.inject(1, learn)  # duplicate of the first: suppressed until acked
+    msg = client.get_stream_packet("digest", timeout=5)
+    assert msg is not None
+    assert [[m.bitstring for m in x.struct.members] for x in msg.digest.data] == [
+        [b"\x07", b"\x01"],
+        [b"\x07", b"\x02"],
+    ]
+    assert client.get_stream_packet("digest", timeout=0.5) is None
+    ack = p4runtime_pb2.StreamMessageRequest()
+    ack.digest_ack.digest_id = msg.digest.digest_id
+    ack.digest_ack.list_id = msg.digest.list_id
+    client.stream_out_q.put(ack)
+    again = None
+    deadline = time.monotonic() + 5
+    while again is None and time.monotonic() < deadline:  # suppressed until the ack lands
+        device.inject(1, learn)
+        again = client.get_stream_packet("digest", timeout=0.25)
+    assert again is not None and again.digest.list_id > msg.digest.list_id
+    got = read(client, d)
+    assert got[0].digest_entry.config.max_list_size == 3
