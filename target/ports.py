@@ -19,6 +19,10 @@ PACKET_ADD_MEMBERSHIP = 1
 PACKET_MR_PROMISC = 1
 PACKET_IGNORE_OUTGOING = 23
 PACKET_OUTGOING = 4
+PACKET_AUXDATA = 8
+TP_STATUS_VLAN_VALID = 0x10
+TP_STATUS_VLAN_TPID_VALID = 0x40
+_AUXDATA = struct.Struct("IIIHHHH")  # struct tpacket_auxdata
 CLONE_NEWNET = 0x40000000
 MAX_FRAME = 65536
 
@@ -55,6 +59,8 @@ def open_raw_socket(iface: str) -> socket.socket:
         sock.setsockopt(SOL_PACKET, PACKET_ADD_MEMBERSHIP, mreq)
         with contextlib.suppress(OSError):  # Linux >= 4.20; else filtered by pkttype below
             sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+        # the kernel strips a received VLAN tag into ancillary data: ask for it to put it back
+        sock.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
     except OSError:
@@ -102,13 +108,14 @@ class RawPort:
                 ready, _, _ = select.select([sock], [], [], 0.2)
                 if not ready:
                     continue
-                data, addr = sock.recvfrom(MAX_FRAME)
+                data, ancdata, _, addr = sock.recvmsg(MAX_FRAME, socket.CMSG_SPACE(_AUXDATA.size))
             except OSError as exc:
                 if not self._stop.is_set():
                     log.error("port %d (%s): receive failed: %s", self.port, self.iface, exc)
                 return
             if addr[2] == PACKET_OUTGOING:
                 continue
+            data = restore_vlan(data, ancdata)
             self.rx += 1
             self.sink.inject(self.port, data)
 
@@ -118,6 +125,19 @@ class RawPort:
         if self._thread is not None:
             self._thread.join(2)
         self.sock.close()
+
+
+def restore_vlan(data: bytes, ancdata: list[tuple[int, int, bytes]]) -> bytes:
+    """Re-insert a VLAN tag the kernel moved into PACKET_AUXDATA (as the wire carried it)."""
+    for level, kind, raw in ancdata:
+        if level != SOL_PACKET or kind != PACKET_AUXDATA or len(raw) < _AUXDATA.size:
+            continue
+        status, _, _, _, _, tci, tpid = _AUXDATA.unpack_from(raw)
+        if status & TP_STATUS_VLAN_VALID or tci:
+            if not status & TP_STATUS_VLAN_TPID_VALID:
+                tpid = 0x8100
+            return data[:12] + struct.pack("!HH", tpid, tci) + data[12:]
+    return data
 
 
 # --- network namespaces --------------------------------------------------------------------

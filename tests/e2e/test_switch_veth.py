@@ -24,7 +24,7 @@ from scapy.layers.inet import IP, UDP  # noqa: E402
 from scapy.layers.l2 import Ether  # noqa: E402
 
 from icefabric.target.bench import PROGRAM  # noqa: E402
-from icefabric.target.ports import VethLab  # noqa: E402
+from icefabric.target.ports import VethLab, restore_vlan  # noqa: E402
 
 Update = p4runtime_pb2.Update
 
@@ -111,7 +111,8 @@ def receive(sock: object, deadline: float) -> list[bytes]:
     sock.settimeout(0.1)  # type: ignore[attr-defined]
     while time.monotonic() < deadline:
         try:
-            out.append(sock.recv(65536))  # type: ignore[attr-defined]
+            data, anc, _, _ = sock.recvmsg(65536, 256)  # type: ignore[attr-defined]
+            out.append(restore_vlan(data, anc))  # the kernel moves VLAN tags to aux data
         except OSError:
             if out:
                 break
@@ -175,5 +176,58 @@ def test_routes_packets_between_veth_ports(lab: VethLab, switch: str) -> None:
         assert bytes(pkt[UDP].payload) == b"x" * 32
         assert receive(h1, time.monotonic() + 0.5) == []  # nothing reflected back to h1
     finally:
+        h1.close()
+        h2.close()
+
+
+WIRE_P4 = r"""
+#include <core.p4>
+#include <v1model.p4>
+struct h_t { }
+struct m_t { }
+parser P(packet_in p, out h_t h, inout m_t m, inout standard_metadata_t s) { state start { transition accept; } }
+control VC(inout h_t h, inout m_t m) { apply { } }
+control I(inout h_t h, inout m_t m, inout standard_metadata_t s) {
+    apply { s.egress_spec = s.ingress_port == 1 ? (bit<9>)2 : (bit<9>)1; }
+}
+control E(inout h_t h, inout m_t m, inout standard_metadata_t s) { apply { } }
+control CC(inout h_t h, inout m_t m) { apply { } }
+control D(packet_out p, in h_t h) { apply { } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+
+def test_raw_ports_keep_vlan_tags_and_ignore_own_transmissions(lab: VethLab) -> None:
+    from scapy.layers.l2 import Dot1Q
+
+    from icefabric.target.compiler import compile_source
+    from icefabric.target.device import Device
+    from icefabric.target.ports import RawPort
+
+    dev = Device()
+    dev.set_program(compile_source(WIRE_P4, filename="wire.p4"))
+    ports = [RawPort(p, f"s{p}", dev, sock=lab.socket(f"s{p}")) for p in (1, 2)]
+    for rp in ports:
+        dev.attach_port(rp.port, rp.send)
+    h1, h2 = lab.socket("h1"), lab.socket("h2")
+    dev.start()
+    for rp in ports:
+        rp.start()
+    try:
+        frame = bytes(
+            Ether(dst="02:00:00:00:00:02", src="02:00:00:00:00:01")
+            / Dot1Q(vlan=42, prio=3)
+            / IP(dst="10.0.0.2")
+            / UDP()
+            / b"tagged"
+        )
+        h1.send(frame)
+        got = receive(h2, time.monotonic() + 5)
+        assert got == [frame]
+        assert ports[0].rx == 1 and ports[1].rx == 0  # s2 did not read back what it sent
+    finally:
+        for rp in ports:
+            rp.close()
+        dev.stop()
         h1.close()
         h2.close()
