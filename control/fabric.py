@@ -12,8 +12,8 @@ the options to ``{switch name: [p4rt entities]}``:
   (:func:`allocate_tags`, stable: a failed link renumbers nothing); every switch on the path gets
   a ``tag_forward`` entry (next port, or ``end_path`` on the last leaf);
 * ``dst_leaf`` (host prefix -> leaf id) and ``path_candidate`` (for each destination leaf all
-  ``PATH_BUCKETS`` buckets spread round-robin over the live candidates): the groups flowlets and
-  ECMP pick from;
+  ``PATH_BUCKETS`` buckets spread over the live candidates in proportion to their bottleneck
+  rate): the groups flowlets and ECMP pick from;
 * ``lb_config`` (mode ICE / planned-ECMP / ECMP baseline), ``int_policy``, ``telemetry_config``,
   ``report_config``, ``feedback_config``, ``ecn_config`` (default action: every port),
   ``egress_port_info`` (link rates for INT) and the three clone sessions of the last hop.
@@ -24,7 +24,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from icefabric.control import ice_names as n
@@ -342,6 +342,28 @@ def live_tags(topo: Topology, tagmap: TagMap, src_leaf: str, dst_leaf: str) -> l
     return [tagmap.tag(src_leaf, dst_leaf, int(i)) for i in idx.tolist()]
 
 
+def path_weight(topo: Topology, path: FabricPath) -> float:
+    """A candidate's weight in its group: its bottleneck link rate (Gbit/s)."""
+    return min((topo.links[lid].rate_gbps for lid in path.links), default=1.0)
+
+
+def bucket_tags(tags: Sequence[int], weights: Sequence[float], buckets: int) -> list[int]:
+    """The tag of every bucket: smooth weighted round robin, so each tag gets buckets in
+    proportion to its weight, spread out (equal weights: t1, t2, t1, t2, ...)."""
+    if not tags or len(tags) != len(weights) or any(w <= 0 for w in weights):
+        raise FabricError(f"bucket_tags: need tags with positive weights, got {tags} {weights}")
+    total = float(sum(weights))
+    current = [0.0] * len(tags)
+    out = []
+    for _ in range(buckets):
+        for i, w in enumerate(weights):
+            current[i] += w
+        pick = max(range(len(tags)), key=lambda i: (current[i], -i))
+        current[pick] -= total
+        out.append(tags[pick])
+    return out
+
+
 def _candidate_entries(
     topo: Topology,
     tagmap: TagMap,
@@ -366,13 +388,14 @@ def _candidate_entries(
             if not group:
                 log.warning("no live candidate path from %s to %s", src, dst)
                 continue
-            for bucket in range(n.PATH_BUCKETS):
+            weights = [path_weight(topo, tagmap.path(t)) for t in group]
+            for bucket, tag in enumerate(bucket_tags(group, weights, n.PATH_BUCKETS)):
                 out[src].append(
                     TableEntry(
                         table=n.TABLE_PATH_CANDIDATE,
                         match={"leaf_id": ids[dst], "bucket": bucket},
                         action=n.ACTION_SET_CANDIDATE_PATH,
-                        params={"path_tag": group[bucket % len(group)]},
+                        params={"path_tag": tag},
                     )
                 )
 

@@ -270,3 +270,23 @@ def test_entity_key_and_count_by_table() -> None:
         "t": 2,
         "clone_session": 1,
     }
+
+
+def test_bucket_weights_follow_bottleneck_rates() -> None:
+    assert fabric.bucket_tags([7, 9], [1.0, 1.0], 6) == [7, 9, 7, 9, 7, 9]
+    three = fabric.bucket_tags([1, 2], [300.0, 100.0], 64)
+    assert three.count(1) == 48 and three.count(2) == 16
+    with pytest.raises(fabric.FabricError):
+        fabric.bucket_tags([1], [0.0], 4)
+    spec = leaf_spine(leaves=2, spines=2, hosts_per_leaf=1, uplink_rate_gbps=100)
+    data = spec.to_dict()
+    for ln in data["links"]:
+        if ln["b"]["node"] == "spine1":
+            ln["rate_gbps"] = 300.0
+    from icefabric.topo.spec import parse_topology
+
+    topo = Topology(parse_topology(data))
+    out = fabric.base_entries(topo)
+    tags = [int(e.params["path_tag"]) for e in _table(out["leaf1"], n.TABLE_PATH_CANDIDATE)]
+    via = {t: fabric.allocate_tags(topo).path(t).hops[1].switch for t in set(tags)}
+    assert sum(1 for t in tags if via[t] == "spine1") == 48
