@@ -128,29 +128,30 @@ class Device:
         self._running = False
 
     # --- program ---------------------------------------------------------------------------
-    def set_program(self, program: Any) -> None:
-        """Instantiate a fresh Pipeline of `program` and reset forwarding state."""
+    def make_pipeline(self, program: Any) -> Any:
+        """A fresh Pipeline of `program` wired to this device's clock and log (not installed)."""
         from icefabric.target.compiler.pipeline import PipelineEnv
 
         env = PipelineEnv(clock=self.clock, log=self.log, log_msg=self._log_msg)
-        pipeline = program.instantiate(env)
-        with self.lock:
-            self.program = program
-            self._install(pipeline)
+        return program.instantiate(env)
 
-    def set_pipeline(self, pipeline: Any) -> None:
-        """Install an already instantiated pipeline (tests, custom loaders)."""
-        with self.lock:
-            self._install(pipeline)
+    def set_program(self, program: Any) -> None:
+        """Instantiate a fresh Pipeline of `program` and reset forwarding state."""
+        self.set_pipeline(self.make_pipeline(program), program=program)
 
-    def _install(self, pipeline: Any) -> None:
-        self.pipeline = pipeline
-        self.mcast_groups.clear()
-        self.clone_sessions.clear()
-        self._arrivals.clear()
-        for q in self._queues.values():
-            q.packets.clear()
-        self._busy.clear()
+    def set_pipeline(self, pipeline: Any, *, program: Any = None, keep_pre: bool = False) -> None:
+        """Install a pipeline; queued packets are dropped, the PRE is cleared unless `keep_pre`."""
+        with self.lock:
+            self.pipeline = pipeline
+            if program is not None:
+                self.program = program
+            if not keep_pre:
+                self.mcast_groups.clear()
+                self.clone_sessions.clear()
+            self._arrivals.clear()
+            for q in self._queues.values():
+                q.packets.clear()
+            self._busy.clear()
 
     def _log_msg(self, text: str) -> None:
         self.log_messages.append(text)

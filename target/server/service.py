@@ -21,6 +21,7 @@ from icefabric.target.server.errors import P4RTError, invalid, write_error_statu
 from icefabric.target.server.p4info_index import P4InfoIndex
 from icefabric.target.server.packetio import build_packet_out, split_packet_in
 from icefabric.target.server.pipeline_config import check_p4info, load_program
+from icefabric.target.server.reconcile import migrate
 from icefabric.target.server.state import PipelineState, check_error
 
 API_VERSION = "1.4.1"
@@ -119,11 +120,25 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             if self.state.device_config == data and self.state.p4info == p4info:
                 self.state.cookie = cookie  # same program: forwarding state is kept
                 return
-            raise P4RTError(
-                grpc.StatusCode.UNIMPLEMENTED,
-                "RECONCILE_AND_COMMIT with a different program is not supported; use VERIFY_AND_COMMIT",
-            )
+            self._reconcile(program, p4info, data, cookie)
+            return
         self._commit(program, p4info, data, cookie)
+
+    def _reconcile(self, program: Any, p4info: Any, data: bytes, cookie: int) -> None:
+        old = self.state
+        assert old is not None
+        index = P4InfoIndex(program.p4info)
+        pipeline = self.device.make_pipeline(program)
+        migrate(old.index, old.pipeline, index, pipeline)
+        self.device.set_pipeline(pipeline, program=program, keep_pre=True)
+        state = PipelineState(p4info, index, program, pipeline, data, cookie)
+        state.oneshots = {k: v for k, v in old.oneshots.items() if k[0] in index.tables}
+        state.next_hidden_id = old.next_hidden_id
+        state.digest_configs = {
+            did: cfg for did, cfg in old.digest_configs.items() if did in index.digests
+        }
+        self._install_state(state)
+        log.info("pipeline reconciled: %s (cookie %d)", getattr(program, "name", "?"), cookie)
 
     def commit_program(self, program: Any, device_config: bytes, cookie: int = 0) -> None:
         """Install `program` as if a client had committed it (ice-switch --p4)."""
@@ -134,13 +149,16 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         self.device.set_program(program)
         self.pre.clear()
         pipeline = self.device.pipeline
-        self.state = PipelineState(
-            p4info, P4InfoIndex(program.p4info), program, pipeline, data, cookie
+        self._install_state(
+            PipelineState(p4info, P4InfoIndex(program.p4info), program, pipeline, data, cookie)
         )
-        self.digests.reset(self.state)
-        for digest in (getattr(pipeline, "digests", None) or {}).values():
-            digest.listeners.append(self.digests.on_push)
         log.info("pipeline committed: %s (cookie %d)", getattr(program, "name", "?"), cookie)
+
+    def _install_state(self, state: PipelineState) -> None:
+        self.state = state
+        self.digests.reset(state)
+        for digest in (getattr(state.pipeline, "digests", None) or {}).values():
+            digest.listeners.append(self.digests.on_push)
 
     def GetForwardingPipelineConfig(self, request: Any, context: grpc.ServicerContext) -> Any:
         """The committed config, shaped by response_type."""

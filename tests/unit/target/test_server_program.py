@@ -224,3 +224,57 @@ def test_compile_error_in_device_config(
         assert "p4_device_config.p4:" in err.value.grpc_error.details()
     finally:
         c.tear_down()
+
+
+def _set_config(c: P4RuntimeClient, source: str, action: int) -> None:
+    program = compiler.compile_source(source, filename="l2.p4")
+    req = p4runtime_pb2.SetForwardingPipelineConfigRequest(device_id=0, action=action)
+    req.election_id.low = 1
+    req.config.p4info.CopyFrom(program.p4info)
+    req.config.p4_device_config = source.encode()
+    c.stub.SetForwardingPipelineConfig(req)
+
+
+def test_reconcile_and_commit_keeps_state(switch: tuple[Device, str]) -> None:
+    import grpc
+
+    Req = p4runtime_pb2.SetForwardingPipelineConfigRequest
+    device, addr = switch
+    c = P4RuntimeClient(0, addr, (0, 1))
+    try:
+        _set_config(c, PROGRAM, Req.VERIFY_AND_COMMIT)
+        n = ids(c.get_p4info())
+        req = p4runtime_pb2.WriteRequest()
+        req.updates.add(
+            type=Update.INSERT, entity=l2_entry(n, b"\x00\x00\x00\x00\x00\x02", "I.fwd", 2)
+        )
+        reg = req.updates.add(type=Update.MODIFY).entity.register_entry
+        reg.register_id = n["I.last_len"]
+        reg.index.index = 5
+        reg.data.bitstring = b"\x2a"
+        c.write(req)
+        grown = PROGRAM.replace(
+            "register<bit<32>>(16) last_len;",
+            "register<bit<32>>(16) last_len;\n    counter(4, CounterType.packets) extra;",
+        )
+        _set_config(c, grown, Req.RECONCILE_AND_COMMIT)
+        assert any(x.preamble.name == "I.extra" for x in c.get_p4info().counters)
+        entries = [
+            e
+            for r in c.read_one(p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry()))
+            for e in r.entities
+        ]
+        assert len(entries) == 1
+        (resp,) = list(c.read_one(p4runtime_pb2.Entity(register_entry=reg)))
+        assert resp.entities[0].register_entry.data.bitstring == b"\x2a"
+        device.inject(1, frame(2, 0xA1))
+        assert wait_for(lambda: device.collect(2)) == [(2, frame(2, 0xA1))]
+        changed = grown.replace("key = { h.eth.dst: exact; }", "key = { h.eth.dst: ternary; }")
+        with pytest.raises(grpc.RpcError) as err:
+            _set_config(c, changed, Req.RECONCILE_AND_COMMIT)
+        assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        assert "I.l2" in err.value.details()
+        device.inject(1, frame(2, 0xA1))  # the old pipeline still forwards
+        assert wait_for(lambda: device.collect(2)) == [(2, frame(2, 0xA1))]
+    finally:
+        c.tear_down()
