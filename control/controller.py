@@ -50,7 +50,7 @@ from icefabric.control.p4rt import (
 from icefabric.control.planner.plan import Plan
 from icefabric.control.planner.planner import Planner
 from icefabric.control.reports import ReportLog
-from icefabric.control.state import load_jobs, save_jobs
+from icefabric.control.state import load_state, save_state
 from icefabric.control.topology import Topology, TopologyError
 from icefabric.control.views import ControllerViews
 from icefabric.topo.spec import TopologySpec
@@ -368,14 +368,18 @@ class Controller(ControllerViews):
         with self.lock:
             t0 = time.perf_counter()
             self.planner.replan_after_failure(links=[lid])
-            return self._install_change(f"link {a}-{b} down", time.perf_counter() - t0)
+            rep = self._install_change(f"link {a}-{b} down", time.perf_counter() - t0)
+            self._save_state()
+            return rep
 
     def port_down(self, switch: str, port: int) -> ChangeReport:
         """A port-down event from the data plane: the link on that port failed."""
         with self.lock:
             t0 = time.perf_counter()
             self.planner.replan_after_failure(ports=[(switch, port)])
-            return self._install_change(f"{switch} port {port} down", time.perf_counter() - t0)
+            rep = self._install_change(f"{switch} port {port} down", time.perf_counter() - t0)
+            self._save_state()
+            return rep
 
     def fail_switch(self, switch: str) -> ChangeReport:
         """A switch died: every link of it is down; replan and install."""
@@ -383,7 +387,9 @@ class Controller(ControllerViews):
             t0 = time.perf_counter()
             self.failed_switches.add(switch)
             self.planner.replan_after_failure(switches=[switch])
-            return self._install_change(f"switch {switch} down", time.perf_counter() - t0)
+            rep = self._install_change(f"switch {switch} down", time.perf_counter() - t0)
+            self._save_state()
+            return rep
 
     def restore_switch(self, switch: str) -> ChangeReport:
         """A failed switch is back: its links are up again; rebalance every flow and install."""
@@ -392,7 +398,9 @@ class Controller(ControllerViews):
             t0 = time.perf_counter()
             self.failed_switches.discard(switch)
             self.planner.restore(ids)
-            return self._install_change(f"switch {switch} up", time.perf_counter() - t0)
+            rep = self._install_change(f"switch {switch} up", time.perf_counter() - t0)
+            self._save_state()
+            return rep
 
     def restore_link(self, a: str, b: str) -> ChangeReport:
         """Mark the link a-b up again and rebalance every flow over the larger fabric."""
@@ -400,7 +408,9 @@ class Controller(ControllerViews):
         with self.lock:
             t0 = time.perf_counter()
             self.planner.restore([lid & ~1, lid | 1])
-            return self._install_change(f"link {a}-{b} up", time.perf_counter() - t0)
+            rep = self._install_change(f"link {a}-{b} up", time.perf_counter() - t0)
+            self._save_state()
+            return rep
 
     # ------------------------------------------------------------------ switch events
 
@@ -508,15 +518,31 @@ class Controller(ControllerViews):
 
     def _save_state(self) -> None:
         if self.state_file is not None:
-            save_jobs(self.state_file, self.spec.name, self.jobs.values())
+            failed = [i for i in range(self.topo.n_links) if self.topo.failed[i]]
+            save_state(
+                self.state_file,
+                self.spec.name,
+                self.jobs.values(),
+                failed_links=failed,
+                failed_switches=self.failed_switches,
+            )
 
     def _load_state(self) -> None:
         assert self.state_file is not None
-        for job in load_jobs(self.state_file, self.spec.name):
+        state = load_state(self.state_file, self.spec.name)
+        if state.failed_links:
+            self.topo.failed[state.failed_links] = True
+        self.failed_switches.update(state.failed_switches)
+        for job in state.jobs:
             demand = demand_from_job(job)
             self.planner.add(demand)
             self._register(job, demand.flows)
-        log.info("%s: %d job(s) loaded", self.state_file, len(self.jobs))
+        log.info(
+            "%s: %d job(s), %d failed link(s) loaded",
+            self.state_file,
+            len(self.jobs),
+            len(state.failed_links) // 2,
+        )
 
     def _register(self, job: JobSpec, flows: Iterable[Flow]) -> None:
         self.jobs[job.name] = job

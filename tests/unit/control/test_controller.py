@@ -137,6 +137,11 @@ def test_state_file_carries_jobs_to_a_backup(pipeline: PipelineConfig, ctl: Cont
     backup._load_state()
     assert set(backup.flows) == set(ctl.flows)
     assert backup.desired() == ctl.desired()  # the same plan: a takeover writes nothing
+    ctl.fail_link("leaf2", "spine2")
+    later = Controller(SPEC, pipeline, backup=True, state_file=ctl.state_file)
+    later._load_state()
+    assert (later.topo.failed == ctl.topo.failed).all() and later.topo.failed.sum() == 2
+    assert later.desired() == ctl.desired()
 
 
 def test_api_handlers_map_errors_to_usage(ctl: Controller) -> None:
