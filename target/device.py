@@ -13,9 +13,10 @@ import threading
 from collections import Counter as Tally
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from icefabric.target.queues import Queued, TrafficManager
 from icefabric.target.runtime.clock import Clock
 
 DROP_PORT = 511
@@ -42,30 +43,6 @@ class CloneSession:
     replicas: tuple[Replica, ...]
     class_of_service: int = 0
     packet_length_bytes: int = 0
-
-
-@dataclass(slots=True)
-class _Queued:
-    ctx: Any
-    egress_port: int
-    egress_rid: int
-    instance_type: int
-    enq_ts: int
-    enq_qdepth: int
-    packet_length: int
-    preserved: dict[str, int] | None
-    truncate: int | None
-    passes: int
-    seq: int = 0
-
-
-@dataclass(slots=True, eq=False)
-class _PortQueue:
-    packets: deque[_Queued] = field(default_factory=deque)
-    pps: int | None = None
-    bps: int | None = None
-    capacity: int = 64
-    next_free_us: int = 0
 
 
 @dataclass(slots=True)
@@ -115,10 +92,7 @@ class Device:
         self.max_packet_bytes = MAX_PACKET_BYTES
         self.collect_limit = 100_000  # packets kept for collect(); 0 when only real ports count
         self._arrivals: deque[_Arrival] = deque()
-        self._queues: dict[int, _PortQueue] = {}
-        self._busy: set[_PortQueue] = set()
-        self._seq = 0
-        self._default_queue = _PortQueue()
+        self.tm = TrafficManager()
         self._collected: deque[tuple[int, bytes]] = deque()
         self._senders: dict[int, Sender] = {}
         self.packet_in_handlers: list[Sender] = []
@@ -149,9 +123,7 @@ class Device:
                 self.mcast_groups.clear()
                 self.clone_sessions.clear()
             self._arrivals.clear()
-            for q in self._queues.values():
-                q.packets.clear()
-            self._busy.clear()
+            self.tm.clear()
 
     def _log_msg(self, text: str) -> None:
         self.log_messages.append(text)
@@ -183,36 +155,23 @@ class Device:
         del self.clone_sessions[session_id]
 
     # --- queues ----------------------------------------------------------------------------
-    def _queue(self, port: int) -> _PortQueue:
-        q = self._queues.get(port)
-        if q is None:
-            d = self._default_queue
-            q = self._queues[port] = _PortQueue(pps=d.pps, bps=d.bps, capacity=d.capacity)
-        return q
-
     def set_queue_rate(
         self, port: int | None, pps: int | None = None, bps: int | None = None
     ) -> None:
         """Drain rate of one port's queue (all ports when None); None/None = unlimited."""
-        for q in self._targets(port):
+        for q in self.tm.targets(port):
             q.pps, q.bps = pps, bps
 
     def set_queue_depth(self, port: int | None, packets: int) -> None:
         """Capacity in packets of one port's queue (all ports when None); tail drop beyond."""
         if packets < 1:
             raise ValueError(f"queue depth must be >= 1, got {packets}")
-        for q in self._targets(port):
+        for q in self.tm.targets(port):
             q.capacity = packets
-
-    def _targets(self, port: int | None) -> list[_PortQueue]:
-        if port is None:
-            return [self._default_queue, *self._queues.values()]
-        return [self._queue(port)]
 
     def queue_depth(self, port: int) -> int:
         """Packets waiting in a port's queue now."""
-        q = self._queues.get(port)
-        return len(q.packets) if q else 0
+        return self.tm.depth(port)
 
     # --- packet I/O ------------------------------------------------------------------------
     def attach_port(self, port: int, send: Sender) -> None:
@@ -275,44 +234,19 @@ class Device:
 
     def next_departure_us(self) -> int | None:
         """Earliest time a queued packet may leave (None when all queues are empty)."""
-        best: int | None = None
-        for q in list(self._busy):
-            if q.packets:
-                t = self._ready_time(q)
-                best = t if best is None or t < best else best
-        return best
-
-    def _ready_time(self, q: _PortQueue) -> int:
-        return max(q.next_free_us, q.packets[0].enq_ts)
+        return self.tm.next_departure_us()
 
     def _drain_ready(self) -> bool:
         """Send queued packets whose time has come, oldest ready time (then FIFO) first."""
         now = self.clock.now_us()
         progressed = False
-        busy = self._busy
-        while busy:
-            best: _PortQueue | None = None
-            best_key = (0, 0)
-            for q in busy:
-                t = self._ready_time(q)
-                if t <= now:
-                    key = (t, q.packets[0].seq)
-                    if best is None or key < best_key:
-                        best, best_key = q, key
-            if best is None:
-                break
-            item = best.packets.popleft()
-            if not best.packets:
-                busy.discard(best)
-            gap = 0.0
-            if best.pps:
-                gap = 1e6 / best.pps
-            if best.bps:
-                gap = max(gap, item.packet_length * 8e6 / best.bps)
-            best.next_free_us = best_key[0] + round(gap) if gap else best_key[0]
-            self._egress(item, now, len(best.packets))
+        pop = self.tm.pop_ready
+        while True:
+            got = pop(now)
+            if got is None:
+                return progressed
+            self._egress(got[0], now, got[1])
             progressed = True
-        return progressed
 
     def _drop(self, reason: str) -> None:
         self.drops[reason] += 1
@@ -434,31 +368,22 @@ class Device:
         truncate: int | None,
         passes: int,
     ) -> None:
-        q = self._queue(port)
-        depth = len(q.packets)
-        if depth >= q.capacity:
-            self._drop("queue_full")
-            return
-        now = self.clock.now_us()
-        self._seq += 1
-        q.packets.append(
-            _Queued(
-                ctx,
-                port,
-                rid,
-                instance_type,
-                now,
-                depth,
-                length,
-                preserved,
-                truncate,
-                passes,
-                self._seq,
-            )
+        item = Queued(
+            ctx,
+            port,
+            rid,
+            instance_type,
+            self.clock.now_us(),
+            0,
+            length,
+            preserved,
+            truncate,
+            passes,
         )
-        self._busy.add(q)
+        if not self.tm.enqueue(item):
+            self._drop("queue_full")
 
-    def _egress(self, item: _Queued, now: int, deq_depth: int) -> None:
+    def _egress(self, item: Queued, now: int, deq_depth: int) -> None:
         try:
             res = self.pipeline.egress(
                 item.ctx,
@@ -490,7 +415,7 @@ class Device:
             return
         self._output(item.egress_port, data)
 
-    def _clone_e2e(self, item: _Queued, res: Any) -> None:
+    def _clone_e2e(self, item: Queued, res: Any) -> None:
         session_id, field_list = _clone_parts(res.clone)
         session = self.clone_sessions.get(session_id)
         if session is None:
