@@ -213,19 +213,25 @@ class Topology:
         if got is not None:
             return got
         tier = self._tier[sw]
-        rows: dict[int, list[tuple[int, tuple[int, ...]]]] = {}
+        parts: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
         for lid in self._up_links(sw):
             parent = self.links[lid].dst
             for t, anc in self._ancestors(parent).items():
-                bucket = rows.setdefault(t, [])
-                for n, p in zip(anc.nodes.tolist(), anc.paths.tolist(), strict=True):
-                    bucket.append((n, (lid, *p)))
-            rows.setdefault(self._tier[parent], []).append((self._node_ids[parent], (lid,)))
+                col = np.full((len(anc.nodes), 1), lid, dtype=np.int64)
+                parts.setdefault(t, []).append((anc.nodes, np.hstack([col, anc.paths])))
+            parts.setdefault(self._tier[parent], []).append(
+                (
+                    np.array([self._node_ids[parent]], dtype=np.int64),
+                    np.array([[lid]], dtype=np.int64),
+                )
+            )
         out: dict[int, _Anc] = {}
-        for t, bucket in rows.items():
-            bucket.sort()
-            nodes = np.array([b[0] for b in bucket], dtype=np.int64)
-            paths = np.array([b[1] for b in bucket], dtype=np.int64).reshape(len(bucket), t - tier)
+        for t, chunks in parts.items():
+            nodes = np.concatenate([c[0] for c in chunks])
+            paths = np.concatenate([c[1] for c in chunks]).reshape(len(nodes), t - tier)
+            # by ancestor, then by the links of the path: a stable order (candidate indices)
+            order = np.lexsort([paths[:, j] for j in reversed(range(paths.shape[1]))] + [nodes])
+            nodes, paths = nodes[order], np.ascontiguousarray(paths[order])
             down = np.ascontiguousarray(paths[:, ::-1] ^ 1)
             out[t] = _Anc(
                 nodes=nodes,

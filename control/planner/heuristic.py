@@ -36,26 +36,26 @@ def greedy(state: PlanState, rows: np.ndarray) -> list[int]:
     any_failed = bool(state.topo.failed.any())
     sizes = state.size.tolist()
     for i in rows.tolist():
-        cand, icap = state.candidates_icap(i)
+        cand, icap = state.candidates_t(i)
         idx = None
         if any_failed:
-            live = state.live_mask(cand)
+            live = state.live_mask_t(cand)
             if not live.all():
                 idx = np.flatnonzero(live)
                 if idx.size == 0:
                     stuck.append(i)
                     continue
-                cand, icap = cand[idx], icap[idx]
-        if cand.shape[0] == 1:
+                cand, icap = cand[:, idx], icap[:, idx]
+        if cand.shape[1] == 1 or cand.shape[0] == 0:
             state.place(i, 0 if idx is None else int(idx[0]))
             continue
-        new = load[cand]
+        new = load.take(cand)
         new += sizes[i] * icap
-        cost = new.max(axis=1)
+        cost = np.maximum.reduce(new, axis=0)
         k = int(cost.argmin())
         tie = np.flatnonzero(cost <= cost[k] * (1 + _REL))
         if tie.size > 1:
-            k = int(tie[int(new[tie].sum(axis=1).argmin())])
+            k = int(tie[int(new[:, tie].sum(axis=0).argmin())])
         state.place(i, k if idx is None else int(idx[k]))
     return stuck
 
@@ -70,54 +70,54 @@ class _Repair:
 
     def flows_on(self, e: int) -> np.ndarray:
         s = self.s
-        rows = np.nonzero((s.paths == e).any(axis=1) & s.alive)[0]
+        rows = s.rows_on(e)
         return rows[np.argsort(-s.size[rows], kind="stable")]
 
     def relieve(self, e: int, thr: float, depth: int, banned: set[int]) -> bool:
         s = self.s
-        load, invcap = s.load, s.invcap
+        load = s.load
         branches: list[tuple[float, int, int, int]] = []
         for i in self.flows_on(e).tolist():
             if time.perf_counter() > self.deadline:
                 return False
-            cand = s.candidates(i)
-            if cand.shape[0] < 2:
+            cand, icap = s.candidates_t(i)
+            if cand.shape[1] < 2:
                 continue
-            ok = s.live_mask(cand) & ~(cand == e).any(axis=1)
+            ok = s.live_mask_t(cand) & ~np.logical_or.reduce(cand == e, axis=0)
             if not ok.any():
                 continue
-            idx = np.nonzero(ok)[0]
+            idx = np.flatnonzero(ok)
             old = int(s.choice[i])
             s.unplace(i)
-            p = cand[idx]
-            new = load[p] + s.size[i] * invcap[p]
+            p = cand[:, idx]
+            new = load.take(p)
+            new += s.size[i] * icap[:, idx]
             viol = new >= thr
-            nviol = viol.sum(axis=1)
-            free = np.nonzero(nviol == 0)[0]
+            nviol = viol.sum(axis=0)
+            free = np.flatnonzero(nviol == 0)
             if free.size:
-                c = int(idx[free[int(np.argmin(new[free].max(axis=1)))]])
-                s.place(i, c, cand)
+                best = np.maximum.reduce(new[:, free], axis=0).argmin()
+                s.place(i, int(idx[free[int(best)]]))
                 self.moves += 1
                 return True
-            s.place(i, old, cand)
+            s.place(i, old)
             if depth > 0:
-                for k in np.nonzero(nviol == 1)[0].tolist():
-                    link = int(p[k][viol[k]][0])
+                for k in np.flatnonzero(nviol == 1).tolist():
+                    j = int(np.flatnonzero(viol[:, k])[0])
+                    link = int(p[j, k])
                     if link in banned or link == e:
                         continue
-                    excess = float(new[k][viol[k]][0]) - thr
-                    branches.append((excess, i, int(idx[k]), link))
+                    branches.append((float(new[j, k]) - thr, i, int(idx[k]), link))
         if depth <= 0 or not branches:
             return False
         branches.sort()
         for _, i, c, link in branches[: self.branch]:
-            cand = s.candidates(i)
             old = int(s.choice[i])
-            s.place(i, c, cand)
+            s.place(i, c)
             if load[e] < thr and self.relieve(link, thr, depth - 1, banned | {e, link}):
                 self.moves += 1
                 return True
-            s.place(i, old, cand)
+            s.place(i, old)
         return False
 
 
