@@ -294,7 +294,8 @@ class Device:
             )
             return
         if res.drop or res.egress_spec == DROP_PORT:
-            self._drop("ingress_drop")
+            # BMv2 does not drop on a parser error; a program that drops such a packet is counted apart
+            self._drop("parser_error" if getattr(res, "parser_error", 0) else "ingress_drop")
             return
         self._enqueue(res.ctx, res.egress_spec, 0, NORMAL, length, None, truncate, arr.passes)
 
