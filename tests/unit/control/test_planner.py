@@ -303,3 +303,12 @@ def test_bad_demand_changes_nothing() -> None:
         p.add(Demand((good, good)))
     assert p.plan().flows == () and p.add(Demand((good,))).flows[0].flow_id == "a"
     assert len(p.topo.host_candidates("h1", "h2")) == 2
+
+
+def test_bench_main_prints_the_table(capsys) -> None:  # type: ignore[no-untyped-def]
+    from icefabric.control.planner.bench import main
+
+    rc = main(["--only", "leaf-spine", "--no-ecmp"])
+    out = capsys.readouterr().out
+    assert "leaf-spine 32x16" in out and "fat-tree" not in out
+    assert rc == (0 if out.splitlines()[2].rstrip().endswith("yes") else 1)
