@@ -71,3 +71,13 @@ def test_every_base_and_plan_entity_encodes(p4info: P4InfoIndex) -> None:
     for e in entities:
         encode_entity(e, p4info)
     assert len(entities) > 1000
+
+
+def test_constants_match_the_p4rt_name_generator(p4info: P4InfoIndex) -> None:
+    """ice_names uses the identifiers the P4Info name generator gives: regenerating is safe."""
+    from icefabric.control.p4rt import generate_names_module
+
+    generated: dict[str, object] = {}
+    exec(generate_names_module(p4info, program="ice.p4"), generated)
+    mine = {k: v for k, v in vars(n).items() if k.isupper() and isinstance(v, str)}
+    assert mine and all(generated.get(k) == v for k, v in mine.items())
