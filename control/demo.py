@@ -269,18 +269,36 @@ def run(topo_path: Path, *, packets: int, channels: int, con: Console, link_pps:
                 f"{res['entries']} flow entries installed in {res['install_ms']:.1f} ms"
             )
             planned = demo.planned_switches()
-            con.print(
-                render.table(
-                    "planned paths",
-                    ["flow", "tag", "path"],
-                    [(r["flow"], r["tag"], r["path"]) for r in ctl.paths()],
-                )
-            )
+            plan_rows = ctl.paths()
 
             ice = demo.run_traffic("ice")
             ctl.set_mode("ecmp")
             ecmp = demo.run_traffic("ecmp")
             ctl.set_mode("ice")
+
+            def took(ph: Phase, flow: str) -> str:
+                hops = ph.paths.get(flow)
+                return " > ".join(hops) if hops else "(no report)"
+
+            con.print(
+                render.table(
+                    "paths: planned, and taken (from INT) under ICE and under ECMP",
+                    ["flow", "src>dst", "tag", "planned", "ICE took", "ECMP took"],
+                    [
+                        (
+                            r["flow"].split("/", 1)[-1],
+                            f"{r['src']}>{r['dst']}",
+                            r["tag"],
+                            " > ".join(planned.get(r["flow"], ())),
+                            took(ice, r["flow"]),
+                            took(ecmp, r["flow"])
+                            + ("" if ecmp.paths.get(r["flow"]) == planned.get(r["flow"]) else " *"),
+                        )
+                        for r in plan_rows
+                    ],
+                )
+            )
+            con.print("  * ECMP's hash chose another path than the balanced plan")
 
             # a spine link fails: replan and install, then the traffic again
             busiest = max(
