@@ -198,10 +198,21 @@ class CallGen(ExprGen):
         v = self.expr(e)
         return self.bits_of(v, e.loc)
 
+    def check_arity(self, what: str, protos: list[A.MethodProto], e: A.Call) -> None:
+        """The call must match one declared overload by argument count."""
+        n = len(e.args)
+        for p in protos:
+            required = sum(1 for q in p.params if q.default is None)
+            if required <= n <= len(p.params):
+                return
+        counts = sorted({len(p.params) for p in protos})
+        raise err(f"{what} takes {' or '.join(map(str, counts))} arguments, got {n}", e.loc)
+
     def extern_func(self, name: str, e: A.Call, want: Any) -> Any:
         args = [a.expr for a in e.args]
         loc = e.loc
         n = len(args)
+        self.check_arity(name, self.unit.extern_funcs.get(name, []), e)
         if name == "mark_to_drop":
             self.em.line(f"{self.sm_field('egress_spec')} = 511")
             self.em.line(f"{self.sm_field('mcast_grp')} = 0")

@@ -80,7 +80,9 @@ class Compiler(ControlGen):
             raise err("the v1model parser takes 4 parameters", pdecl.loc)
         htype = self._param_type(pdecl.params[1])
         mtype = self._param_type(pdecl.params[2])
-        smtype = u.types["standard_metadata_t"]
+        smtype = u.types.get("standard_metadata_t")
+        if not isinstance(smtype, StructT):
+            raise err("standard_metadata_t is not declared: include <v1model.p4>", main.loc)
         for t, p in ((htype, pdecl.params[1]), (mtype, pdecl.params[2])):
             if not isinstance(t, StructT) or t.kind != "struct":
                 raise err("headers and metadata must be structs", p.loc)
@@ -242,7 +244,9 @@ class Compiler(ControlGen):
                 a = A.anno(f.annos, "field_list")
                 if a is not None:
                     for x in a.args:
-                        fid = self.unit.const_int(x) if isinstance(x, A.Expr) else int(x)
+                        if not isinstance(x, A.Expr):
+                            raise err("@field_list needs integer field list ids", a.loc)
+                        fid = self.unit.const_int(x)
                         comp.field_lists.setdefault(fid, []).append((path, slot))
             elif isinstance(sub, Ref) and isinstance(sub.type, StructT) and not sub.type.is_header:
                 self._collect_meta(sub, path + ".", comp)

@@ -366,8 +366,9 @@ class ControlGen(TableGenMixin, ParserGen):
         if ctor is None:
             raise err(f"extern {t.name} has no constructor", d.loc)
         cands = [m for m in t.decl.methods if m.name == t.name and len(m.params) == len(d.args)]
-        if cands:
-            ctor = cands[0]
+        if not cands:
+            raise err(f"{t.name} takes {len(ctor.params)} constructor arguments", d.loc)
+        ctor = cands[0]
         args: dict[str, Any] = {}
         for p, a in zip(ctor.params, d.args, strict=False):
             v = self.expr(a.expr)
@@ -383,6 +384,11 @@ class ControlGen(TableGenMixin, ParserGen):
         return inst
 
     def extern_method(self, inst: ExternInst, name: str, e: A.Call) -> Any:
+        decl = self.unit.externs.get(inst.kind)
+        protos = [m for m in decl.methods if m.name == name] if decl is not None else []
+        if not protos:
+            raise err(f"{inst.kind} has no method '{name}'", e.loc)
+        self.check_arity(f"{inst.kind}.{name}", protos, e)
         args = [a.expr for a in e.args]
         k = inst.kind
         obj = inst.pyobj

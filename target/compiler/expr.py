@@ -8,6 +8,7 @@ from icefabric.target.compiler.types import (
     BOOL,
     ERROR,
     INT,
+    MATCH_KIND,
     Bits,
     BoolT,
     EnumT,
@@ -103,7 +104,7 @@ class ExprGen:
         if name in u.extern_funcs:
             return ObjV("extern_func", name)
         if name in u.match_kinds:
-            return V(repr(name), INT, name)
+            return V(repr(name), MATCH_KIND, name)
         raise err(f"'{name}' is not declared", loc)
 
     # ---- helpers ---------------------------------------------------------------------------

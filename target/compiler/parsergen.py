@@ -71,6 +71,11 @@ class ParserGen(StmtGen):
     def packet_in_method(self, name: str, e: A.Call, want: Any) -> Any:
         if not self.in_parser:
             raise err("packet_in methods can only be called in a parser", e.loc)
+        decl = self.unit.externs.get("packet_in")
+        protos = [m for m in decl.methods if m.name == name] if decl is not None else []
+        if not protos:
+            raise err(f"packet_in has no method '{name}'", e.loc)
+        self.check_arity(f"packet_in.{name}", protos, e)
         em = self.em
         if name == "extract":
             if len(e.args) not in (1, 2):

@@ -317,6 +317,8 @@ class Parser(ExprParser):
         if v == "value_set":
             self.pos += 1
             targs = self.parse_type_args()
+            if len(targs) != 1:
+                raise self.error("value_set takes one type argument", loc)
             self.expect("(")
             size = self.parse_expr()
             self.expect(")")
