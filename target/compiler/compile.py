@@ -117,6 +117,7 @@ class Compiler(ControlGen):
         if not isinstance(ddecl, A.ControlDecl) or len(ddecl.params) != 2:
             raise err("the deparser must be a control(packet_out, in H)", main.args[5].loc)
         entry["deparser"] = self._deparser(ddecl, hdr)
+        self._check_unused()
         comp = Compiled(
             source="\n\n".join(self.funcs) + "\n",
             template=u.template,
@@ -134,6 +135,25 @@ class Compiler(ControlGen):
             if is_ctl and t not in self.model.controller_headers:
                 self.model.controller_headers.append(t)
         return comp
+
+    def _check_unused(self) -> None:
+        """Type-check top-level actions and functions nothing calls (p4c reports their errors
+        too); they are compiled into a scratch area and left out of the program and P4Info."""
+        saved_actions = dict(self.model.actions)
+        saved_funcs = list(self.funcs)
+        saved_scopes = self.scopes
+        try:
+            self.scopes = []
+            for d in self.unit.actions.values():
+                if id(d) not in self.global_actions:
+                    self.compile_action(d, "")
+            for f in self.unit.functions.values():
+                if id(f) not in self.functions_done:
+                    self.compile_function(f)
+        finally:
+            self.model.actions = saved_actions
+            self.funcs = saved_funcs
+            self.scopes = saved_scopes
 
     def _param_type(self, p: A.Param) -> Any:
         assert p.type is not None

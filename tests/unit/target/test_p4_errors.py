@@ -126,3 +126,23 @@ def test_mutated_programs_never_raise_anything_else() -> None:
                 runs += 1
     assert failures > 60
     assert runs > 20
+
+
+def test_errors_in_unused_actions_and_functions_are_reported() -> None:
+    src = GOOD.replace("BODY", "").replace(
+        "struct m_t { bit<8> x; }",
+        "struct m_t { bit<8> x; }\nbit<8> f(in bit<8> v) { return v + 16w1; }",
+    )
+    with pytest.raises(P4CompileError, match="type mismatch"):
+        compile_source(src, filename="unused.p4")
+    src = GOOD.replace("BODY", "").replace(
+        "struct m_t { bit<8> x; }", "struct m_t { bit<8> x; }\naction a(bit<8> v) { v = 1; }"
+    )
+    with pytest.raises(P4CompileError, match="cannot assign"):
+        compile_source(src, filename="unused2.p4")
+    ok = compile_source(
+        GOOD.replace("BODY", "").replace("struct m_t { bit<8> x; }",
+                                         "struct m_t { bit<8> x; }\naction unused_ok() { }"),
+        filename="ok.p4",
+    )  # fmt: skip
+    assert all(a.preamble.name != "unused_ok" for a in ok.p4info.actions)
