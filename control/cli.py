@@ -161,6 +161,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     tel = sub.add_parser("int", help="recent INT telemetry reports received by the controller")
     tel.add_argument("-n", "--limit", type=int, default=20, help="how many (default 20)")
+    tel.add_argument(
+        "-f", "--follow", action="store_true", help="keep printing new reports (Ctrl-C stops)"
+    )
+    tel.add_argument("--interval", type=float, default=0.5, help="--follow poll interval, s")
     _add_json(tel)
     _add_socket(tel)
     tel.set_defaults(func=cmd_int)

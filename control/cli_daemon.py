@@ -4,8 +4,10 @@ link) and icectl shell."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -223,8 +225,17 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _hops_text(r: dict[str, Any]) -> str:
+    return " ".join(
+        f"{h['switch_id']}:{h['ingress_port']}>{h['egress_port']} q={h['qdepth']}"
+        for h in reversed(r["hops"])
+    )
+
+
 def cmd_int(args: argparse.Namespace) -> int:
-    """icectl int: the recent telemetry reports."""
+    """icectl int: the recent telemetry reports (--follow: keep printing new ones)."""
+    if args.follow:
+        return _follow_int(args)
     res = _call(args, "int", limit=args.limit)
     if args.json:
         render.emit_json(res)
@@ -233,25 +244,43 @@ def cmd_int(args: argparse.Namespace) -> int:
     con.print(f"{res['received']} report(s) received, showing the last {len(res['reports'])}")
     con.print(
         render.table(
-            "telemetry reports",
-            ["time", "switch", "flow", "tag", "reason", "hops (switch:in>out q=depth)"],
+            "telemetry reports (hops first to last: switch id:in>out q=queue depth)",
+            ["time", "switch", "flow", "tag", "reason", "hops"],
             [
-                (
-                    f"{r['time']:.3f}",
-                    r["switch"],
-                    r["flow"],
-                    r["tag"],
-                    r["reason"],
-                    " ".join(
-                        f"{h['switch_id']}:{h['ingress_port']}>{h['egress_port']} q={h['qdepth']}"
-                        for h in r["hops"]
-                    ),
-                )
+                (f"{r['time']:.3f}", r["switch"], r["flow"], r["tag"], r["reason"], _hops_text(r))
                 for r in res["reports"]
             ],
         )
     )
     return EXIT_OK
+
+
+def _follow_int(args: argparse.Namespace) -> int:
+    """Print each new report as it arrives (JSON lines with --json) until interrupted."""
+    seen = None
+    with _client(args) as client:
+        while True:
+            try:
+                time.sleep(args.interval if seen is not None else 0)
+            except KeyboardInterrupt:
+                return EXIT_OK
+            res = client.call("int", limit=0)
+            total = int(res["received"])
+            fresh = (
+                []
+                if seen is None
+                else res["reports"][max(0, len(res["reports"]) - (total - seen)) :]
+            )
+            seen = total
+            for r in fresh:
+                if args.json:
+                    print(json.dumps(r, sort_keys=True), flush=True)
+                else:
+                    print(
+                        f"{r['time']:.3f} {r['switch']} {r['flow']} tag {r['tag']} "
+                        f"{r['reason']}: {_hops_text(r)}",
+                        flush=True,
+                    )
 
 
 def cmd_mode(args: argparse.Namespace) -> int:

@@ -298,3 +298,39 @@ def test_run_validates_before_connecting(
         capsys, "run", "--topo", EXAMPLE, "--p4", str(tmp_path / "x.p4"), "--socket", sock
     )
     assert code == 2 and "x.p4" in err
+
+
+def test_int_follow_prints_only_new_reports(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    def rep(i: int) -> dict[str, Any]:
+        return {
+            "time": float(i),
+            "switch": "leaf2",
+            "flow": f"f{i}",
+            "tag": i,
+            "reason": "sampled",
+            "hops": [{"switch_id": 1, "ingress_port": 1, "egress_port": 3, "qdepth": i}],
+        }
+
+    answers = [
+        {"received": 1, "undecodable": 0, "reports": [rep(1)]},
+        {"received": 3, "undecodable": 0, "reports": [rep(1), rep(2), rep(3)]},
+    ]
+
+    def telemetry(args: dict[str, Any]) -> Any:
+        if not answers:
+            raise RuntimeError("controller stopped")
+        return answers.pop(0)
+
+    srv = ApiServer(tmp_path / "f.sock", {"int": telemetry})
+    srv.start()
+    try:
+        code, out, err = run(
+            capsys, "int", "--follow", "--json", "--interval", "0.01", "--socket", str(srv.path)
+        )
+    finally:
+        srv.stop()
+    lines = [json.loads(x) for x in out.splitlines()]
+    assert [x["flow"] for x in lines] == ["f2", "f3"]
+    assert code == 1 and "controller stopped" in err
