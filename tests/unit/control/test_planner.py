@@ -312,3 +312,23 @@ def test_bench_main_prints_the_table(capsys) -> None:  # type: ignore[no-untyped
     out = capsys.readouterr().out
     assert "leaf-spine 32x16" in out and "fat-tree" not in out
     assert rc == (0 if out.splitlines()[2].rstrip().endswith("yes") else 1)
+
+
+def test_fat_tree_core_and_agg_failures_and_ecmp_per_hop() -> None:
+    spec = fat_tree(4)
+    topo = Topology(spec)
+    p = Planner(topo, method="heuristic", time_budget_s=0.3)
+    hosts = [h.name for h in spec.hosts]
+    rng = np.random.default_rng(11)
+    p.add(_ring_demand(spec, "j", [hosts[i] for i in rng.permutation(len(hosts))], channels=2))
+    for f in p.plan().flows:
+        assert len(f.links) in (2, 4, 6)  # same ToR, same pod, across pods
+    plan = p.replan_after_failure(switches=["core0", "agg1_0"])
+    assert not plan.unrouted
+    assert all("core0" not in f.nodes and "agg1_0" not in f.nodes for f in plan.flows)
+    _check_consistent(p)
+    s = p.state
+    for i in s.live_rows().tolist():
+        c = ecmp_choice(s, i, s.flows[i])
+        assert c >= 0 and bool(s.live_mask(s.candidates(i))[c])
+    assert plan.gap <= HEURISTIC_TOLERANCE
