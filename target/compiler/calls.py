@@ -25,6 +25,7 @@ from icefabric.target.p4.errors import SourceLoc
 # Fixed slots of the per-packet state list holding side results of a pass.
 R_CLONE, R_RESUBMIT, R_RECIRC, R_TRUNC, R_DIGESTS, R_PAYLOAD = range(6)
 RESERVED_SLOTS = 6
+LEGACY_FIELD_LIST_BASE = 1 << 16  # ids of field lists made for resubmit(data) & co.
 
 
 def packed(fields: list[tuple[str, Any]]) -> tuple[str, str]:
@@ -51,6 +52,7 @@ class CallGen(ExprGen):
     """Call dispatch; hooks for actions, tables and sub-controls come from the control compiler."""
 
     sm_ref: Ref | None = None
+    legacy_lists: dict[int, list[int]]
 
     def args_of(self, e: A.Call, params: list[str]) -> list[A.Expr]:
         """Match positional/named arguments to parameter names."""
@@ -259,6 +261,8 @@ class CallGen(ExprGen):
             kind = self.enum_name(args[0], "CloneType")
             sess = self.scalar(args[1], Bits(32))
             fl = self.unit.const_int(args[2]) if name == "clone_preserving_field_list" else None
+            if name == "clone3":
+                fl = self.legacy_field_list(args[2])
             self.em.line(f"S[{R_CLONE}] = ({kind!r}, {sess.code}, {fl})")
             return V("", VOID)
         if name in ("resubmit_preserving_field_list", "recirculate_preserving_field_list"):
@@ -268,7 +272,7 @@ class CallGen(ExprGen):
             return V("", VOID)
         if name in ("resubmit", "recirculate"):
             slot = R_RESUBMIT if name == "resubmit" else R_RECIRC
-            self.em.line(f"S[{slot}] = -1")
+            self.em.line(f"S[{slot}] = {self.legacy_field_list(args[0])}")
             return V("", VOID)
         if name == "truncate":
             ln = self.scalar(args[0], Bits(32))
@@ -285,6 +289,17 @@ class CallGen(ExprGen):
         if name == "digest":
             return self.digest_call(args, loc)  # type: ignore[attr-defined]
         raise err(f"extern function '{name}' is not supported by this target", loc)
+
+    def legacy_field_list(self, e: A.Expr) -> int:
+        """A field list id for the deprecated resubmit/recirculate/clone3(data) forms: the
+        user-metadata fields named in ``data`` are preserved (others are not)."""
+        slots: list[int] = []
+        for code, _ in self.fields_arg(e):
+            if code.startswith("S[") and code.endswith("]") and code[2:-1].isdigit():
+                slots.append(int(code[2:-1]))
+        fid = LEGACY_FIELD_LIST_BASE + len(self.legacy_lists)
+        self.legacy_lists[fid] = slots
+        return fid
 
     def lvalue(self, e: A.Expr) -> V:
         v = self.expr(e)

@@ -45,6 +45,7 @@ class Compiler(ControlGen):
         self.global_actions: dict[int, Any] = {}
         self.functions_done: dict[int, tuple[str, Any]] = {}
         self.union_siblings: dict[str, list[str]] = {}
+        self.legacy_lists = {}
 
     def _eval_const_decl(self, d: Any) -> Any:
         if isinstance(d, A.ConstDecl):
@@ -130,6 +131,9 @@ class Compiler(ControlGen):
             entry=entry,
         )
         self._collect_meta(meta, "", comp)
+        by_slot = {slot: path for path, slot in comp.meta_paths.items()}
+        for fid, slots in self.legacy_lists.items():
+            comp.field_lists[fid] = [(by_slot[s], s) for s in slots if s in by_slot]
         for t in u.types.values():
             is_ctl = isinstance(t, StructT) and t.is_header and A.anno(t.annos, "controller_header")
             if is_ctl and t not in self.model.controller_headers:

@@ -208,3 +208,15 @@ def test_digest_fields_are_sampled_at_the_end_of_ingress() -> None:
     body = "d_t d; d.a = hdr.h.a; d.x = 1; digest<d_t>(1, d); d.x = 2; digest<d_t>(1, d);"
     _, res = run(body, decls=decls)
     assert res.digests == [("d_t", (1, 2)), ("d_t", (1, 2))]  # type: ignore[attr-defined]
+
+
+def test_deprecated_resubmit_with_data_preserves_those_fields() -> None:
+    src = (
+        TEMPLATE.replace("DECLS", "")
+        .replace("LOCALS", "")
+        .replace("BODY", "m.x = 5; m.y = 6; resubmit({ m.x });")
+    )
+    pipeline = compile_source(src, filename="legacy.p4").instantiate()
+    res = pipeline.ingress(bytes([1, 2, 0, 3]), 0)
+    assert res.resubmit is not None
+    assert res.preserved(res.resubmit) == {"x": 5}
