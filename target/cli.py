@@ -88,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="egress queue capacity in packets (default 64, as BMv2)",
     )
     ap.add_argument("--log-console", action="store_true", help="log to the console (stderr)")
+    ap.add_argument("--log-file", type=Path, default=None, help="also log to this file")
     ap.add_argument(
         "--log-level",
         default=None,
@@ -248,10 +249,19 @@ def parse_port_spec_cli(spec: str) -> tuple[int, str]:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `ice-switch`."""
     args = build_parser().parse_args(argv)
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if args.log_file is not None:
+        try:
+            handlers.append(logging.FileHandler(args.log_file))
+        except OSError as exc:
+            print(
+                f"ice-switch: error: cannot open log file {args.log_file}: {exc}", file=sys.stderr
+            )
+            return EXIT_USAGE
     logging.basicConfig(
-        level=_level(args.log_level, args.log_console),
+        level=_level(args.log_level, args.log_console or args.log_file is not None),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
+        handlers=handlers,
     )
     stop = threading.Event()
 

@@ -165,3 +165,11 @@ def test_queueing_metadata_with_rate_limit() -> None:
         rows.append((int.from_bytes(d[0:6], "big"), int.from_bytes(d[6:12], "big"), d[12], d[13]))
     # (enq_timestamp, deq_timedelta, enq_qdepth, deq_qdepth): one packet per millisecond
     assert rows == [(5000, 0, 0, 0), (5000, 2500, 0, 1), (5000, 2500, 1, 0)]
+
+
+def test_bench_in_process_measures_every_packet(forward3: object) -> None:
+    from icefabric.target.bench import bench_in_process, format_table
+
+    result = bench_in_process(forward3, 500)
+    assert result.received == 500 and result.pps > 0
+    assert "in-process" in format_table([result])
