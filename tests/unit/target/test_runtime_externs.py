@@ -6,6 +6,7 @@ import random
 import zlib
 
 import pytest
+
 from icefabric.target.runtime import (
     Counter,
     DigestType,
