@@ -335,7 +335,7 @@ def serve(
     device: Device,
     addr: str = "127.0.0.1:0",
     *,
-    max_workers: int = 16,
+    max_workers: int = 32,
     loader: Callable[[bytes], Any] | None = None,
 ) -> tuple[grpc.Server, int, P4RuntimeService]:
     """Start a P4Runtime server for `device` on `addr`; returns (server, bound port, service)."""
