@@ -100,6 +100,7 @@ class Device:
         self._wake = threading.Condition()
         self._thread: threading.Thread | None = None
         self._running = False
+        self._waiting = False
 
     # --- program ---------------------------------------------------------------------------
     def make_pipeline(self, program: Any) -> Any:
@@ -186,7 +187,7 @@ class Device:
         """A packet arrives on `port`."""
         self.rx_packets[port] += 1
         self._arrivals.append(_Arrival(port, bytes(data)))
-        if self._running:
+        if self._waiting:  # only wake the scheduler when it sleeps (see _loop)
             with self._wake:
                 self._wake.notify()
 
@@ -500,11 +501,14 @@ class Device:
             except Exception:  # never let the scheduler die
                 self.log.exception("scheduler error")
             with self._wake:
+                self._waiting = True  # set before the check: inject() sees it or we see its packet
                 if self._arrivals or not self._running:
+                    self._waiting = False
                     continue
                 nxt = self.next_departure_us()
                 timeout = 0.5 if nxt is None else max(0.0, (nxt - self.clock.now_us()) / 1e6)
                 self._wake.wait(timeout)
+                self._waiting = False
 
 
 def _clone_parts(clone: Any) -> tuple[int, int | None]:
