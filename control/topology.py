@@ -127,6 +127,7 @@ class Topology:
         self._node_ids = {s.name: k for k, s in enumerate(spec.switches)}
         self.switches: dict[str, Switch] = {s.name: s for s in spec.switches}
         self._up: dict[str, dict[int, _Anc]] = {}
+        self._disjoint_cache: dict[tuple[bytes, bytes], bool] = {}
         self._upl: dict[str, list[int]] = {}
         for ln in self.links:
             if ln.kind == "fabric" and tiers[ln.dst] == tiers[ln.src] + 1:
@@ -262,7 +263,7 @@ class Topology:
             s_anc, d_anc = a_s[t], a_d[t]
             if s_anc.key == d_anc.key and s_anc.unique:
                 return np.concatenate([s_anc.paths, d_anc.down], axis=1)
-            if s_anc.nodeset.isdisjoint(d_anc.nodeset):
+            if self._disjoint(s_anc, d_anc):
                 continue
             rows = []
             for i, node in enumerate(s_anc.nodes.tolist()):
@@ -270,6 +271,35 @@ class Topology:
                     rows.append(np.concatenate([s_anc.paths[i], d_anc.down[j]]))
             return np.stack(rows)
         return np.zeros((0, 0), dtype=np.int64)
+
+    def candidate_halves(
+        self, src_leaf: str, dst_leaf: str
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """(up [P, t], down [P, t]) when candidate i is up path i + down path i (the usual Clos
+        case: both leaves reach the same ancestors, one way each); None otherwise or same leaf.
+
+        The arrays are cached and shared: do not modify them.
+        """
+        if src_leaf == dst_leaf:
+            return None
+        a_s = self._ancestors(src_leaf)
+        a_d = self._ancestors(dst_leaf)
+        for t in sorted(a_s.keys() & a_d.keys()):
+            s_anc, d_anc = a_s[t], a_d[t]
+            if s_anc.key == d_anc.key and s_anc.unique:
+                return s_anc.paths, d_anc.down
+            if not self._disjoint(s_anc, d_anc):
+                return None
+        return None
+
+    def _disjoint(self, a: _Anc, b: _Anc) -> bool:
+        """Whether two ancestor sets share no switch (cached: few distinct sets per tier)."""
+        k = (a.key, b.key)
+        got = self._disjoint_cache.get(k)
+        if got is None:
+            got = a.nodeset.isdisjoint(b.nodeset)
+            self._disjoint_cache[k] = got
+        return got
 
     def hop_sets(self, src_leaf: str, dst_leaf: str) -> list[bytes]:
         """Per hop position of the candidates (failed included): the distinct link ids there.
@@ -285,7 +315,7 @@ class Topology:
             s_anc, d_anc = a_s[t], a_d[t]
             if s_anc.key == d_anc.key and s_anc.unique:
                 return [*s_anc.up_sets, *d_anc.down_sets]
-            if not s_anc.nodeset.isdisjoint(d_anc.nodeset):
+            if not self._disjoint(s_anc, d_anc):
                 break
         arr = self.candidate_array(src_leaf, dst_leaf)
         return [np.unique(arr[:, j]).tobytes() for j in range(arr.shape[1])]

@@ -23,10 +23,17 @@ from icefabric.control.planner.state import PlanState
 log = logging.getLogger(__name__)
 
 _REL = 1e-9
+# Weight of a path's summed load in the greedy score: small enough never to outweigh a real
+# difference of maxima (a path has at most MAX_HOPS links), large enough to break exact ties.
+_TIE = 1e-7
 
 
 def greedy(state: PlanState, rows: np.ndarray) -> list[int]:
-    """Place ``rows`` one by one (largest first); returns rows with no live candidate."""
+    """Place ``rows`` one by one (largest first); returns rows with no live candidate.
+
+    Score of a path: its most loaded link after adding the flow, plus ``_TIE`` times the sum
+    over its links (so among paths with equal maxima the least loaded one wins).
+    """
     if rows.size == 0:
         return []
     order = np.lexsort((state.dst_leaf[rows], state.src_leaf[rows], -state.size[rows]))
@@ -36,6 +43,19 @@ def greedy(state: PlanState, rows: np.ndarray) -> list[int]:
     any_failed = bool(state.topo.failed.any())
     sizes = state.size.tolist()
     for i in rows.tolist():
+        size = sizes[i]
+        halves = None if any_failed else state.halves_t(i)
+        if halves is not None:
+            up, icap_up, down, icap_down = halves
+            a = load.take(up)
+            a += size * icap_up
+            b = load.take(down)
+            b += size * icap_down
+            score = np.maximum(np.maximum.reduce(a, axis=0), np.maximum.reduce(b, axis=0))
+            score += _TIE * (np.add.reduce(a, axis=0) + np.add.reduce(b, axis=0))
+            k = int(score.argmin())
+            state.place(i, k, np.concatenate([up[:, k], down[:, k]]))
+            continue
         cand, icap = state.candidates_t(i)
         idx = None
         if any_failed:
@@ -50,13 +70,11 @@ def greedy(state: PlanState, rows: np.ndarray) -> list[int]:
             state.place(i, 0 if idx is None else int(idx[0]))
             continue
         new = load.take(cand)
-        new += sizes[i] * icap
-        cost = np.maximum.reduce(new, axis=0)
-        k = int(cost.argmin())
-        tie = np.flatnonzero(cost <= cost[k] * (1 + _REL))
-        if tie.size > 1:
-            k = int(tie[int(new[:, tie].sum(axis=0).argmin())])
-        state.place(i, k if idx is None else int(idx[k]))
+        new += size * icap
+        score = np.maximum.reduce(new, axis=0)
+        score += _TIE * np.add.reduce(new, axis=0)
+        k = int(score.argmin())
+        state.place(i, k if idx is None else int(idx[k]), cand[:, k])
     return stuck
 
 

@@ -48,6 +48,7 @@ class PlanState:
         self._leaf_ids = {name: i for i, name in enumerate(topo.leaves)}
         self._cand: OrderedDict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self.width = 0  # the longest candidate seen: columns of ``paths`` beyond it are all pad
+        self._halves: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
     # ------------------------------------------------------------------ flows
 
@@ -145,6 +146,28 @@ class PlanState:
             self._cand.popitem(last=False)
         return out
 
+    def halves_t(self, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """Row ``i``'s candidates as two transposed halves with 1/capacity: (up [t, P], 1/cap,
+        down [t, P], 1/cap), when candidate c is up[:, c] + down[:, c]; else None."""
+        leaves = self.topo.leaves
+        halves = self.topo.candidate_halves(
+            leaves[int(self.src_leaf[i])], leaves[int(self.dst_leaf[i])]
+        )
+        if halves is None:
+            return None
+        up = self._half(halves[0])
+        down = self._half(halves[1])
+        return up[1], up[2], down[1], down[2]
+
+    def _half(self, arr: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        got = self._halves.get(id(arr))
+        if got is None:  # keyed by identity: the topology keeps ``arr`` alive, so does this entry
+            t = np.ascontiguousarray(arr.T, dtype=np.int64)
+            got = (arr, t, self.invcap.take(t))
+            self._halves[id(arr)] = got
+            self.width = max(self.width, 2 * t.shape[0])
+        return got
+
     def live_mask(self, cand: np.ndarray) -> np.ndarray:
         """Which candidate rows ([P, hops]) avoid every failed link."""
         return self.live_mask_t(cand.T)
@@ -159,11 +182,12 @@ class PlanState:
 
     # ------------------------------------------------------------------ placing
 
-    def place(self, i: int, c: int) -> None:
-        """Put row ``i`` on candidate ``c`` (moving it if it was placed)."""
+    def place(self, i: int, c: int, row: np.ndarray | None = None) -> None:
+        """Put row ``i`` on candidate ``c`` (moving it if it was placed); ``row``: its links."""
         if self.choice[i] >= 0:
             self._unplace(i)
-        row = self.candidates_t(i)[0][:, c]
+        if row is None:
+            row = self.candidates_t(i)[0][:, c]
         self.paths[i] = self.pad
         self.paths[i, : row.shape[0]] = row
         self.choice[i] = c
