@@ -71,6 +71,7 @@ class Planner:
     def add(self, demand: Demand) -> Plan:
         """Plan the flows of ``demand`` (one or more new jobs) on top of what is planned."""
         t0 = time.perf_counter()
+        self.state.compact()
         before = self._snapshot()
         rows = self.state.add_flows(list(demand.flows))
         self._place(rows, t0)
@@ -172,13 +173,16 @@ class Planner:
 
     # ------------------------------------------------------------------ internals
 
-    def _snapshot(self) -> dict[str, int]:
-        s = self.state
-        return {s.flows[i].flow_id: int(s.choice[i]) for i in s.live_rows().tolist()}
+    def _snapshot(self) -> np.ndarray:
+        return self.state.choice.copy()
 
-    def _finish(self, before: dict[str, int], t0: float) -> Plan:
-        after = self._snapshot()
-        self.changed = [k for k, v in after.items() if before.get(k) != v]
+    def _finish(self, before: np.ndarray, t0: float) -> Plan:
+        s = self.state
+        old = np.full(len(s.choice), -2, dtype=np.int64)  # -2: the flow did not exist before
+        old[: len(before)] = before
+        live = s.live_rows()
+        moved = live[s.choice[live] != old[live]]
+        self.changed = [s.flows[i].flow_id for i in moved.tolist()]
         self.last_elapsed_s = time.perf_counter() - t0
         self._lower_bound = self.lower_bound()
         return self.plan()

@@ -113,6 +113,27 @@ class PlanState:
             hit |= self.paths[:, j] == link
         return np.flatnonzero(hit & self.alive)
 
+    def compact(self) -> bool:
+        """Drop removed rows when they are the majority (row numbers change); True if done."""
+        dead = len(self.flows) - int(self.alive.sum())
+        if dead == 0 or dead * 2 < len(self.flows):
+            return False
+        keep = np.flatnonzero(self.alive)
+        self.flows = [self.flows[i] for i in keep.tolist()]
+        for name in (
+            "size",
+            "src_leaf",
+            "dst_leaf",
+            "host_up",
+            "host_down",
+            "choice",
+            "paths",
+            "alive",
+        ):
+            setattr(self, name, getattr(self, name)[keep])
+        self.index = {f.flow_id: k for k, f in enumerate(self.flows)}
+        return True
+
     def live_rows(self) -> np.ndarray:
         """Rows of flows currently in the plan."""
         return np.nonzero(self.alive)[0]

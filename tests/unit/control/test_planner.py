@@ -332,3 +332,19 @@ def test_fat_tree_core_and_agg_failures_and_ecmp_per_hop() -> None:
         c = ecmp_choice(s, i, s.flows[i])
         assert c >= 0 and bool(s.live_mask(s.candidates(i))[c])
     assert plan.gap <= HEURISTIC_TOLERANCE
+
+
+def test_job_churn_keeps_state_small_and_consistent() -> None:
+    spec = leaf_spine(leaves=4, spines=2, hosts_per_leaf=2)
+    p = Planner(Topology(spec), method="heuristic", time_budget_s=0.05)
+    hosts = [h.name for h in spec.hosts]
+    keep = _ring_demand(spec, "keep", hosts[:4])
+    p.add(keep)
+    for k in range(6):
+        p.add(_ring_demand(spec, f"tmp{k}", hosts[4:]))
+        p.remove_job(f"tmp{k}")
+    assert len(p.state.flows) <= 2 * (len(keep) + 8)
+    plan = p.add(_ring_demand(spec, "last", hosts[4:]))
+    assert {f.job for f in plan.flows} == {"keep", "last"}
+    assert p.state.index == {f.flow_id: i for i, f in enumerate(p.state.flows) if p.state.alive[i]}
+    _check_consistent(p)
