@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,6 +14,7 @@ from icefabric.target.compiler.unit import Unit, err
 from icefabric.target.compiler.values import ObjV, Ref, V
 from icefabric.target.p4 import ast as A
 
+log = logging.getLogger(__name__)
 V1SWITCH_BLOCKS = ("parser", "verify", "ingress", "egress", "compute", "deparser")
 
 
@@ -119,6 +121,7 @@ class Compiler(ControlGen):
             raise err("the deparser must be a control(packet_out, in H)", main.args[5].loc)
         entry["deparser"] = self._deparser(ddecl, hdr)
         self._check_unused()
+        self._remove_unused()
         comp = Compiled(
             source="\n\n".join(self.funcs) + "\n",
             template=u.template,
@@ -139,6 +142,29 @@ class Compiler(ControlGen):
             if is_ctl and t not in self.model.controller_headers:
                 self.model.controller_headers.append(t)
         return comp
+
+    def _remove_unused(self) -> None:
+        """Drop tables never applied and actions nothing refers to, as p4c's frontend does
+        (it warns "Table ... is not used; removing"), so P4Info lists the same objects."""
+        m = self.model
+        for name, t in list(m.tables.items()):
+            if not t.applied:
+                log.warning("table %s is not used; removing", name)
+                del m.tables[name]
+        used = {a.name for a in m.actions.values() if a.called}
+        for t in m.tables.values():
+            used.update(a.name for a, _ in t.actions)
+            if t.default_action is not None:
+                used.add(t.default_action.name)
+        for name in list(m.actions):
+            if name not in used:
+                del m.actions[name]
+        for name, inst in list(m.externs.items()):
+            if (inst.table is not None and inst.table.name not in m.tables) or (
+                inst.kind in ("action_profile", "action_selector")
+                and not any(t.implementation is inst for t in m.tables.values())
+            ):
+                del m.externs[name]
 
     def _check_unused(self) -> None:
         """Type-check top-level actions and functions nothing calls (p4c reports their errors

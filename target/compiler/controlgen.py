@@ -182,6 +182,7 @@ class ControlGen(TableGenMixin, ParserGen):
 
     def action_call(self, obj: Any, e: A.Call) -> V:
         info = self.action_info(obj)
+        info.called = True
         return V(self.call_with_params(info.decl.params, info.pyfunc, info, e), VOID)
 
     def call_with_params(self, params: list[A.Param], pyfunc: str, info: Any, e: A.Call) -> str:

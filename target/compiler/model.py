@@ -28,6 +28,7 @@ class ActionInfo:
     annos: list[A.Annotation]
     decl: A.ActionDecl
     local_name: str = ""
+    called: bool = False  # called directly from a control body or another action
 
 
 @dataclass(eq=False)
@@ -62,6 +63,7 @@ class TableInfo:
     direct_counter: ExternInst | None = None
     direct_meter: ExternInst | None = None
     idle_timeout: bool = False
+    applied: bool = False
 
 
 @dataclass(eq=False)

@@ -254,6 +254,7 @@ class TableGenMixin:
         raise err(f"match kind {mk} is not supported in entries", k.loc)
 
     def table_apply(self: Any, info: TableInfo) -> str:
+        info.applied = True
         return f"{info.pyfunc}(S)"
 
     def apply_table_of(self: Any, e: A.Expr) -> TableInfo | None:

@@ -151,3 +151,19 @@ def test_text_format_round_trips() -> None:
     prog = compile_source(TUTORIAL, filename="basic.p4")
     parsed = text_format.Parse(prog.p4info_text(), p4info_pb2.P4Info())
     assert parsed == prog.p4info
+
+
+def test_unused_tables_and_actions_are_removed_like_p4c() -> None:
+    src = TUTORIAL.replace(
+        "    apply { if (hdr.ipv4.isValid()) { ipv4_lpm.apply(); } }",
+        """    action only_in_unused(bit<8> v) { hdr.ipv4.ttl = v; }
+    action called_directly() { hdr.ipv4.ttl = 1; }
+    action never_used() { }
+    table unused_t { key = { hdr.ipv4.srcAddr: exact; } actions = { only_in_unused; } }
+    apply { if (hdr.ipv4.isValid()) { ipv4_lpm.apply(); } called_directly(); }""",
+    )
+    info = compile_source(src, filename="unused.p4").p4info
+    assert [t.preamble.name for t in info.tables] == ["MyIngress.ipv4_lpm"]
+    names = {a.preamble.name for a in info.actions}
+    assert "MyIngress.called_directly" in names
+    assert not names & {"MyIngress.only_in_unused", "MyIngress.never_used"}
