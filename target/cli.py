@@ -234,6 +234,7 @@ def run(args: argparse.Namespace, stop: threading.Event) -> int:
         for rp in ports:
             rp.close()
         if server is not None:
+            service.close()
             server.stop(grace=1).wait(2)
         device.stop()
 

@@ -20,7 +20,10 @@ def build_lookup(
     """Return a closure `(key, packet_length) -> (action, hit)` for the current entries."""
     miss = (table.default_action, False)
     plain = (
-        table.direct_counter is None and table.direct_meter is None and table.action_profile is None
+        table.direct_counter is None
+        and table.direct_meter is None
+        and table.action_profile is None
+        and table.hit_clock is None
     )
     hit = table._hit
     extract = len(match_idx) != len(table.keys)

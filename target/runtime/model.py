@@ -100,6 +100,8 @@ class TableEntry:
     meter_state: MeterState | None = field(default=None, repr=False)
     key: tuple[tuple[int, int], ...] = field(default=(), repr=False)  # normalized, set on insert
     seq: int = field(default=0, repr=False)
+    last_hit_us: int = field(default=0, repr=False)  # for idle timeouts (tables tracking hits)
+    idle_notified: bool = field(default=False, repr=False)
 
     @property
     def counter_data(self) -> tuple[int, int]:

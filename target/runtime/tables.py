@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Sequence
 
+from icefabric.target.runtime.clock import Clock
 from icefabric.target.runtime.errors import (
     AlreadyExistsError,
     InvalidArgumentError,
@@ -79,6 +80,7 @@ class Table:
         self._seq = 0
         self._lock = threading.RLock()
         self._last_color = GREEN
+        self.hit_clock: Clock | None = None  # set by track_hits(): entries record their last hit
         self.const_entries = bool(const_entries)
         for entry in const_entries:
             entry.is_const = True
@@ -127,6 +129,8 @@ class Table:
             entry.seq = self._seq
             if self.direct_meter is not None:
                 entry.meter_state = MeterState(entry.meter_config, self.direct_meter.clock.now_us())
+            if self.hit_clock is not None:
+                entry.last_hit_us = self.hit_clock.now_us()
             self._entries[ident] = entry
             self.lookup = self._lookup_dirty
 
@@ -146,6 +150,7 @@ class Table:
             old.controller_metadata = entry.controller_metadata
             old.metadata = entry.metadata
             old.idle_timeout_ns = entry.idle_timeout_ns
+            old.idle_notified = False
             if entry.meter_config != old.meter_config and self.direct_meter is not None:
                 old.meter_config = entry.meter_config
                 old.meter_state = MeterState(entry.meter_config, self.direct_meter.clock.now_us())
@@ -214,6 +219,16 @@ class Table:
         """Zero all direct counters."""
         for entry in self._entries.values():
             entry.byte_count = entry.packet_count = 0
+
+    def track_hits(self, clock: Clock | None) -> None:
+        """Record each entry's last hit time on `clock` (idle timeouts); None turns it off."""
+        with self._lock:
+            self.hit_clock = clock
+            if clock is not None:
+                now = clock.now_us()
+                for entry in self._entries.values():
+                    entry.last_hit_us = now
+            self.lookup = self._lookup_dirty
 
     def direct_meter_color(self) -> int:
         """Colour from the last lookup's direct meter (0 green, 1 yellow, 2 red)."""
@@ -290,6 +305,9 @@ class Table:
         self, entry: TableEntry, key: tuple[int, ...], packet_length: int
     ) -> tuple[ActionCall, bool]:
         """Apply direct resources and resolve the action of a matching entry."""
+        if self.hit_clock is not None:
+            entry.last_hit_us = self.hit_clock.now_us()
+            entry.idle_notified = False
         if self.direct_counter is not None:
             entry.byte_count += packet_length
             entry.packet_count += 1

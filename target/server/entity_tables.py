@@ -308,7 +308,12 @@ def _write_default(
 
 
 def encode_entry(
-    state: PipelineState, info: TableInfo, table: Table, entry: TableEntry, with_counters: bool
+    state: PipelineState,
+    info: TableInfo,
+    table: Table,
+    entry: TableEntry,
+    with_counters: bool,
+    with_hit_time: bool = False,
 ) -> p4runtime_pb2.TableEntry:
     """Stored entry -> TableEntry proto as a Read returns it."""
     te = p4runtime_pb2.TableEntry(table_id=info.id, priority=entry.priority)
@@ -331,6 +336,9 @@ def encode_entry(
         te.meter_config.CopyFrom(
             p4runtime_pb2.MeterConfig(cir=mc.cir, cburst=mc.cburst, pir=mc.pir, pburst=mc.pburst)
         )
+    if with_hit_time and table.hit_clock is not None:
+        elapsed = max(0, table.hit_clock.now_us() - entry.last_hit_us)
+        te.time_since_last_hit.elapsed_ns = elapsed * 1000
     if with_counters and table.direct_counter is not None:
         te.counter_data.byte_count = entry.byte_count
         te.counter_data.packet_count = entry.packet_count
@@ -343,6 +351,7 @@ def read_table_entries(
     """Entries matching a (possibly wildcard) TableEntry read request."""
     infos = [state.index.table(te.table_id)] if te.table_id else list(state.index.tables.values())
     with_counters = te.HasField("counter_data")
+    with_hit = te.HasField("time_since_last_hit")
     for info in infos:
         table = state.runtime("tables", info.name)
         if te.is_default_action:
@@ -354,12 +363,12 @@ def read_table_entries(
             match = decode_match(info, list(te.match))
             entry = table.get(match, te.priority)
             if entry is not None:
-                yield encode_entry(state, info, table, entry, with_counters)
+                yield encode_entry(state, info, table, entry, with_counters, with_hit)
             continue
         for entry in table.entries():
             if te.priority and entry.priority != te.priority:
                 continue
-            yield encode_entry(state, info, table, entry, with_counters)
+            yield encode_entry(state, info, table, entry, with_counters, with_hit)
 
 
 def find_entry(

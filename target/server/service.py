@@ -18,6 +18,7 @@ from icefabric.target.server.digests import DigestStreamer
 from icefabric.target.server.dispatch import apply_update, read_entity
 from icefabric.target.server.entity_pre import PreStore
 from icefabric.target.server.errors import P4RTError, invalid, write_error_status
+from icefabric.target.server.idle import IdleScanner, enable_hit_tracking
 from icefabric.target.server.p4info_index import P4InfoIndex
 from icefabric.target.server.packetio import build_packet_out, split_packet_in
 from icefabric.target.server.pipeline_config import check_p4info, load_program
@@ -47,6 +48,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         self.saved: tuple[Any, Any, bytes, int] | None = None  # VERIFY_AND_SAVE result
         self.lock = threading.RLock()
         self.digests = DigestStreamer(self._send_primary)
+        self.idle = IdleScanner(lambda: self.state, device.clock, self._send_primary)
         device.packet_in_handlers.append(self._on_packet_in)
 
     # --- helpers -----------------------------------------------------------------------------
@@ -155,6 +157,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         log.info("pipeline committed: %s (cookie %d)", getattr(program, "name", "?"), cookie)
 
     def _install_state(self, state: PipelineState) -> None:
+        enable_hit_tracking(state, self.device.clock)
         self.state = state
         self.digests.reset(state)
         for digest in (getattr(state.pipeline, "digests", None) or {}).values():
@@ -314,6 +317,10 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         msg = split_packet_in(state.index.controller_headers.get("packet_in"), data)
         primary.send(p4runtime_pb2.StreamMessageResponse(packet=msg))
 
+    def close(self) -> None:
+        """Stop the service's own threads (the idle-timeout scanner)."""
+        self.idle.stop()
+
     def _send_primary(self, msg: p4runtime_pb2.StreamMessageResponse) -> bool:
         primary = self.arbitration.primary()
         if primary is None:
@@ -352,4 +359,5 @@ def serve(
     if port == 0 and not addr.startswith("unix:"):
         raise OSError(f"cannot bind P4Runtime server to {addr}")
     server.start()
+    service.idle.start()
     return server, port, service

@@ -278,3 +278,48 @@ def test_reconcile_and_commit_keeps_state(switch: tuple[Device, str]) -> None:
         assert wait_for(lambda: device.collect(2)) == [(2, frame(2, 0xA1))]
     finally:
         c.tear_down()
+
+
+def test_idle_timeout_notification_and_time_since_last_hit() -> None:
+    from icefabric.target.runtime import ManualClock
+
+    clock = ManualClock(1_000_000)
+    device = Device(device_id=0, cpu_port=CPU, clock=clock)
+    device.start()
+    server, port, service = serve(device, "127.0.0.1:0")
+    source = PROGRAM.replace("size = 64;", "size = 64;\n        support_timeout = true;")
+    c = P4RuntimeClient(0, f"127.0.0.1:{port}", (0, 1))
+    try:
+        _set_config(c, source, p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
+        n = ids(c.get_p4info())
+        stale = l2_entry(n, b"\x00\x00\x00\x00\x00\x02", "I.fwd", 2)
+        stale.table_entry.idle_timeout_ns = 1_000_000_000
+        busy = l2_entry(n, b"\x00\x00\x00\x00\x00\x03", "I.fwd", 3)
+        busy.table_entry.idle_timeout_ns = 1_000_000_000
+        req = p4runtime_pb2.WriteRequest()
+        req.updates.add(type=Update.INSERT, entity=stale)
+        req.updates.add(type=Update.INSERT, entity=busy)
+        c.write(req)
+        clock.advance(600_000)
+        device.inject(1, frame(3, 0xA1))  # keeps the second entry alive
+        assert wait_for(lambda: device.collect(3))
+        clock.advance(600_000)
+        note = c.get_stream_packet("idle_timeout_notification", timeout=5)
+        assert note is not None
+        (entry,) = note.idle_timeout_notification.table_entry
+        assert entry.match[0].exact.value == b"\x02"
+        assert c.get_stream_packet("idle_timeout_notification", timeout=0.3) is None  # once only
+        query = p4runtime_pb2.Entity()
+        query.table_entry.table_id = n["I.l2"]
+        query.table_entry.time_since_last_hit.elapsed_ns = 0
+        got = {
+            e.table_entry.match[0].exact.value: e.table_entry.time_since_last_hit.elapsed_ns
+            for r in c.read_one(query)
+            for e in r.entities
+        }
+        assert got == {b"\x02": 1_200_000_000, b"\x03": 600_000_000}
+    finally:
+        c.tear_down()
+        service.close()
+        server.stop(0)
+        device.stop()
