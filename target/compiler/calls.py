@@ -10,15 +10,13 @@ from icefabric.target.compiler.types import (
     INT,
     VOID,
     Bits,
-    BoolT,
     EnumT,
-    ExternT,
     StackT,
     StructT,
     Varbit,
 )
 from icefabric.target.compiler.unit import err
-from icefabric.target.compiler.values import ListV, ObjV, Ref, TypeV, V
+from icefabric.target.compiler.values import ObjV, Ref, V
 from icefabric.target.p4 import ast as A
 from icefabric.target.p4.errors import SourceLoc
 
@@ -83,6 +81,7 @@ class CallGen(ExprGen):
         raise err("this expression cannot be called", e.loc)
 
     def type_method(self, t: Any, name: str, loc: SourceLoc) -> V:
+        """minSizeInBits()/minSizeInBytes() on a header type."""
         if isinstance(t, StructT) and name in ("minSizeInBits", "minSizeInBytes"):
             bits = t.fixed_bits()
             val = bits if name == "minSizeInBits" else (bits + 7) // 8
@@ -91,6 +90,7 @@ class CallGen(ExprGen):
 
     # ---- methods on values -------------------------------------------------------------------
     def method_call(self, obj: Any, name: str, e: A.Call, want: Any) -> Any:
+        """Dispatch a method call by receiver kind."""
         if isinstance(obj, Ref):
             t = obj.type
             if isinstance(t, StructT):
@@ -115,6 +115,7 @@ class CallGen(ExprGen):
         raise err(f"unknown method '{name}'", e.loc)
 
     def header_method(self, ref: Ref, t: StructT, name: str, e: A.Call) -> Any:
+        """isValid/setValid/setInvalid/minSizeIn* on a header or union."""
         if name in ("minSizeInBits", "minSizeInBytes", "maxSizeInBits", "maxSizeInBytes"):
             bits = t.fixed_bits()
             if name.startswith("max"):
@@ -154,6 +155,7 @@ class CallGen(ExprGen):
                 self.em.line(f"S[{b}] = False")
 
     def stack_method(self, ref: Ref, t: StackT, name: str, e: A.Call) -> Any:
+        """push_front/pop_front on a header stack."""
         if name not in ("push_front", "pop_front"):
             raise err(f"header stack has no method '{name}'", e.loc)
         if len(e.args) != 1:
@@ -180,6 +182,7 @@ class CallGen(ExprGen):
 
     # ---- extern functions ----------------------------------------------------------------------
     def sm_field(self, name: str) -> str:
+        """Code reading a standard_metadata field."""
         assert self.sm_ref is not None
         f = self.field_of(self.sm_ref, name, self.sm_loc)
         assert isinstance(f, V)
@@ -188,6 +191,7 @@ class CallGen(ExprGen):
     sm_loc: SourceLoc | None = None
 
     def enum_name(self, e: A.Expr, enum: str) -> str:
+        """The member name of a constant enum argument."""
         v = self.scalar(e)
         if not isinstance(v.type, EnumT) or v.type.name != enum or v.const is None:
             raise err(f"expected a constant {enum}", e.loc)
@@ -197,6 +201,7 @@ class CallGen(ExprGen):
         raise err(f"bad {enum} value", e.loc)
 
     def fields_arg(self, e: A.Expr) -> list[tuple[str, int]]:
+        """A field-list argument as (code, width) pairs."""
         v = self.expr(e)
         return self.bits_of(v, e.loc)
 
@@ -211,6 +216,7 @@ class CallGen(ExprGen):
         raise err(f"{what} takes {' or '.join(map(str, counts))} arguments, got {n}", e.loc)
 
     def extern_func(self, name: str, e: A.Call, want: Any) -> Any:
+        """A call of a v1model/core extern function."""
         args = [a.expr for a in e.args]
         loc = e.loc
         n = len(args)
@@ -302,12 +308,14 @@ class CallGen(ExprGen):
         return fid
 
     def lvalue(self, e: A.Expr) -> V:
+        """Compile an expression that must be an assignable scalar."""
         v = self.expr(e)
         if not isinstance(v, V) or v.write is None:
             raise err("expected an assignable scalar (an l-value)", e.loc)
         return v
 
     def checksum_call(self, name: str, args: list[A.Expr], loc: SourceLoc) -> V:
+        """verify_checksum/update_checksum (+ _with_payload)."""
         cond = self.scalar(args[0], BOOL)
         fields = self.fields_arg(args[1])
         algo = self.enum_name(args[3], "HashAlgorithm")
@@ -332,20 +340,3 @@ class CallGen(ExprGen):
             with self.em.block(f"if {cond.code} and ({value}) != {target.code}:"):
                 self.em.line(f"{self.sm_field('checksum_error')} = 1")
         return V("", VOID)
-
-    def check_bool(self, v: V, loc: SourceLoc) -> None:
-        if not isinstance(v.type, BoolT):
-            raise err(f"expected bool, got {v.type}", loc)
-
-    def want_extern(self, t: Any, loc: SourceLoc) -> ExternT:
-        if not isinstance(t, ExternT):
-            raise err("expected an extern type", loc)
-        return t
-
-    def typev(self, v: Any, loc: SourceLoc) -> Any:
-        if not isinstance(v, TypeV):
-            raise err("expected a type", loc)
-        return v.type
-
-    def is_list(self, v: Any) -> bool:
-        return isinstance(v, ListV)

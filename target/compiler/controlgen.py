@@ -63,6 +63,7 @@ class ControlGen(TableGenMixin, ParserGen):
     plen: str = "0"
 
     def new_func(self) -> Emitter:
+        """A fresh emitter sharing the temporary-name counter."""
         return Emitter(counter=self.em.counter)
 
     # ---- controls -------------------------------------------------------------------------
@@ -93,6 +94,7 @@ class ControlGen(TableGenMixin, ParserGen):
         return fname
 
     def control_local(self, local: Any, prefix: str, scope: dict[str, Any], pro: Emitter) -> None:
+        """Compile one control-local declaration into the control scope."""
         if isinstance(local, A.VarDecl):
             self.em = pro
             self.s_VarDecl(local)
@@ -181,6 +183,7 @@ class ControlGen(TableGenMixin, ParserGen):
         return self.global_actions[key]
 
     def action_call(self, obj: Any, e: A.Call) -> V:
+        """Call an action directly from a control body or action."""
         info = self.action_info(obj)
         info.called = True
         return V(self.call_with_params(info.decl.params, info.pyfunc, info, e), VOID)
@@ -241,6 +244,7 @@ class ControlGen(TableGenMixin, ParserGen):
 
     # ---- functions ------------------------------------------------------------------------
     def function_call(self, decl: A.FunctionDecl, e: A.Call) -> V:
+        """Call a P4 function (compiled once)."""
         key = id(decl)
         if key not in self.functions_done:
             self.functions_done[key] = self.compile_function(decl)
@@ -250,6 +254,7 @@ class ControlGen(TableGenMixin, ParserGen):
         return V(code, ret)
 
     def compile_function(self, decl: A.FunctionDecl) -> tuple[str, Any]:
+        """Compile a P4 function into ``def F_x(S, ...)``."""
         if decl.type_params:
             raise err("generic functions are not supported", decl.loc)
         fname = self.unit.pyname(f"F_{decl.name}")
@@ -296,6 +301,7 @@ class ControlGen(TableGenMixin, ParserGen):
 
     # ---- sub-controls ---------------------------------------------------------------------
     def subcontrol_apply(self, sub: SubControl, e: A.Call) -> V:
+        """Apply a control instantiated inside another control."""
         params = sub.decl.params
         if len(e.args) != len(params):
             raise err(f"{sub.decl.name}.apply needs {len(params)} arguments", e.loc)
@@ -341,6 +347,7 @@ class ControlGen(TableGenMixin, ParserGen):
 
     # ---- digests --------------------------------------------------------------------------
     def digest_call(self, args: list[A.Expr], loc: SourceLoc) -> V:
+        """digest(receiver, data): record the digest, sampled at the end of ingress."""
         data = self.expr(args[1])
         if isinstance(data, ListV):
             raise err("digest data must be a struct (p4c names the digest after its type)", loc)
@@ -362,6 +369,7 @@ class ControlGen(TableGenMixin, ParserGen):
 
     # ---- extern instances -----------------------------------------------------------------
     def extern_instance(self, d: A.InstanceDecl, t: ExternT, prefix: str) -> ExternInst:
+        """Record an extern instance (register, counter, meter, profile ...)."""
         name = fq_name(prefix, d.name, d.annos)
         ctor = next((m for m in t.decl.methods if m.name == t.name), None)
         if ctor is None:
@@ -385,6 +393,7 @@ class ControlGen(TableGenMixin, ParserGen):
         return inst
 
     def extern_method(self, inst: ExternInst, name: str, e: A.Call) -> Any:
+        """A method call on an extern instance."""
         decl = self.unit.externs.get(inst.kind)
         protos = [m for m in decl.methods if m.name == name] if decl is not None else []
         if not protos:
@@ -428,6 +437,7 @@ class ControlGen(TableGenMixin, ParserGen):
         raise err(f"{k} has no method '{name}' on this target", e.loc)
 
     def reg_value(self, code: str, vt: Any) -> str:
+        """Convert a register cell to the register type."""
         if isinstance(vt, Bits) and vt.signed:
             h = 1 << (vt.width - 1)
             return f"(({code} ^ {h}) - {h})"

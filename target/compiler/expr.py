@@ -86,6 +86,7 @@ class ExprGen:
 
     # ---- scopes ----------------------------------------------------------------------------
     def lookup(self, name: str, loc: SourceLoc, top: bool = False) -> Any:
+        """Resolve a name through the scopes, then globals."""
         if not top:
             for sc in reversed(self.scopes):
                 if name in sc:
@@ -228,6 +229,7 @@ class ExprGen:
         return m(e, want)
 
     def e_IntLit(self, e: A.IntLit, want: T | None) -> V:
+        """Compile a IntLit expression."""
         if e.width is None:
             return V(str(e.value), INT, e.value)
         t = Bits(e.width, e.signed)
@@ -235,25 +237,31 @@ class ExprGen:
         return V(str(c), t, c)
 
     def e_BoolLit(self, e: A.BoolLit, want: T | None) -> V:
+        """Compile a BoolLit expression."""
         return V(str(e.value), BOOL, e.value)
 
     def e_StrLit(self, e: A.StrLit, want: T | None) -> V:
+        """Compile a StrLit expression."""
         from icefabric.target.compiler.types import STRING
 
         return V(repr(e.value), STRING, e.value)
 
     def e_Name(self, e: A.Name, want: T | None) -> Any:
+        """Compile a Name expression."""
         return self.lookup(e.name, e.loc, e.top)
 
     def e_TypeExpr(self, e: A.TypeExpr, want: T | None) -> TypeV:
+        """Compile a TypeExpr expression."""
         return TypeV(self.unit.resolve_type(e.type))
 
     def e_DontCare(self, e: A.DontCare, want: T | None) -> V:
+        """Compile a DontCare expression."""
         from icefabric.target.compiler.types import DONTCARE
 
         return V("None", DONTCARE, None, lambda c: f"_ = {c}")
 
     def e_Member(self, e: A.Member, want: T | None) -> Any:
+        """Compile a Member expression."""
         base = self.expr(e.expr)
         if isinstance(base, TypeV):
             t = base.type
@@ -294,6 +302,7 @@ class ExprGen:
         raise err(f"cannot access member '{e.name}'", e.loc)
 
     def stack_member(self, ref: Ref, name: str, loc: SourceLoc) -> Any:
+        """next/last/lastIndex/size of a header stack."""
         st = ref.type
         assert isinstance(st, StackT)
         nxt = f"S[{ref.base}]"
@@ -324,6 +333,7 @@ class ExprGen:
         return ObjV("method", ref, name)
 
     def e_Index(self, e: A.Index, want: T | None) -> Any:
+        """Compile a Index expression."""
         base = self.expr(e.expr)
         if isinstance(base, Ref) and isinstance(base.type, StackT):
             idx = self.scalar(e.index)
@@ -340,6 +350,7 @@ class ExprGen:
         raise err("only header stacks and tuples can be indexed", e.loc)
 
     def e_Slice(self, e: A.Slice, want: T | None) -> V:
+        """Compile a Slice expression."""
         v = self.scalar(e.expr)
         hi = self.unit.const_int(e.hi)
         lo = self.unit.const_int(e.lo)
@@ -362,6 +373,7 @@ class ExprGen:
             base_write = v.write
 
             def write(c: str) -> str:
+                """Store into the sliced bits of the base lvalue."""
                 new = f"({base_read} & {keep}) | ((({c}) & {m}) << {lo})"
                 if vt.signed:
                     h = 1 << (vt.width - 1)
@@ -372,6 +384,7 @@ class ExprGen:
         return out
 
     def e_Cast(self, e: A.Cast, want: T | None) -> V:
+        """Compile a Cast expression."""
         t = self.unit.resolve_type(e.type)
         inner = self.expr(e.expr, t if isinstance(e.expr, (A.ListExpr, A.StructExpr)) else None)
         if isinstance(inner, ListV):
@@ -381,6 +394,7 @@ class ExprGen:
         return self.cast(inner, t, e.loc)
 
     def e_Ternary(self, e: A.Ternary, want: T | None) -> V:
+        """Compile a Ternary expression."""
         c = self.scalar(e.cond, BOOL)
         a = self.scalar(e.then)
         b = self.scalar(e.other)
@@ -392,11 +406,13 @@ class ExprGen:
         return V(f"({a.code} if {c.code} else {b.code})", a.type)
 
     def e_ListExpr(self, e: A.ListExpr, want: T | None) -> ListV:
+        """Compile a ListExpr expression."""
         if isinstance(want, StructT) and len(want.fields) == len(e.items):
             return ListV([self.expr(x, f.type) for x, f in zip(e.items, want.fields, strict=True)])
         return ListV([self.expr(x) for x in e.items])
 
     def e_StructExpr(self, e: A.StructExpr, want: T | None) -> ListV:
+        """Compile a StructExpr expression."""
         items: list[Any] = []
         names: list[str] = []
         for name, x in e.fields:
@@ -409,6 +425,7 @@ class ExprGen:
         return ListV(items, names)
 
     def e_Unary(self, e: A.Unary, want: T | None) -> V:
+        """Compile a Unary expression."""
         v = self.scalar(e.expr, None if e.op != "!" else BOOL)
         t = v.type
         if e.op == "!":
@@ -448,6 +465,7 @@ class ExprGen:
         return a, b
 
     def e_Binary(self, e: A.Binary, want: T | None) -> Any:
+        """Compile a Binary expression."""
         from icefabric.target.compiler.binops import binary
 
         op = e.op
@@ -482,6 +500,7 @@ class ExprGen:
         return isinstance(v, V)
 
     def composite_eq(self, e: A.Binary) -> V:
+        """== / != between two headers or structs."""
         a = self.expr(e.left)
         b = self.expr(e.right)
         if not (isinstance(a, Ref) and isinstance(b, Ref)):
@@ -500,18 +519,23 @@ class ExprGen:
         return V(code, BOOL)
 
     def e_Call(self, e: A.Call, want: T | None) -> Any:
+        """Compile a Call expression."""
         return self.call(e, want)  # type: ignore[attr-defined]
 
     def e_Default(self, e: A.Default, want: T | None) -> Any:
+        """Compile a Default expression."""
         raise err("'default' is only allowed in select cases and table entries", e.loc)
 
     def e_Mask(self, e: A.Mask, want: T | None) -> Any:
+        """Compile a Mask expression."""
         raise err("'&&&' is only allowed in select cases and table entries", e.loc)
 
     def e_Range(self, e: A.Range, want: T | None) -> Any:
+        """Compile a Range expression."""
         raise err("'..' is only allowed in select cases and table entries", e.loc)
 
     def e_SelectExpr(self, e: A.SelectExpr, want: T | None) -> Any:
+        """Compile a SelectExpr expression."""
         raise err("select is only allowed in a transition", e.loc)
 
     def bits_of(self, v: Any, loc: SourceLoc) -> list[tuple[str, int]]:

@@ -74,6 +74,7 @@ def build_namespace(
     model = comp.model
 
     def hash_fields(algo: str, fields: Any) -> int:
+        """v1model hash over (value, width) fields."""
         if algo == "random":
             return rng.getrandbits(32)
         return compute_hash(algo, fields)
@@ -183,4 +184,5 @@ class _NoTable:
     """Owner of a direct meter that no table uses: always green."""
 
     def direct_meter_color(self) -> int:
+        """Always GREEN."""
         return 0

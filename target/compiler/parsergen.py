@@ -65,10 +65,12 @@ class ParserGen(StmtGen):
     """packet_in / packet_out methods and whole parser functions."""
 
     def perr(self, name: str) -> int:
+        """The numeric code of a P4 error."""
         return self.unit.errors[name]
 
     # ---- packet_in ------------------------------------------------------------------------------
     def packet_in_method(self, name: str, e: A.Call, want: Any) -> Any:
+        """extract/lookahead/advance/length on packet_in."""
         if not self.in_parser:
             raise err("packet_in methods can only be called in a parser", e.loc)
         decl = self.unit.externs.get("packet_in")
@@ -124,6 +126,7 @@ class ParserGen(StmtGen):
         raise err(f"packet_in has no method '{name}'", e.loc)
 
     def gen_extract(self, ref: Ref, t: StructT, nbits: V | None, *, advance: bool) -> None:
+        """Emit code reading one header from the packet at ``pos``."""
         em = self.em
         layout = _field_layout(t)
         fixed = t.fixed_bits()
@@ -173,6 +176,7 @@ class ParserGen(StmtGen):
 
     # ---- packet_out ----------------------------------------------------------------------------
     def packet_out_method(self, name: str, e: A.Call) -> Any:
+        """emit() on packet_out."""
         if name != "emit" or len(e.args) != 1:
             raise err("packet_out only supports emit(header)", e.loc)
         v = self.expr(e.args[0].expr)
@@ -182,6 +186,7 @@ class ParserGen(StmtGen):
         return V("", VOID)
 
     def gen_emit(self, ref: Ref, e: A.Call) -> None:
+        """Emit code appending a header (or every header inside a struct/stack) to the output."""
         t = ref.type
         em = self.em
         if isinstance(t, StackT):
@@ -246,6 +251,7 @@ class ParserGen(StmtGen):
         return "\n".join(em.lines)
 
     def goto(self, target: str, names: dict[str, int], loc: Any) -> str:
+        """Code for a transition to a state."""
         if target == "accept":
             return "return pos"
         if target == "reject":
@@ -255,6 +261,7 @@ class ParserGen(StmtGen):
         return f"st = {names[target]}"
 
     def gen_transition(self, s: A.StateDecl, names: dict[str, int]) -> None:
+        """Emit the transition of a parser state."""
         em = self.em
         tr = s.transition
         if isinstance(tr, A.Name):
@@ -314,6 +321,7 @@ class ParserGen(StmtGen):
         return None
 
     def keyset_cond(self, key: V, item: A.Expr) -> str:
+        """Python condition for one select keyset element."""
         if isinstance(item, A.Default):
             return "True"
         want = key.type if not isinstance(key.type, BoolT) else BOOL

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from icefabric.target.runtime.hashes import compute_hash, hash_bytes
+from icefabric.target.runtime.hashes import hash_bytes
 
 
 class ParserError(Exception):
@@ -45,15 +45,6 @@ def hash_int(algo: str, value: int, nbits: int, payload: bytes = b"") -> int:
     pad = -nbits % 8
     data = (value << pad).to_bytes((nbits + pad) // 8, "big") + payload
     return hash_bytes(algo, data)
-
-
-def make_hash() -> object:
-    """The HASH(algo, fields) callable the generated code uses."""
-
-    def hash_fields(algo: str, fields: Sequence[tuple[int, int]]) -> int:
-        return compute_hash(algo, fields)
-
-    return hash_fields
 
 
 def lookahead_bits(data: bytes, pos: int, nbits: int, width: int) -> int:

@@ -37,17 +37,21 @@ class StmtGen(CallGen):
             self.scopes.pop()
 
     def s_Block(self, s: A.Block) -> None:
+        """Compile a Block statement."""
         self.block_stmts(s.stmts)
 
     def s_Empty(self, s: A.Empty) -> None:
+        """Compile a Empty statement."""
         return
 
     def s_Exit(self, s: A.Exit) -> None:
+        """Compile a Exit statement."""
         if self.in_parser:
             raise err("exit is not allowed in a parser", s.loc)
         self.em.line("raise ExitControl()")
 
     def s_Return(self, s: A.Return) -> None:
+        """Compile a Return statement."""
         if self.in_parser:
             raise err("return is not allowed in a parser state", s.loc)
         if self.body_kind == "function":
@@ -62,6 +66,7 @@ class StmtGen(CallGen):
             self.em.line("return")
 
     def s_VarDecl(self, s: A.VarDecl) -> None:
+        """Compile a VarDecl statement."""
         t = self.unit.resolve_type(s.type)
         if s.const:
             assert s.init is not None
@@ -84,6 +89,7 @@ class StmtGen(CallGen):
             self.em.line(target.write("False" if t is BOOL else "0"))
 
     def s_Assign(self, s: A.Assign) -> None:
+        """Compile a Assign statement."""
         target = self.expr(s.lhs)
         if isinstance(target, ObjV) and target.kind == "stack_next":
             raise err("assignment to .next is not supported", s.loc)
@@ -148,6 +154,7 @@ class StmtGen(CallGen):
             self.assign_value(target, item, loc)
 
     def s_CallStmt(self, s: A.CallStmt) -> None:
+        """Compile a CallStmt statement."""
         v = self.call(s.call, None, stmt=True)
         if isinstance(v, V) and v.code and v.code != "None":
             self.em.line(v.code)
@@ -155,6 +162,7 @@ class StmtGen(CallGen):
             self.em.line(str(v.obj))
 
     def s_If(self, s: A.If) -> None:
+        """Compile a If statement."""
         c = self.scalar(s.cond)
         if not isinstance(c.type, BoolT):
             raise err(f"if condition must be bool, got {c.type}", s.cond.loc)
@@ -170,6 +178,7 @@ class StmtGen(CallGen):
                 self.block_stmts([s.other])
 
     def s_Switch(self, s: A.Switch) -> None:
+        """Compile a Switch statement."""
         sel = self.expr(s.expr)
         table = None
         if isinstance(s.expr, A.Member) and s.expr.name == "action_run":

@@ -39,6 +39,7 @@ class TableGenMixin:
     """Table compilation (mixed into ControlGen)."""
 
     def compile_table(self: Any, decl: A.TableDecl, prefix: str) -> TableInfo:
+        """Compile a table: keys, actions, properties and its apply function."""
         from icefabric.target.compiler.controlgen import fq_name
 
         name = fq_name(prefix, decl.name, decl.annos)
@@ -213,6 +214,7 @@ class TableGenMixin:
         full = (1 << ki.bitwidth) - 1
 
         def c(e: A.Expr) -> int:
+            """A constant key value of the entry, reduced to the key width."""
             v = self.scalar(e)
             if isinstance(v.type, BoolT):
                 v = V(str(int(bool(v.const))), want, int(bool(v.const)))
@@ -254,10 +256,12 @@ class TableGenMixin:
         raise err(f"match kind {mk} is not supported in entries", k.loc)
 
     def table_apply(self: Any, info: TableInfo) -> str:
+        """Code applying a table (returns (hit, action name))."""
         info.applied = True
         return f"{info.pyfunc}(S)"
 
     def apply_table_of(self: Any, e: A.Expr) -> TableInfo | None:
+        """The table of a ``t.apply()`` expression, if any."""
         if isinstance(e, A.Call) and isinstance(e.func, A.Member) and e.func.name == "apply":
             obj = self.expr(e.func.expr)
             if isinstance(obj, ObjV) and obj.kind == "table":
@@ -265,6 +269,7 @@ class TableGenMixin:
         return None
 
     def action_label(self: Any, table: TableInfo, label: A.Name) -> str:
+        """The P4Info name of an action used as a switch label."""
         for act, _ in table.actions:
             if act.local_name == label.name or act.name == label.name:
                 return act.name

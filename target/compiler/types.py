@@ -24,10 +24,12 @@ class Bits(T):
 
     @property
     def slots(self) -> int:  # type: ignore[override]
+        """Number of state slots a value of this type takes."""
         return 1
 
     @property
     def mask(self) -> int:
+        """All-ones value of this width."""
         return (1 << self.width) - 1
 
     def __str__(self) -> str:
@@ -42,6 +44,7 @@ class Varbit(T):
 
     @property
     def slots(self) -> int:  # type: ignore[override]
+        """Number of state slots a value of this type takes."""
         return 2
 
     def __str__(self) -> str:
@@ -144,10 +147,12 @@ class StructT(T):
 
     @property
     def is_header(self) -> bool:
+        """True for headers."""
         return self.kind == "header"
 
     @property
     def is_union(self) -> bool:
+        """True for header unions."""
         return self.kind == "header_union"
 
     def fixed_bits(self) -> int:
@@ -183,6 +188,7 @@ class StackT(T):
 
     @property
     def slots(self) -> int:  # type: ignore[override]
+        """Number of state slots a value of this type takes."""
         return 1 + self.size * self.elem.slots
 
     def __str__(self) -> str:
@@ -197,6 +203,7 @@ class TupleT(T):
 
     @property
     def slots(self) -> int:  # type: ignore[override]
+        """Number of state slots a value of this type takes."""
         return sum(e.slots for e in self.elems)
 
     def __str__(self) -> str:

@@ -44,30 +44,37 @@ class ExprParser:
     # ---- cursor ----------------------------------------------------------------------------
     @property
     def tok(self) -> Token:
+        """The current token."""
         return self.toks[self.pos]
 
     def peek(self, k: int = 1) -> Token:
+        """The token k positions ahead."""
         return self.toks[min(self.pos + k, len(self.toks) - 1)]
 
     def loc(self) -> SourceLoc:
+        """Location of the current token."""
         return self.tok.loc
 
     def error(self, msg: str, loc: SourceLoc | None = None) -> P4CompileError:
+        """A compile error at the current token (a backtrack signal while speculating)."""
         if self.speculating:
             return _Backtrack()  # type: ignore[return-value]
         return P4CompileError(msg, loc or self.tok.loc)
 
     def at(self, value: str) -> bool:
+        """True when the current token is the operator or word ``value``."""
         t = self.tok
         return t.value == value and t.kind in ("op", "id")
 
     def accept(self, value: str) -> bool:
+        """Consume ``value`` if it is next."""
         if self.at(value):
             self.pos += 1
             return True
         return False
 
     def expect(self, value: str) -> Token:
+        """Consume ``value`` or report what was found instead."""
         if not self.at(value):
             got = self.tok.value or "end of input"
             raise self.error(f"expected '{value}' but found '{got}'")
@@ -76,6 +83,7 @@ class ExprParser:
         return t
 
     def ident(self, what: str = "identifier", allow_kw: bool = False) -> str:
+        """Consume an identifier."""
         t = self.tok
         if t.kind != "id" or (t.value in KEYWORDS and not allow_kw):
             raise self.error(f"expected {what} but found '{t.value or 'end of input'}'")
@@ -96,6 +104,7 @@ class ExprParser:
 
     # ---- types -----------------------------------------------------------------------------
     def is_type_start(self) -> bool:
+        """True when a type starts at the cursor."""
         t = self.tok
         if t.kind != "id":
             return False
@@ -104,6 +113,7 @@ class ExprParser:
         return t.value in self.type_names
 
     def parse_type(self) -> A.TypeRef:
+        """Parse a type."""
         loc = self.loc()
         t = self.tok
         if t.kind != "id":
@@ -146,6 +156,7 @@ class ExprParser:
         return typ
 
     def parse_type_args(self) -> list[A.TypeRef]:
+        """Parse ``<type, ...>`` type arguments."""
         self.expect("<")
         args: list[A.TypeRef] = []
         if not self.at(">"):
@@ -157,6 +168,7 @@ class ExprParser:
 
     # ---- expressions -----------------------------------------------------------------------
     def parse_expr(self) -> A.Expr:
+        """Parse a expr."""
         cond = self.parse_binary(0)
         if self.at("?"):
             loc = self.loc()
@@ -182,6 +194,7 @@ class ExprParser:
         return None
 
     def parse_binary(self, level: int) -> A.Expr:
+        """Parse binary operators from precedence level ``level`` up."""
         if level >= len(_LEVELS):
             return self.parse_unary()
         left = self.parse_binary(level + 1)
@@ -196,6 +209,7 @@ class ExprParser:
             left = A.Binary(loc, op, left, right)
 
     def parse_unary(self) -> A.Expr:
+        """Parse a unary."""
         loc = self.loc()
         t = self.tok
         if t.kind == "op" and t.value in ("!", "~", "-", "+"):
@@ -221,6 +235,7 @@ class ExprParser:
         return False
 
     def parse_postfix(self, e: A.Expr) -> A.Expr:
+        """Parse member access, indexing, slices and calls."""
         while True:
             loc = e.loc
             if self.at("."):
@@ -254,6 +269,7 @@ class ExprParser:
         return args
 
     def parse_args(self) -> list[A.Arg]:
+        """Parse a call argument list."""
         self.expect("(")
         args: list[A.Arg] = []
         if self.accept(")"):
@@ -274,6 +290,7 @@ class ExprParser:
             self.expect(",")
 
     def parse_primary(self) -> A.Expr:
+        """Parse a primary."""
         loc = self.loc()
         t = self.tok
         if t.kind == "int":
@@ -322,6 +339,7 @@ class ExprParser:
         raise self.error(f"expected an expression but found '{t.value or 'end of input'}'")
 
     def parse_brace_expr(self) -> A.Expr:
+        """Parse ``{a, b}`` or ``{f = a}``."""
         loc = self.expect("{").loc
         if self.accept("}"):
             return A.ListExpr(loc, [])
@@ -346,6 +364,7 @@ class ExprParser:
 
     # ---- keysets (select cases, table entries) ----------------------------------------------
     def parse_keyset_elem(self) -> A.Expr:
+        """Parse one keyset element (value, mask, range, default)."""
         loc = self.loc()
         if self.at("default") or (self.at("_") and self.peek().value in (",", ")", ":")):
             self.pos += 1
@@ -358,6 +377,7 @@ class ExprParser:
         return e
 
     def parse_keyset(self) -> A.Expr:
+        """Parse a keyset: one element or a parenthesised tuple."""
         loc = self.loc()
         if self.at("("):
             save = self.pos

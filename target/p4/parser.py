@@ -17,6 +17,7 @@ class Parser(ExprParser):
     """Parses a whole program (a list of top-level declarations)."""
 
     def parse_program(self) -> A.Program:
+        """Parse every top-level declaration."""
         loc = self.loc()
         decls: list[A.Decl] = []
         while self.tok.kind != "eof":
@@ -27,6 +28,7 @@ class Parser(ExprParser):
 
     # ---- annotations --------------------------------------------------------------------------
     def parse_annos(self) -> list[A.Annotation]:
+        """Parse zero or more annotations."""
         annos: list[A.Annotation] = []
         while self.at("@"):
             loc = self.loc()
@@ -70,6 +72,7 @@ class Parser(ExprParser):
 
     # ---- declarations -------------------------------------------------------------------------
     def parse_decl(self) -> A.Decl:
+        """Parse one top-level declaration."""
         annos = self.parse_annos()
         loc = self.loc()
         t = self.tok
@@ -134,6 +137,7 @@ class Parser(ExprParser):
     def parse_instance_rest(
         self, annos: list[A.Annotation], typ: A.TypeRef, loc: A.SourceLoc
     ) -> A.InstanceDecl:
+        """Parse ``(args) name;`` of an instantiation."""
         args = self.parse_args()
         name = self.ident("an instance name", allow_kw=False)
         if self.at("{"):
@@ -142,6 +146,7 @@ class Parser(ExprParser):
         return A.InstanceDecl(loc, name, annos, typ, args)
 
     def parse_struct(self, annos: list[A.Annotation]) -> A.StructDecl:
+        """Parse a struct."""
         loc = self.loc()
         kind = self.tok.value
         self.pos += 1
@@ -161,6 +166,7 @@ class Parser(ExprParser):
         return A.StructDecl(loc, name, annos, kind, fields)
 
     def parse_enum(self, annos: list[A.Annotation]) -> A.EnumDecl:
+        """Parse a enum."""
         loc = self.loc()
         self.pos += 1
         under = None
@@ -183,6 +189,7 @@ class Parser(ExprParser):
         return A.EnumDecl(loc, name, annos, under, members)
 
     def parse_type_params(self) -> list[str]:
+        """Parse optional ``<T, U>`` type parameters."""
         tps: list[str] = []
         if self.accept("<"):
             tps.append(self.ident("a type parameter"))
@@ -193,6 +200,7 @@ class Parser(ExprParser):
         return tps
 
     def parse_params(self) -> list[A.Param]:
+        """Parse a params."""
         self.expect("(")
         params: list[A.Param] = []
         if self.accept(")"):
@@ -215,6 +223,7 @@ class Parser(ExprParser):
             self.expect(",")
 
     def parse_extern(self, annos: list[A.Annotation]) -> A.Decl:
+        """Parse an extern object or extern function declaration."""
         loc = self.loc()
         self.pos += 1
         # extern function:  extern T name<..>(...);   extern object:  extern Name<..> { ... }
@@ -267,6 +276,7 @@ class Parser(ExprParser):
         return False
 
     def parse_block_decl(self, annos: list[A.Annotation], kind: str) -> A.Decl:
+        """Parse a parser or control (declaration or prototype)."""
         loc = self.loc()
         self.pos += 1
         name = self.ident(f"a {kind} name")
@@ -300,6 +310,7 @@ class Parser(ExprParser):
         return A.ControlDecl(loc, name, annos, params, ctor, locals_, body)
 
     def parse_local(self, annos: list[A.Annotation]) -> object:
+        """Parse a control/parser-local declaration."""
         loc = self.loc()
         v = self.tok.value
         if v == "action":
@@ -336,6 +347,7 @@ class Parser(ExprParser):
         return A.VarDecl(loc, typ, name, init, annos=annos)
 
     def parse_action(self, annos: list[A.Annotation]) -> A.ActionDecl:
+        """Parse a action."""
         loc = self.loc()
         self.pos += 1
         name = self.ident("an action name")
@@ -345,6 +357,7 @@ class Parser(ExprParser):
 
     # ---- tables -------------------------------------------------------------------------------
     def parse_table(self, annos: list[A.Annotation]) -> A.TableDecl:
+        """Parse a table."""
         loc = self.loc()
         self.pos += 1
         name = self.ident("a table name")
@@ -410,6 +423,7 @@ class Parser(ExprParser):
         return A.TableDecl(loc, name, annos, props)
 
     def parse_action_ref(self, annos: list[A.Annotation]) -> A.ActionRef:
+        """Parse an action reference with optional arguments."""
         loc = self.loc()
         top = self.accept(".")
         name = self.ident("an action name")
@@ -420,6 +434,7 @@ class Parser(ExprParser):
 
     # ---- parser states ------------------------------------------------------------------------
     def parse_state(self, annos: list[A.Annotation]) -> A.StateDecl:
+        """Parse a state."""
         loc = self.loc()
         self.pos += 1
         name = self.ident("a state name")
@@ -443,6 +458,7 @@ class Parser(ExprParser):
         return A.StateDecl(loc, name, annos, stmts, trans)
 
     def parse_select(self) -> A.SelectExpr:
+        """Parse a select."""
         loc = self.loc()
         self.pos += 1
         self.expect("(")
@@ -464,6 +480,7 @@ class Parser(ExprParser):
 
     # ---- statements ---------------------------------------------------------------------------
     def parse_block(self) -> A.Block:
+        """Parse a block."""
         loc = self.expect("{").loc
         stmts: list[A.Stmt] = []
         while not self.accept("}"):
@@ -473,6 +490,7 @@ class Parser(ExprParser):
         return A.Block(loc, stmts)
 
     def parse_stmt(self) -> A.Stmt:
+        """Parse a stmt."""
         annos = self.parse_annos()
         loc = self.loc()
         t = self.tok
@@ -549,6 +567,7 @@ class Parser(ExprParser):
         return True
 
     def parse_switch(self) -> A.Switch:
+        """Parse a switch."""
         loc = self.loc()
         self.pos += 1
         self.expect("(")

@@ -242,6 +242,7 @@ class Preprocessor:
 
 def _substituter(mapping: dict[str, str]) -> Callable[[re.Match[str]], str]:
     def repl(m: re.Match[str]) -> str:
+        """Replace one macro parameter by its argument."""
         return mapping.get(m.group(0), m.group(0))
 
     return repl
