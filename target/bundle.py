@@ -93,9 +93,8 @@ def load_bundle(data: bytes) -> Any:
 
 
 def is_bundle(data: bytes) -> bool:
-    """True when `data` looks like a bundle (a JSON object naming our format)."""
-    head = data.lstrip()[:200]
-    return head.startswith(b"{") and b'"format"' in data[:4096]
+    """True when `data` is JSON (a bundle): P4 source never starts with "{"; load_bundle checks the format."""
+    return data.lstrip().startswith(b"{")
 
 
 def load_device_config(data: bytes) -> Any:

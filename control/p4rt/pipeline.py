@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -67,7 +66,7 @@ class PipelineConfig:
             raise PipelineConfigError(f"{path}: no such P4 program")
         bundle = importlib.import_module("icefabric.target.bundle")
         compiler = importlib.import_module("icefabric.target.compiler")
-        device_config = _format_first(bundle.make_bundle(path))
+        device_config = bundle.make_bundle(path)
         program = compiler.load_program(path)
         p4info = program.p4info
         if not isinstance(p4info, p4info_pb2.P4Info):  # a differently generated P4Info class
@@ -117,19 +116,6 @@ class PipelineConfig:
         p4info = p4info_pb2.P4Info()
         p4info.CopyFrom(msg.p4info)
         return cls(p4info=p4info, device_config=msg.p4_device_config, cookie=msg.cookie.cookie)
-
-
-def _format_first(data: bytes) -> bytes:
-    """The bundle JSON with its "format" key first, so a reader that sniffs only the head of
-    a large bundle still recognises it (the content is unchanged)."""
-    try:
-        doc = json.loads(data)
-    except ValueError:
-        return data
-    if not isinstance(doc, dict) or "format" not in doc:
-        return data
-    ordered = {"format": doc["format"], **{k: v for k, v in doc.items() if k != "format"}}
-    return json.dumps(ordered, indent=1).encode("utf-8")
 
 
 def _cookie(data: bytes) -> int:

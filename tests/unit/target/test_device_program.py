@@ -173,3 +173,18 @@ def test_bench_in_process_measures_every_packet(forward3: object) -> None:
     result = bench_in_process(forward3, 500)
     assert result.received == 500 and result.pps > 0
     assert "in-process" in format_table([result])
+
+
+def test_large_bundle_with_format_key_last_is_still_a_bundle() -> None:
+    """A bundle is recognised by being JSON, wherever its "format" key lands."""
+    import json
+
+    from icefabric.p4src import ICE_P4
+    from icefabric.target.bundle import is_bundle, load_device_config, make_bundle
+
+    doc = json.loads(make_bundle(ICE_P4))
+    reordered = json.dumps({"files": doc["files"], "main": doc["main"], "format": doc["format"]})
+    data = reordered.encode()
+    assert len(data) > 4096 and data.index(b'"format"') > 4096
+    assert is_bundle(data)
+    assert load_device_config(data).p4info.tables
