@@ -21,8 +21,8 @@ from icefabric.target.p4 import ast as A
 from icefabric.target.p4.errors import SourceLoc
 
 # Fixed slots of the per-packet state list holding side results of a pass.
-R_CLONE, R_RESUBMIT, R_RECIRC, R_TRUNC, R_DIGESTS, R_PAYLOAD = range(6)
-RESERVED_SLOTS = 6
+R_CLONE, R_RESUBMIT, R_RECIRC, R_TRUNC, R_DIGESTS, R_PAYLOAD, R_LEN_DELTA = range(7)
+RESERVED_SLOTS = 7
 LEGACY_FIELD_LIST_BASE = 1 << 16  # ids of field lists made for resubmit(data) & co.
 
 
@@ -131,8 +131,10 @@ class CallGen(ExprGen):
             raise err(f"struct {t.name} has no method '{name}'", e.loc)
         if name == "isValid":
             return V(f"S[{ref.base}]", BOOL)
+        nbytes = t.fixed_bits() // 8
         if name == "setValid":
-            # BMv2 (add_header): an invalid header becomes valid with every field zeroed;
+            # BMv2 (add_header): an invalid header becomes valid with every field zeroed and
+            # the packet grows by its size (seen in egress standard_metadata.packet_length);
             # a valid header is left as it is.
             first = add_base(ref.base, 1)
             end = add_base(ref.base, t.slots)
@@ -140,10 +142,14 @@ class CallGen(ExprGen):
                 if t.slots > 1:
                     self.em.line(f"S[{first}:{end}] = TPL[{first}:{end}]")
                 self.em.line(f"S[{ref.base}] = True")
+                self.em.line(f"S[{R_LEN_DELTA}] += {nbytes}")
             self.invalidate_siblings(ref, True)
             return V("", VOID)
         if name == "setInvalid":
-            self.em.line(f"S[{ref.base}] = False")
+            # BMv2 (remove_header): the packet shrinks by the header's size.
+            with self.em.block(f"if S[{ref.base}]:"):
+                self.em.line(f"S[{ref.base}] = False")
+                self.em.line(f"S[{R_LEN_DELTA}] -= {nbytes}")
             return V("", VOID)
         raise err(f"header has no method '{name}'", e.loc)
 

@@ -64,7 +64,7 @@ class Compiler(ControlGen):
     def compile(self) -> Compiled:
         """Compile the program; raises P4CompileError on any problem."""
         u = self.unit
-        u.template.extend([None, None, None, None, None, b""])
+        u.template.extend([None, None, None, None, None, b"", 0])
         assert len(u.template) == RESERVED_SLOTS
         u.declare_all()
         main = u.instances.get("main")

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from icefabric.target.compiler.calls import (
     R_CLONE,
     R_DIGESTS,
+    R_LEN_DELTA,
     R_PAYLOAD,
     R_RECIRC,
     R_RESUBMIT,
@@ -269,6 +270,11 @@ class Pipeline:
     ) -> EgressResult:
         """Egress control, computeChecksum and deparser; returns the bytes that leave."""
         S = ctx.S
+        if S[R_LEN_DELTA]:
+            # BMv2 re-reads packet_length in egress from its packet-length register, which
+            # setValid()/setInvalid() in ingress moved by the header sizes.
+            S[self._s_plen] = max(S[self._s_plen] + S[R_LEN_DELTA], 0)
+            S[R_LEN_DELTA] = 0
         S[self._s_eport] = egress_port
         S[self._s_rid] = egress_rid
         S[self._s_itype] = instance_type

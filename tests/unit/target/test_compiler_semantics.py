@@ -220,3 +220,25 @@ def test_deprecated_resubmit_with_data_preserves_those_fields() -> None:
     res = pipeline.ingress(bytes([1, 2, 0, 3]), 0)
     assert res.resubmit is not None
     assert res.preserved(res.resubmit) == {"x": 5}
+
+
+def test_egress_packet_length_follows_headers_added_in_ingress() -> None:
+    src = (
+        TEMPLATE.replace("DECLS", "")
+        .replace("LOCALS", "")
+        .replace(
+            "BODY",
+            "hdr.h2.setValid(); hdr.h2.setValid(); hdr.u.one.setValid(); hdr.h.setInvalid();",
+        )
+    )
+    src = src.replace(
+        "control E(inout hs hdr, inout m_t m, inout standard_metadata_t sm) { apply { } }",
+        "control E(inout hs hdr, inout m_t m, inout standard_metadata_t sm) {\n"
+        "    apply { hdr.h2.c = (bit<16>)sm.packet_length; }\n}",
+    )
+    pipeline = compile_source(src, filename="plen.p4").instantiate()
+    res = pipeline.ingress(bytes([1, 2, 0, 3]) + bytes(10), 0)
+    assert res.ctx.field("standard_metadata.packet_length") == 14  # unchanged in ingress
+    out = pipeline.egress(res.ctx, egress_port=1).data
+    # 14 bytes + h2 (4) + u.one (1) - h (4) = 15
+    assert out == bytes([0, 0, 0, 15, 0]) + bytes(10)
