@@ -360,11 +360,12 @@ class ControlGen(TableGenMixin, ParserGen):
             pyobj = self.unit.pyname(f"DG_{name}")
             widths = [w for _, w in fields]
             self.model.digests[name] = DigestInfo(name, st, pyobj, widths)
-        # BMv2 samples the digest's fields at the end of ingress, not at the call.
+        # BMv2 (generate_digest) keeps one learn list per packet, the last one called, and
+        # samples its fields at the end of ingress, not at the call.
         vals = "(" + "".join(f"{c}, " for c, _ in fields) + ")"
         fn = self.unit.pyname(f"DGV_{name}")
         self.funcs.append(f"def {fn}(S):\n    return {vals}")
-        self.em.line(f"S[{R_DIGESTS}] = (S[{R_DIGESTS}] or []) + [({name!r}, {fn})]")
+        self.em.line(f"S[{R_DIGESTS}] = [({name!r}, {fn})]")
         return V("", VOID)
 
     # ---- extern instances -----------------------------------------------------------------

@@ -203,11 +203,11 @@ def test_mutable_initial_entries() -> None:
     assert pipeline.egress(res.ctx, egress_port=1).data == bytes([2, 0, 0, 0])
 
 
-def test_digest_fields_are_sampled_at_the_end_of_ingress() -> None:
-    decls = "struct d_t { bit<8> a; bit<8> x; }"
-    body = "d_t d; d.a = hdr.h.a; d.x = 1; digest<d_t>(1, d); d.x = 2; digest<d_t>(1, d);"
-    _, res = run(body, decls=decls)
-    assert res.digests == [("d_t", (1, 2)), ("d_t", (1, 2))]  # type: ignore[attr-defined]
+def test_digest_fields_are_sampled_at_the_end_of_ingress_last_call_wins() -> None:
+    decls = "struct d_t { bit<8> a; bit<8> x; }\nstruct e_t { bit<8> b; }"
+    body = "d_t d; d.a = hdr.h.a; d.x = 1; e_t e; e.b = 9; digest<e_t>(1, e); digest<d_t>(1, d);"
+    _, res = run(body + " d.x = 2;", decls=decls)
+    assert res.digests == [("d_t", (1, 2))]  # type: ignore[attr-defined]
 
 
 def test_deprecated_resubmit_with_data_preserves_those_fields() -> None:
