@@ -95,6 +95,9 @@ class ControlGen(TableGenMixin, ParserGen):
 
     def control_local(self, local: Any, prefix: str, scope: dict[str, Any], pro: Emitter) -> None:
         """Compile one control-local declaration into the control scope."""
+        name = getattr(local, "name", None)
+        if name is not None and name in scope:
+            raise err(f"'{name}' is declared twice in this control", local.loc)
         if isinstance(local, A.VarDecl):
             self.em = pro
             self.s_VarDecl(local)

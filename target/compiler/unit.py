@@ -103,6 +103,13 @@ class Unit:
 
     def declare(self, d: A.Decl) -> None:
         """Register one top-level declaration."""
+        named = (A.ConstDecl, A.ActionDecl, A.FunctionDecl, A.ParserDecl, A.ControlDecl,
+                 A.InstanceDecl, A.ExternDecl)  # fmt: skip
+        if isinstance(d, named):
+            seen = (self.consts, self.actions, self.functions, self.parsers, self.controls,
+                    self.instances, self.externs)  # fmt: skip
+            if any(d.name in table for table in seen):
+                raise err(f"'{d.name}' is declared twice", d.loc)
         if isinstance(d, A.ErrorDecl):
             for m in d.members:
                 self.errors.setdefault(m, len(self.errors))

@@ -146,3 +146,15 @@ def test_errors_in_unused_actions_and_functions_are_reported() -> None:
         filename="ok.p4",
     )  # fmt: skip
     assert all(a.preamble.name != "unused_ok" for a in ok.p4info.actions)
+
+
+def test_duplicate_declarations() -> None:
+    with pytest.raises(P4CompileError, match="'drop' is declared twice in this control"):
+        compile_source(
+            GOOD.replace("    apply {\n        BODY", "    action drop() { }\n    action drop() { }\n"
+                         "    apply {\n        BODY").replace("BODY", ""),
+            filename="dup.p4",
+        )  # fmt: skip
+    with pytest.raises(P4CompileError, match="'X' is declared twice"):
+        compile_source(GOOD.replace("BODY", "") + "const bit<8> X = 1;\nconst bit<8> X = 2;\n",
+                       filename="dup2.p4")  # fmt: skip
