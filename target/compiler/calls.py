@@ -108,7 +108,7 @@ class CallGen(ExprGen):
                 return ObjV("apply", self.table_apply(obj.obj), obj.obj)  # type: ignore[attr-defined]
             if obj.kind == "extern":
                 return self.extern_method(obj.obj, name, e)  # type: ignore[attr-defined]
-            if obj.kind == "subcontrol":
+            if obj.kind in ("subcontrol", "subparser"):
                 if name != "apply":
                     raise err(f"control instances only have apply(), not '{name}'", e.loc)
                 return self.subcontrol_apply(obj.obj, e)  # type: ignore[attr-defined]

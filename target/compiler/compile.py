@@ -104,7 +104,7 @@ class Compiler(ControlGen):
                                            strict=True)}  # fmt: skip
         self.scopes = [scope]
         for local in pdecl.locals:
-            self._parser_local(local, pdecl.name)
+            self.parser_local(local, pdecl.name)
         entry["parser"] = u.pyname(f"P_{pdecl.name}")
         self.funcs.append(self.gen_parser_states(pdecl, entry["parser"]))
         self.scopes = []
@@ -203,7 +203,7 @@ class Compiler(ControlGen):
                 return d
         raise err("V1Switch arguments must be parser/control instantiations like P()", e.loc)
 
-    def _parser_local(self, local: Any, pname: str) -> None:
+    def parser_local(self, local: Any, pname: str) -> None:
         if isinstance(local, A.VarDecl):
             t = self.unit.resolve_type(local.type)
             if local.const:
@@ -219,6 +219,18 @@ class Compiler(ControlGen):
             )
         elif isinstance(local, A.ValueSetDecl):
             self.scopes[-1][local.name] = ObjV("value_set", self.value_set(local, pname))
+        elif isinstance(local, A.InstanceDecl):
+            from icefabric.target.compiler.controlgen import SubControl, fq_name
+            from icefabric.target.compiler.types import NamedBlockT
+
+            assert local.type is not None
+            t = self.unit.resolve_type(local.type)
+            if not (isinstance(t, NamedBlockT) and isinstance(t.decl, A.ParserDecl)):
+                raise err("only sub-parsers can be instantiated in a parser", local.loc)
+            if local.args:
+                raise err("parser constructor arguments are not supported", local.loc)
+            sub = SubControl(t.decl, fq_name(pname, local.name, local.annos))
+            self.scopes[-1][local.name] = ObjV("subparser", sub)
         else:
             raise err(f"unsupported parser-local declaration {type(local).__name__}", local.loc)
 

@@ -46,7 +46,7 @@ def fq_name(prefix: str, local: str, annos: list[A.Annotation]) -> str:
 class SubControl:
     """A control instantiated inside another control."""
 
-    decl: A.ControlDecl
+    decl: A.ControlDecl | A.ParserDecl
     prefix: str
     func: str | None = None
     arg_keys: list[str] = field(default_factory=list)
@@ -333,7 +333,10 @@ class ControlGen(TableGenMixin, ParserGen):
                     raise err(f"unsupported argument for parameter '{p.name}'", a.loc)
             sub.arg_keys = keys
             saved_sm = self.sm_ref
-            sub.func = self.compile_control(sub.decl, sub.prefix, bindings)
+            if isinstance(sub.decl, A.ParserDecl):
+                sub.func = self.compile_subparser(sub, bindings)
+            else:
+                sub.func = self.compile_control(sub.decl, sub.prefix, bindings)
             self.sm_ref = saved_sm
         for i, (k, slot, v, a) in enumerate(zip(keys, sub.copy_slots, vals, e.args, strict=True)):
             p = params[i]
@@ -345,8 +348,28 @@ class ControlGen(TableGenMixin, ParserGen):
                 self.em.line(f"S[{slot}] = {self.coerce(v, t, a.loc).code}")
             elif k != sub.arg_keys[i]:
                 raise err("a control instance must always be applied to the same arguments", a.loc)
-        self.em.line(f"{sub.func}(S)")
+        if isinstance(sub.decl, A.ParserDecl):
+            self.em.line(f"pos = {sub.func}(S, data, nbits, pos)")
+        else:
+            self.em.line(f"{sub.func}(S)")
         return V("", VOID)
+
+    def compile_subparser(self, sub: SubControl, bindings: dict[str, Any]) -> str:
+        """Compile a parser instantiated inside a parser (runs on the same packet cursor)."""
+        decl = sub.decl
+        assert isinstance(decl, A.ParserDecl)
+        if decl.ctor_params:
+            raise err("parsers with constructor parameters are not supported", decl.loc)
+        fname = self.unit.pyname(f"PS_{sub.prefix}")
+        saved = self.scopes
+        self.scopes = [dict(bindings)]
+        try:
+            for local in decl.locals:
+                self.parser_local(local, sub.prefix)  # type: ignore[attr-defined]
+            self.funcs.append(self.gen_parser_states(decl, fname, sub=True))
+        finally:
+            self.scopes = saved
+        return fname
 
     # ---- digests --------------------------------------------------------------------------
     def digest_call(self, args: list[A.Expr], loc: SourceLoc) -> V:

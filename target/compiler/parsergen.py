@@ -224,8 +224,10 @@ class ParserGen(StmtGen):
                     em.line(f"nb += {w}")
 
     # ---- parser states ------------------------------------------------------------------------
-    def gen_parser_states(self, decl: A.ParserDecl, func: str) -> str:
-        """Generate ``def func(S, data, nbits)`` running the parser; returns the source."""
+    def gen_parser_states(self, decl: A.ParserDecl, func: str, *, sub: bool = False) -> str:
+        """Generate ``def func(S, data, nbits)`` running the parser; returns the source.
+
+        A sub-parser gets ``def func(S, data, nbits, pos)`` and returns the new position."""
         names = {s.name: i for i, s in enumerate(decl.states)}
         if "start" not in names:
             raise err(f"parser {decl.name} has no start state", decl.loc)
@@ -234,8 +236,9 @@ class ParserGen(StmtGen):
         self.em = em
         self.in_parser = True
         try:
-            with em.block(f"def {func}(S, data, nbits):"):
-                em.line("pos = 0")
+            with em.block(f"def {func}(S, data, nbits{', pos' if sub else ''}):"):
+                if not sub:
+                    em.line("pos = 0")
                 em.line(f"st = {names['start']}")
                 with em.block("while True:"):
                     for i, s in enumerate(decl.states):
@@ -247,7 +250,7 @@ class ParserGen(StmtGen):
                         em.line("raise ParserError(-1, pos)")
         finally:
             self.em = saved
-            self.in_parser = False
+            self.in_parser = sub
         return "\n".join(em.lines)
 
     def goto(self, target: str, names: dict[str, int], loc: Any) -> str:

@@ -242,3 +242,30 @@ def test_egress_packet_length_follows_headers_added_in_ingress() -> None:
     out = pipeline.egress(res.ctx, egress_port=1).data
     # 14 bytes + h2 (4) + u.one (1) - h (4) = 15
     assert out == bytes([0, 0, 0, 15, 0]) + bytes(10)
+
+
+def test_sub_parser_runs_on_the_same_cursor() -> None:
+    decls = """
+    parser SubP(packet_in p, out h_t second, inout m_t m) {
+        state start {
+            p.extract(second);
+            m.x = second.a;
+            transition select(second.a) { 0xFF: reject; default: accept; }
+        }
+    }"""
+    src = (
+        TEMPLATE.replace("DECLS", decls)
+        .replace("LOCALS", "")
+        .replace("BODY", "hdr.h.b = m.x; if (sm.parser_error != error.NoError) { hdr.h.a = 0xEE; }")
+        .replace(
+            "    state start { p.extract(hdr.h); transition accept; }",
+            "    SubP() sub;\n    state start { p.extract(hdr.h); sub.apply(p, hdr.h2, m); transition accept; }",
+        )
+    )
+    pipeline = compile_source(src, filename="subp.p4").instantiate()
+    data = bytes([1, 2, 0, 3, 7, 8, 0, 9, 0xAA])
+    res = pipeline.ingress(data, 0)
+    assert pipeline.egress(res.ctx, egress_port=1).data == bytes([1, 7, 0, 3, 7, 8, 0, 9, 0xAA])
+    res = pipeline.ingress(bytes([1, 2, 0, 3, 0xFF, 8, 0, 9]), 0)
+    assert res.parser_error == 0  # reject without an error code
+    assert pipeline.egress(res.ctx, egress_port=1).data == bytes([1, 0xFF, 0, 3, 0xFF, 8, 0, 9])
