@@ -172,12 +172,10 @@ class CallGen(ExprGen):
         if first is None:
             raise err(f"{name} on a dynamically indexed stack is not supported", e.loc)
         end = first + t.size * stride
-        empty = self.unit.initial(t.elem)
         if n <= 0:
             return V("", VOID)
         k = min(n, t.size)
         blank = f"TPL[{first}:{first + stride}] * {k}"
-        _ = empty
         if name == "push_front":
             self.em.line(f"S[{first}:{end}] = {blank} + S[{first}:{end - k * stride}]")
             self.em.line(f"S[{ref.base}] = min(S[{ref.base}] + {n}, {t.size})")

@@ -9,7 +9,7 @@ from typing import Any
 from icefabric.target.compiler.calls import RESERVED_SLOTS
 from icefabric.target.compiler.controlgen import ControlGen
 from icefabric.target.compiler.model import ProgramModel
-from icefabric.target.compiler.types import BOOL, INT, Bits, StructT, bit_width, is_scalar
+from icefabric.target.compiler.types import Bits, StructT, bit_width, is_scalar
 from icefabric.target.compiler.unit import Unit, err
 from icefabric.target.compiler.values import ObjV, Ref, V
 from icefabric.target.p4 import ast as A
@@ -312,6 +312,3 @@ class Compiler(ControlGen):
                         comp.field_lists.setdefault(fid, []).append((path, slot))
             elif isinstance(sub, Ref) and isinstance(sub.type, StructT) and not sub.type.is_header:
                 self._collect_meta(sub, path + ".", comp)
-
-
-_ = (BOOL, INT)

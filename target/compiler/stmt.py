@@ -189,11 +189,9 @@ class StmtGen(CallGen):
         self.em.line(f"{tmp} = {sel.code}")
         pending: list[str] = []
         first = True
-        seen_default = False
         for case in s.cases:
             for label in case.labels:
                 if isinstance(label, A.Default):
-                    seen_default = True
                     pending.append("True")
                 elif table is not None:
                     if not isinstance(label, A.Name):
@@ -214,4 +212,3 @@ class StmtGen(CallGen):
                 self.block_stmts(case.body.stmts)
             first = False
             pending = []
-        _ = seen_default

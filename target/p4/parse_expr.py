@@ -141,13 +141,11 @@ class ExprParser:
             self.pos += 1
             typ = A.TypeRef(loc, "dontcare")
         else:
-            top = False
             name = self.ident("a type name")
             args: list[A.TypeRef] = []
             if self.at("<"):
                 args = self.parse_type_args()
             typ = A.TypeRef(loc, "name", name=name, args=args)
-            _ = top
         while self.at("["):
             self.pos += 1
             size = self.parse_expr()
