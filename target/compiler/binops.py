@@ -51,6 +51,7 @@ def binary(op: str, a: V, b: V, loc: SourceLoc) -> V:
     """Compile ``a op b`` (operands already unified where the operator needs it)."""
     ta: T = a.type
     tb: T = b.type
+    t: T
     if op in _CMP_PY:
         if op not in ("==", "!=") and not isinstance(ta, (Bits, IntInfT)):
             raise err(f"'{op}' needs integer operands, got {ta}", loc)

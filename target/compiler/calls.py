@@ -124,8 +124,9 @@ class CallGen(ExprGen):
             return V(str(val), INT, val)
         if t.is_union:
             heads = [self.field_of(ref, f.name, e.loc) for f in t.fields]
+            bases = [h.base for h in heads if isinstance(h, Ref)]
             if name == "isValid":
-                return V("(" + " or ".join(f"S[{h.base}]" for h in heads) + ")", BOOL)
+                return V("(" + " or ".join(f"S[{b}]" for b in bases) + ")", BOOL)
             raise err(f"header_union has no method '{name}'", e.loc)
         if not t.is_header:
             raise err(f"struct {t.name} has no method '{name}'", e.loc)
@@ -251,7 +252,7 @@ class CallGen(ExprGen):
             dst = self.lvalue(args[0])
             lo = self.scalar(args[1], dst.type)
             hi = self.scalar(args[2], dst.type)
-            self.em.line(dst.write(f"RNG.randint({lo.code}, max({lo.code}, {hi.code}))"))
+            self.em.line(self.wr(dst, f"RNG.randint({lo.code}, max({lo.code}, {hi.code}))"))
             return V("", VOID)
         if name == "hash":
             dst = self.lvalue(args[0])
@@ -262,7 +263,7 @@ class CallGen(ExprGen):
             flist = "(" + "".join(f"({c}, {w}), " for c, w in fields) + ")"
             h = f"HASH({algo!r}, {flist})"
             expr = f"({base.code}) + ({h} % ({mx.code}) if ({mx.code}) else {h})"
-            self.em.line(dst.write(wrap(expr, dst.type)))
+            self.em.line(self.wr(dst, wrap(expr, dst.type)))
             return V("", VOID)
         if name in ("verify_checksum", "update_checksum", "verify_checksum_with_payload",
                     "update_checksum_with_payload"):  # fmt: skip
@@ -310,6 +311,11 @@ class CallGen(ExprGen):
         fid = LEGACY_FIELD_LIST_BASE + len(self.legacy_lists)
         self.legacy_lists[fid] = slots
         return fid
+
+    def wr(self, dst: V, code: str) -> str:
+        """Code storing ``code`` into the lvalue ``dst``."""
+        assert dst.write is not None
+        return dst.write(code)
 
     def lvalue(self, e: A.Expr) -> V:
         """Compile an expression that must be an assignable scalar."""

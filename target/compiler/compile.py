@@ -138,8 +138,9 @@ class Compiler(ControlGen):
         for fid, slots in self.legacy_lists.items():
             comp.field_lists[fid] = [(by_slot[s], s) for s in slots if s in by_slot]
         for t in u.types.values():
-            is_ctl = isinstance(t, StructT) and t.is_header and A.anno(t.annos, "controller_header")
-            if is_ctl and t not in self.model.controller_headers:
+            if not isinstance(t, StructT) or not t.is_header:
+                continue
+            if A.anno(t.annos, "controller_header") and t not in self.model.controller_headers:
                 self.model.controller_headers.append(t)
         return comp
 

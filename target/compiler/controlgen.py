@@ -42,6 +42,13 @@ def fq_name(prefix: str, local: str, annos: list[A.Annotation]) -> str:
     return f"{prefix}.{local}" if prefix else local
 
 
+def _assigner(name: str) -> Any:
+    def write(code: str) -> str:
+        return f"{name} = {code}"
+
+    return write
+
+
 @dataclass(eq=False)
 class SubControl:
     """A control instantiated inside another control."""
@@ -222,7 +229,7 @@ class ControlGen(TableGenMixin, ParserGen):
                 if isinstance(dst, V):
                     v = self.scalar(arg, t)
                     assert dst.write is not None
-                    self.em.line(dst.write(v.code))
+                    self.em.line(self.wr(dst, v.code))
                 else:
                     self.assign_value(dst, self.expr(arg, t), arg.loc)
             if p.direction in ("out", "inout"):
@@ -284,7 +291,7 @@ class ControlGen(TableGenMixin, ParserGen):
                 if p.direction in ("", "in") and is_scalar(t):
                     py = f"p_{p.name}"
                     pyargs.append(py)
-                    self.scopes[0][p.name] = V(py, t, None, lambda c, py=py: f"{py} = {c}")
+                    self.scopes[0][p.name] = V(py, t, None, _assigner(py))
                     p.direction = ""
                 else:
                     base = self.unit.alloc(t)
@@ -435,7 +442,7 @@ class ControlGen(TableGenMixin, ParserGen):
             if name == "read" and len(args) == 2:
                 dst = self.lvalue(args[0])
                 idx = self.scalar(args[1], it)
-                self.em.line(dst.write(self.reg_value(f"{obj}.read({idx.code})", vt)))
+                self.em.line(self.wr(dst, self.reg_value(f"{obj}.read({idx.code})", vt)))
                 return V("", VOID)
             if name == "read" and len(args) == 1:
                 idx = self.scalar(args[0], it)
@@ -453,13 +460,13 @@ class ControlGen(TableGenMixin, ParserGen):
         if k == "meter" and name == "execute_meter":
             idx = self.scalar(args[0])
             dst = self.lvalue(args[1])
-            self.em.line(dst.write(wrap(f"{obj}.execute({idx.code}, {self.plen})", dst.type)))
+            self.em.line(self.wr(dst, wrap(f"{obj}.execute({idx.code}, {self.plen})", dst.type)))
             return V("", VOID)
         if k == "direct_counter" and name == "count":
             return V("", VOID)
         if k == "direct_meter" and name == "read":
             dst = self.lvalue(args[0])
-            self.em.line(dst.write(wrap(f"{obj}_owner.direct_meter_color()", dst.type)))
+            self.em.line(self.wr(dst, wrap(f"{obj}_owner.direct_meter_color()", dst.type)))
             return V("", VOID)
         raise err(f"{k} has no method '{name}' on this target", e.loc)
 

@@ -48,7 +48,11 @@ def norm_const(val: int, t: T) -> int:
 
 def slot_v(idx: str, t: T) -> V:
     """An lvalue V for one state slot."""
-    return V(f"S[{idx}]", t, None, lambda c, i=idx: f"S[{i}] = {c}")
+
+    def write(code: str) -> str:
+        return f"S[{idx}] = {code}"
+
+    return V(f"S[{idx}]", t, None, write)
 
 
 def add_base(base: str, off: int) -> str:
@@ -193,7 +197,7 @@ class ExprGen:
             return v
         raise err(f"cannot cast {vt} to {t}", loc)
 
-    def field_of(self, ref: Ref, name: str, loc: SourceLoc) -> V | Ref:
+    def field_of(self, ref: Ref, name: str, loc: SourceLoc | None) -> V | Ref:
         """A member of a struct-like composite value."""
         st = ref.type
         assert isinstance(st, StructT)
@@ -321,8 +325,8 @@ class ExprGen:
                 cond = f"{idx} < 0"
             with self.em.block(f"if {cond}:"):
                 if self.in_parser:
-                    code = self.unit.errors["StackOutOfBounds"]
-                    self.em.line(f"raise ParserError({code}, pos)")
+                    ecode = self.unit.errors["StackOutOfBounds"]
+                    self.em.line(f"raise ParserError({ecode}, pos)")
                 else:
                     self.em.line(f"{idx} = {0 if name == 'last' else st.size - 1}")
             base = f"({add_base(ref.base, 1)} + {st.elem.slots} * {idx})"

@@ -368,8 +368,8 @@ def _extern(
     elif kind == "register":
         msg = info.registers.add()
         _preamble(msg.preamble, syms, kind, inst.name, inst.annos)
-        t = inst.type_args[0] if inst.type_args else Bits(register_width(inst))
-        _type_spec(msg.type_spec, t, info.type_info)
+        cell = inst.type_args[0] if inst.type_args else Bits(register_width(inst))
+        _type_spec(msg.type_spec, cell, info.type_info)
         msg.size = int_arg(inst, "size", 0)
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from icefabric.target.compiler.calls import CallGen
 from icefabric.target.compiler.expr import add_base, slot_v
+from icefabric.target.compiler.model import TableInfo
 from icefabric.target.compiler.types import BOOL, BoolT, StructT, TupleT, is_scalar
 from icefabric.target.compiler.unit import err
 from icefabric.target.compiler.values import ListV, ObjV, Ref, V
@@ -212,3 +213,18 @@ class StmtGen(CallGen):
                 self.block_stmts(case.body.stmts)
             first = False
             pending = []
+
+    def apply_table_of(self, e: A.Expr) -> TableInfo | None:
+        """The table of a ``t.apply()`` expression, if any."""
+        if isinstance(e, A.Call) and isinstance(e.func, A.Member) and e.func.name == "apply":
+            obj = self.expr(e.func.expr)
+            if isinstance(obj, ObjV) and obj.kind == "table":
+                return obj.obj
+        return None
+
+    def action_label(self, table: TableInfo, label: A.Name) -> str:
+        """The P4Info name of an action used as a switch label."""
+        for act, _ in table.actions:
+            if act.local_name == label.name or act.name == label.name:
+                return act.name
+        raise err(f"'{label.name}' is not an action of table {table.name}", label.loc)

@@ -259,18 +259,3 @@ class TableGenMixin:
         """Code applying a table (returns (hit, action name))."""
         info.applied = True
         return f"{info.pyfunc}(S)"
-
-    def apply_table_of(self: Any, e: A.Expr) -> TableInfo | None:
-        """The table of a ``t.apply()`` expression, if any."""
-        if isinstance(e, A.Call) and isinstance(e.func, A.Member) and e.func.name == "apply":
-            obj = self.expr(e.func.expr)
-            if isinstance(obj, ObjV) and obj.kind == "table":
-                return obj.obj
-        return None
-
-    def action_label(self: Any, table: TableInfo, label: A.Name) -> str:
-        """The P4Info name of an action used as a switch label."""
-        for act, _ in table.actions:
-            if act.local_name == label.name or act.name == label.name:
-                return act.name
-        raise err(f"'{label.name}' is not an action of table {table.name}", label.loc)

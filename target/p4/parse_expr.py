@@ -102,6 +102,50 @@ class ExprParser:
         finally:
             self.speculating -= 1
 
+    # ---- annotations --------------------------------------------------------------------------
+    def parse_annos(self) -> list[A.Annotation]:
+        """Parse zero or more annotations."""
+        annos: list[A.Annotation] = []
+        while self.at("@"):
+            loc = self.loc()
+            self.pos += 1
+            name = self.ident("an annotation name", allow_kw=True)
+            args: list[object] = []
+            if self.at("(") and self.tok.adj:
+                start = self.pos
+                parsed = self.speculate(self.parse_args)
+                if parsed is not None:
+                    args = [a.expr for a in parsed]
+                else:
+                    self.pos = start
+                    depth = 0
+                    while True:
+                        t = self.tok
+                        if t.kind == "eof":
+                            raise self.error("unterminated annotation")
+                        self.pos += 1
+                        if t.value == "(" and t.kind == "op":
+                            depth += 1
+                        elif t.value == ")" and t.kind == "op":
+                            depth -= 1
+                            if depth == 0:
+                                break
+                        elif depth >= 1:
+                            args.append(t.value)
+            elif self.at("["):
+                depth = 0
+                while True:
+                    t = self.tok
+                    self.pos += 1
+                    if t.value == "[":
+                        depth += 1
+                    elif t.value == "]":
+                        depth -= 1
+                        if depth == 0:
+                            break
+            annos.append(A.Annotation(loc, name, args))
+        return annos
+
     # ---- types -----------------------------------------------------------------------------
     def is_type_start(self) -> bool:
         """True when a type starts at the cursor."""
