@@ -15,7 +15,7 @@ from icefabric.target.compiler.compile import Compiled, Compiler
 from icefabric.target.compiler.expr import add_base
 from icefabric.target.compiler.pipeline import Pipeline, PipelineEnv
 from icefabric.target.compiler.types import StructT, bit_width
-from icefabric.target.p4.errors import P4CompileError
+from icefabric.target.p4.errors import P4CompileError, SourceLoc
 from icefabric.target.p4.lexer import tokenize
 from icefabric.target.p4.parser import Parser
 from icefabric.target.p4.preprocess import preprocess
@@ -118,7 +118,7 @@ def compile_source(
         ast = Parser(tokenize(lines)).parse_program()
         compiled = Compiler(ast).compile()
     except RecursionError:
-        raise P4CompileError(f"{filename}: program is nested too deeply") from None
+        raise P4CompileError("program is nested too deeply", SourceLoc(filename, 0, 0)) from None
     prog = Program(compiled, Path(filename).name, key)
     with _cache_lock:
         if len(_cache) >= _CACHE_MAX:
@@ -139,5 +139,7 @@ def load_program(
     try:
         text = p.read_text()
     except OSError as exc:
-        raise P4CompileError(f"cannot read {p}: {exc.strerror}") from None
+        raise P4CompileError(
+            f"cannot read the file: {exc.strerror}", SourceLoc(str(p), 0, 0)
+        ) from None
     return compile_source(text, filename=str(p), defines=defines, include_dirs=include_dirs)

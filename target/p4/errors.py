@@ -30,6 +30,9 @@ class Diagnostic:
 
     def render(self) -> str:
         """Render as ``file:line:col: error: message`` with the source line and a caret."""
+        if self.line <= 0:
+            where = "" if self.file == "<unknown>" else f"{self.file}: "
+            return f"{where}error: {self.message}"
         head = f"{self.file}:{self.line}:{self.col}: error: {self.message}"
         if not self.text:
             return head
