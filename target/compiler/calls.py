@@ -133,6 +133,8 @@ class CallGen(ExprGen):
         if name == "isValid":
             return V(f"S[{ref.base}]", BOOL)
         nbytes = t.fixed_bits() // 8
+        if name in ("setValid", "setInvalid") and ref.readonly:
+            raise err(f"cannot call {name}() on an 'in' parameter", e.loc)
         if name == "setValid":
             # BMv2 (add_header): an invalid header becomes valid with every field zeroed and
             # the packet grows by its size (seen in egress standard_metadata.packet_length);
@@ -167,6 +169,8 @@ class CallGen(ExprGen):
             raise err(f"header stack has no method '{name}'", e.loc)
         if len(e.args) != 1:
             raise err(f"{name} takes one argument", e.loc)
+        if ref.readonly:
+            raise err(f"cannot call {name}() on an 'in' parameter", e.loc)
         n = self.unit.const_int(e.args[0].expr)
         stride = t.elem.slots
         first = int(add_base(ref.base, 1)) if ref.base.isdigit() else None

@@ -268,7 +268,8 @@ class Compiler(ControlGen):
         em = self.new_func()
         saved = self.em
         self.em = em
-        self.scopes = [{d.params[0].name: ObjV("packet_out", None), d.params[1].name: hdr}]
+        ro_hdr = Ref(hdr.base, hdr.type, hdr.sbase, readonly=d.params[1].direction == "in")
+        self.scopes = [{d.params[0].name: ObjV("packet_out", None), d.params[1].name: ro_hdr}]
         try:
             with em.block(f"def {name}(S):"):
                 em.line("acc = 0")

@@ -324,9 +324,12 @@ class ControlGen(TableGenMixin, ParserGen):
             for p, v, a in zip(params, vals, e.args, strict=True):
                 assert p.type is not None
                 t = self.unit.resolve_type(p.type)
-                if (isinstance(v, Ref) and v.sbase is not None) or (
-                    isinstance(v, V) and v.write is not None and p.direction in ("inout", "out")
-                ):
+                if isinstance(v, Ref) and v.sbase is not None:
+                    # By reference; an `in` composite must then not be written by the callee.
+                    ro = v.readonly or p.direction in ("in", "")
+                    bindings[p.name] = Ref(v.base, v.type, v.sbase, ro)
+                    sub.copy_slots.append(None)
+                elif isinstance(v, V) and v.write is not None and p.direction in ("inout", "out"):
                     bindings[p.name] = v
                     sub.copy_slots.append(None)
                 elif isinstance(v, V) and is_scalar(t):

@@ -206,9 +206,12 @@ class ExprGen:
             raise err(f"{st.kind} {st.name} has no field '{name}'", loc)
         base = add_base(ref.base, f.offset)
         if is_scalar(f.type):
-            return slot_v(base, f.type)
+            v = slot_v(base, f.type)
+            if ref.readonly:
+                v.write = None
+            return v
         sb = None if ref.sbase is None else ref.sbase + f.offset
-        return Ref(base, f.type, sb)
+        return Ref(base, f.type, sb, ref.readonly)
 
     def stack_elem(self, ref: Ref, index: V, loc: SourceLoc) -> Ref:
         """Element ``index`` of a header stack."""
@@ -220,9 +223,9 @@ class ExprGen:
             if not 0 <= i < st.size:
                 raise err(f"index {i} out of bounds for stack of size {st.size}", loc)
             sb = None if ref.sbase is None else ref.sbase + 1 + i * stride
-            return Ref(add_base(ref.base, 1 + i * stride), st.elem, sb)
+            return Ref(add_base(ref.base, 1 + i * stride), st.elem, sb, ref.readonly)
         base = f"({add_base(ref.base, 1)} + {stride} * min({index.code}, {st.size - 1}))"
-        return Ref(base, st.elem, None)
+        return Ref(base, st.elem, None, ref.readonly)
 
     # ---- expressions -----------------------------------------------------------------------
     def expr(self, e: A.Expr, want: T | None = None) -> Any:

@@ -105,6 +105,8 @@ class StmtGen(CallGen):
             self.em.line(target.write(v.code))
             return
         if isinstance(target, Ref):
+            if target.readonly:
+                raise err("cannot assign to an 'in' parameter", loc)
             val = self.expr(rhs, target.type)
             self.assign_value(target, val, loc)
             return
@@ -112,6 +114,8 @@ class StmtGen(CallGen):
 
     def assign_value(self, target: Ref, val: Any, loc: SourceLoc) -> None:
         """Store a compiled composite value (Ref or ListV) into ``target``."""
+        if target.readonly:
+            raise err("cannot assign to an 'in' parameter", loc)
         t = target.type
         if isinstance(val, Ref):
             if val.type.slots != t.slots or type(val.type) is not type(t):

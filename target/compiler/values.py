@@ -27,6 +27,7 @@ class Ref:
     base: str
     type: T
     sbase: int | None = None  # the base index when known at compile time
+    readonly: bool = False  # an `in` parameter (or inside one): no assignments
 
 
 @dataclass(slots=True)

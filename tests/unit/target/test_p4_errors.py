@@ -158,3 +158,18 @@ def test_duplicate_declarations() -> None:
     with pytest.raises(P4CompileError, match="'X' is declared twice"):
         compile_source(GOOD.replace("BODY", "") + "const bit<8> X = 1;\nconst bit<8> X = 2;\n",
                        filename="dup2.p4")  # fmt: skip
+
+
+def test_in_parameters_are_read_only() -> None:
+    src = GOOD.replace("BODY", "").replace(
+        "control D(packet_out p, in hs hdr) { apply { p.emit(hdr.h); } }",
+        "control D(packet_out p, in hs hdr) { apply { hdr.h.a = 1; p.emit(hdr.h); } }",
+    )
+    with pytest.raises(P4CompileError, match="cannot assign to this expression"):
+        compile_source(src, filename="ro.p4")
+    src = GOOD.replace("BODY", "").replace(
+        "control D(packet_out p, in hs hdr) { apply { p.emit(hdr.h); } }",
+        "control D(packet_out p, in hs hdr) { apply { hdr.h.setInvalid(); p.emit(hdr.h); } }",
+    )
+    with pytest.raises(P4CompileError, match=r"cannot call setInvalid\(\) on an 'in' parameter"):
+        compile_source(src, filename="ro2.p4")
