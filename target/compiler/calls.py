@@ -266,7 +266,13 @@ class CallGen(ExprGen):
             mx = self.scalar(args[4])
             flist = "(" + "".join(f"({c}, {w}), " for c, w in fields) + ")"
             h = f"HASH({algo!r}, {flist})"
-            expr = f"({base.code}) + ({h} % ({mx.code}) if ({mx.code}) else {h})"
+            if mx.const is not None:
+                # BMv2: base + hash % max (max 0 would divide by zero there: base + hash here)
+                expr = f"{h} % {int(mx.const)}" if int(mx.const) else h
+            else:
+                expr = f"(lambda h, m: h % m if m else h)({h}, {mx.code})"
+            if base.const != 0:
+                expr = f"({base.code}) + ({expr})"
             self.em.line(self.wr(dst, wrap(expr, dst.type)))
             return V("", VOID)
         if name in ("verify_checksum", "update_checksum", "verify_checksum_with_payload",

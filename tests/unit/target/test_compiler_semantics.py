@@ -269,3 +269,19 @@ def test_sub_parser_runs_on_the_same_cursor() -> None:
     res = pipeline.ingress(bytes([1, 2, 0, 3, 0xFF, 8, 0, 9]), 0)
     assert res.parser_error == 0  # reject without an error code
     assert pipeline.egress(res.ctx, egress_port=1).data == bytes([1, 0xFF, 0, 3, 0xFF, 8, 0, 9])
+
+
+def test_hash_base_and_max() -> None:
+    from icefabric.target.runtime.hashes import compute_hash
+
+    h = compute_hash("crc16", [(1, 8), (2, 8)])
+    body = (
+        "hash(hdr.h.c, HashAlgorithm.crc16, 16w100, { hdr.h.a, hdr.h.b }, 32w7);"
+        "bit<32> mx = (bit<32>)hdr.h.a - 1;"
+        "hash(m.y, HashAlgorithm.crc16, 32w0, { hdr.h.a, hdr.h.b }, mx);"
+        "hdr.h.b = (bit<8>)m.y;"
+    )
+    out, _ = run(body)
+    assert out is not None
+    assert int.from_bytes(out[2:4], "big") == 100 + h % 7
+    assert out[1] == h & 0xFF  # max evaluated to 0 at run time: base + hash
