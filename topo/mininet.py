@@ -27,9 +27,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from icefabric.topo.spec import SpecError, TopologySpec, load_topology
 from mininet.net import Mininet
 from mininet.node import Switch
+
+from icefabric.topo.spec import SpecError, TopologySpec, load_topology
 
 log = logging.getLogger(__name__)
 

@@ -32,7 +32,9 @@ def test_every_python_folder_is_a_listed_package() -> None:
         for init in (ROOT / top).rglob("__init__.py"):
             on_disk.add(init.parent.resolve())
     missing = sorted(str(p.relative_to(ROOT)) for p in on_disk - listed)
-    assert not missing, f"folders with __init__.py not listed in [tool.setuptools] packages: {missing}"
+    assert not missing, (
+        f"folders with __init__.py not listed in [tool.setuptools] packages: {missing}"
+    )
 
 
 def test_listed_packages_import_under_icefabric() -> None:
