@@ -266,7 +266,7 @@ def _follow_int(args: argparse.Namespace) -> int:
                 return EXIT_OK
             res = client.call("int", limit=0)
             total = int(res["received"])
-            fresh = (
+            fresh: list[dict[str, Any]] = (
                 []
                 if seen is None
                 else res["reports"][max(0, len(res["reports"]) - (total - seen)) :]

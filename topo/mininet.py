@@ -87,7 +87,7 @@ class _P4RuntimeSwitchMixin:
     def __init__(self, name: str, **params: Any) -> None:
         p4rt = {k: params.pop(k) for k in list(params) if k in _P4RT_PARAMS}
         params["inNamespace"] = False  # a user-space process on root-namespace veths
-        super().__init__(name, **params)
+        super().__init__(name, **params)  # type: ignore[call-arg]  # Mininet Switch
         self._init_p4rt(**p4rt)
 
     def _init_p4rt(

@@ -17,7 +17,9 @@ pytestmark = pytest.mark.e2e
 if os.geteuid() != 0:
     pytest.skip("Mininet needs root (network namespaces, veth pairs)", allow_module_level=True)
 if shutil.which("mnexec") is None:
-    pytest.skip("Mininet is not installed (mnexec missing); run `make setup`", allow_module_level=True)
+    pytest.skip(
+        "Mininet is not installed (mnexec missing); run `make setup`", allow_module_level=True
+    )
 
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc  # noqa: E402
 
