@@ -18,6 +18,7 @@ import time
 
 import numpy as np
 
+from icefabric.control.planner.exact import cut_lower_bound
 from icefabric.control.planner.state import PlanState
 
 log = logging.getLogger(__name__)
@@ -84,17 +85,61 @@ class _Repair:
         self.deadline = deadline
         self.depth = depth
         self.branch = branch
+        self.branch0 = branch
         self.moves = 0
+        # link -> rows index, built once: rows_on() scans every flow, too slow for many calls.
+        # Rows moved onto a link later are remembered in ``added``; stale entries are filtered.
+        w = max(state.width, 1)
+        self.w = w
+        flat = state.paths[:, :w].ravel()
+        rows = np.repeat(np.arange(state.paths.shape[0]), w)
+        keep = (flat != state.pad) & state.alive[rows]
+        flat, rows = flat[keep], rows[keep]
+        order = np.argsort(flat, kind="stable")
+        self.by_link = rows[order]
+        self.starts = np.searchsorted(flat[order], np.arange(state.pad + 2))
+        self.added: dict[int, set[int]] = {}
+        self.log: list[tuple[int, int]] = []  # (row, previous choice) of every move, for undo
+        self.calls = 0  # relieve() calls left for the current attempt (bounds the search)
+        self.two = False  # whether a move may overload two links (needed in 3-tier fabrics)
+
+    def place(self, i: int, c: int) -> None:
+        self.s.place(i, c)
+        for link in self.s.paths[i, : self.w].tolist():
+            if link != self.s.pad:
+                self.added.setdefault(link, set()).add(i)
 
     def flows_on(self, e: int) -> np.ndarray:
         s = self.s
-        rows = s.rows_on(e)
+        rows = self.by_link[self.starts[e] : self.starts[e + 1]]
+        extra = self.added.get(e)
+        if extra:
+            rows = np.union1d(rows, np.fromiter(extra, dtype=np.int64, count=len(extra)))
+        on = np.logical_or.reduce(s.paths[rows, : self.w] == e, axis=1) & s.alive[rows]
+        rows = rows[on]
         return rows[np.argsort(-s.size[rows], kind="stable")]
 
     def relieve(self, e: int, thr: float, depth: int, banned: set[int]) -> bool:
+        """Bring link ``e`` below ``thr`` without pushing any other link to ``thr``.
+
+        Every move is logged; on failure everything moved since the call is undone.
+        """
+        mark = len(self.log)
+        while self.s.load[e] >= thr:
+            if not self._shed(e, thr, depth, banned):
+                self.rollback(mark)
+                return False
+        return True
+
+    def _shed(self, e: int, thr: float, depth: int, banned: set[int]) -> bool:
+        """Move one flow off ``e`` (with a chain of further moves if needed); logged."""
         s = self.s
         load = s.load
-        branches: list[tuple[float, int, int, int]] = []
+        self.calls -= 1
+        if self.calls < 0 or time.perf_counter() > self.deadline:
+            return False
+        branches: list[tuple[int, float, int, int, tuple[int, ...]]] = []
+        most = 2 if self.two else 1
         for i in self.flows_on(e).tolist():
             if time.perf_counter() > self.deadline:
                 return False
@@ -115,28 +160,46 @@ class _Repair:
             free = np.flatnonzero(nviol == 0)
             if free.size:
                 best = np.maximum.reduce(new[:, free], axis=0).argmin()
-                s.place(i, int(idx[free[int(best)]]))
+                self.log.append((i, old))
+                self.place(i, int(idx[free[int(best)]]))
                 self.moves += 1
                 return True
-            s.place(i, old)
+            self.place(i, old)
             if depth > 0:
-                for k in np.flatnonzero(nviol == 1).tolist():
-                    j = int(np.flatnonzero(viol[:, k])[0])
-                    link = int(p[j, k])
-                    if link in banned or link == e:
+                # a move that overloads one or two other links, which are then relieved in turn
+                for k in np.flatnonzero((nviol >= 1) & (nviol <= most)).tolist():
+                    links = tuple(int(x) for x in p[viol[:, k], k].tolist())
+                    if any(x in banned or x == e for x in links):
                         continue
-                    branches.append((float(new[j, k]) - thr, i, int(idx[k]), link))
+                    excess = float((new[viol[:, k], k] - thr).sum())
+                    branches.append((len(links), excess, i, int(idx[k]), links))
         if depth <= 0 or not branches:
             return False
         branches.sort()
-        for _, i, c, link in branches[: self.branch]:
-            old = int(s.choice[i])
-            s.place(i, c)
-            if load[e] < thr and self.relieve(link, thr, depth - 1, banned | {e, link}):
+        for _, _, i, c, links in branches[: self.branch]:
+            mark = len(self.log)
+            self.log.append((i, int(s.choice[i])))
+            self.place(i, c)
+            ok = True
+            for link in links:
+                if not ok:
+                    break
+                if load[link] >= thr:
+                    ok = self.relieve(link, thr, depth - 1, banned | {e, *links})
+            if ok:
                 self.moves += 1
                 return True
-            s.place(i, old)
+            self.rollback(mark)
         return False
+
+    def rollback(self, mark: int) -> None:
+        """Undo the logged moves after position ``mark``, newest first."""
+        while len(self.log) > mark:
+            i, old = self.log.pop()
+            if old >= 0:
+                self.place(i, old)
+            else:
+                self.s.unplace(i)
 
 
 def repair(
@@ -146,10 +209,12 @@ def repair(
     depth: int = 3,
     branch: int = 4,
     scope: np.ndarray | None = None,
+    floor: float = 0.0,
 ) -> int:
     """Lower the maximum load over ``scope`` (a mask of links, all when None) by moving flows.
 
     Returns the number of moves made. No move ever raises any link to the current maximum.
+    Stops at once when the maximum reaches ``floor`` (a lower bound: nothing to gain).
     """
     deadline = time.perf_counter() + time_budget_s
     rep = _Repair(state, deadline, depth, branch)
@@ -159,7 +224,7 @@ def repair(
         return 0
     while time.perf_counter() < deadline:
         m = float(state.load[:pad][mask].max())
-        if m <= 0:
+        if m <= 0 or m <= floor * (1 + 1e-9):
             break
         thr = m * (1 - _REL)
         hot = np.nonzero((state.load[:pad] >= thr) & mask)[0]
@@ -167,13 +232,34 @@ def repair(
         for e in hot.tolist():
             if state.load[e] < thr:
                 continue
-            if not rep.relieve(int(e), thr, rep.depth, {int(e)}):
+            if not _relieve_escalating(rep, int(e), thr):
                 done = False
                 break
         if not done:
             break
     log.debug("repair: %d moves, max load %.6g", rep.moves, state.max_load())
     return rep.moves
+
+
+def _relieve_escalating(rep: _Repair, e: int, thr: float) -> bool:
+    """Relieve ``e`` with short chains first, then longer and wider ones (tight instances).
+
+    Levels: (depth, branch, may a move overload two links, relieve() calls allowed). Moves
+    that overload two links are what a three-tier path needs (its up and down halves change).
+    """
+    d, b = rep.depth, rep.branch0
+    for depth, branch, two, calls in (
+        (d, b, False, 400),
+        (d + 1, b, True, 2_000),
+        (d + 4, b + 2, True, 20_000),
+    ):
+        rep.branch, rep.two, rep.calls = branch, two, calls
+        if rep.relieve(e, thr, depth, {e}):
+            rep.log.clear()  # kept: nothing above this call needs to undo it
+            return True
+        if time.perf_counter() > rep.deadline:
+            return False
+    return False
 
 
 def fabric_mask(state: PlanState) -> np.ndarray:
@@ -184,8 +270,12 @@ def fabric_mask(state: PlanState) -> np.ndarray:
 def improve(state: PlanState, *, time_budget_s: float, depth: int = 3) -> int:
     """Repair the max over all links, then (host links being fixed) the max over fabric links."""
     t0 = time.perf_counter()
-    moves = repair(state, time_budget_s=time_budget_s, depth=depth)
+    floor = cut_lower_bound(state)
+    moves = repair(state, time_budget_s=time_budget_s, depth=depth, floor=floor)
     left = time_budget_s - (time.perf_counter() - t0)
     if left > 0:
-        moves += repair(state, time_budget_s=left, depth=depth, scope=fabric_mask(state))
+        fab_floor = cut_lower_bound(state, fabric_only=True)
+        moves += repair(
+            state, time_budget_s=left, depth=depth, scope=fabric_mask(state), floor=fab_floor
+        )
     return moves

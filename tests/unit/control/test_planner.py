@@ -23,8 +23,8 @@ from icefabric.topo.spec import TopologySpec
 
 # The heuristic alone (greedy + ejection-chain repair) on the random instances below: never more
 # than HEURISTIC_TOLERANCE above the optimum, and optimal on at least OPTIMAL_SHARE of them.
-HEURISTIC_TOLERANCE = 0.25
-OPTIMAL_SHARE = 0.9
+HEURISTIC_TOLERANCE = 0.15
+OPTIMAL_SHARE = 0.95
 REL = 1e-6
 
 
@@ -86,6 +86,20 @@ def test_heuristic_against_exact_oracle_on_random_instances() -> None:
         lp = lp_lower_bound(exact.state)
         assert pe.lower_bound_s <= lp * (1 + REL) <= pe.max_load_s * (1 + REL)
     assert optimal >= OPTIMAL_SHARE * len(seeds)
+
+
+def test_repair_never_raises_the_maximum_and_keeps_loads_exact() -> None:
+    from icefabric.control.planner import PlanState, greedy, improve
+
+    for seed in range(60):  # seeds 39 and 45 caught a chain that overloaded a link
+        spec, d = random_instance(seed)
+        st = PlanState(Topology(spec))
+        rows = st.add_flows(list(d.flows))
+        greedy(st, rows)
+        before = st.max_load()
+        improve(st, time_budget_s=0.5)
+        assert st.max_load() <= before * (1 + REL), f"seed {seed}"
+        assert np.allclose(st.load, st.recompute_load(), rtol=1e-9, atol=1e-15)
 
 
 def test_auto_is_exactly_optimal_on_small_instances() -> None:
