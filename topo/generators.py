@@ -188,7 +188,7 @@ def oversubscription(spec: TopologySpec, leaf: str) -> float:
     up = sum(spec.link_rate(ln) for ln in spec.links if leaf in (ln.a.node, ln.b.node))
     if up == 0:
         return float("inf")
-    return down / up
+    return float(down / up)
 
 
 def subnet_of(spec: TopologySpec, leaf: str) -> ipaddress.IPv4Network | None:
