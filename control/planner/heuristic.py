@@ -242,13 +242,17 @@ def repair(
 
 
 def _relieve_escalating(rep: _Repair, e: int, thr: float) -> bool:
-    """Relieve ``e`` with short chains first, then longer and wider ones (tight instances).
+    """Relieve ``e``, trying search shapes from cheap to expensive.
 
-    Levels: (depth, branch, may a move overload two links, relieve() calls allowed). Moves
-    that overload two links are what a three-tier path needs (its up and down halves change).
+    Levels: (depth, branch, may a move overload two links, relieve() calls allowed). First a
+    long chain without backtracking (branch 1): in a tight fabric the fix is an alternating
+    chain of moves (a Kempe chain between two uplinks) that may cross many leaves; then short,
+    wider searches with backtracking. Moves that overload two links are what a three-tier path
+    needs (changing aggregation switch changes both the up and the down half).
     """
     d, b = rep.depth, rep.branch0
     for depth, branch, two, calls in (
+        (40, 1, True, 4_000),
         (d, b, False, 400),
         (d + 1, b, True, 2_000),
         (d + 4, b + 2, True, 20_000),
