@@ -1,14 +1,19 @@
 """The fast planner: greedy largest-first placement, then ejection-chain repair of the hottest links.
 
-Greedy: flows in decreasing size (grouped by leaf pair so candidate arrays are reused) each take
-the live candidate whose most loaded link, after adding the flow, is least loaded; ties go to
-the smallest sum of loads along the path, then the lowest index.
+Greedy: flows in decreasing size (equal sizes grouped by leaf pair) each take the live candidate
+whose most loaded link, after adding the flow, is least loaded; among equal maxima the one with
+the least summed load wins. In a Clos the candidates are "up half i + down half i", so the step
+works on the two halves directly (no per-pair candidate matrix).
 
-Repair: while time is left, take the current maximum M and try to bring every link at M below
-it. A link is relieved by moving one of its flows to a path that stays below M everywhere, or
-(an ejection chain, up to ``depth`` moves) to a path that pushes exactly one other link to M
-and then relieving that link the same way. When some link at M cannot be relieved, M is final
-(links carrying only flows with no other path, e.g. host links, stop it at once).
+Repair: take the current maximum M and bring every link at M below it. A link is relieved by
+moving its flows, one at a time, to paths that stay below M everywhere, or to a path that pushes
+one or two other links to M, which are then relieved the same way (an ejection chain). Every
+move is logged and a failed chain is rolled back, so no link ever ends at or above M. Search
+shapes escalate from a long chain without backtracking (the alternating chains a tight fabric
+needs) to short, wider searches with backtracking, each with a bounded number of steps. When a
+link at M cannot be relieved in time, the repair stops there; it also stops when M reaches the
+lower bound. ``improve`` runs it on all links, then on switch-to-switch links only (host links
+carry the same load whatever the plan, so that second pass buys fabric headroom).
 """
 
 from __future__ import annotations
