@@ -227,7 +227,9 @@ def test_unquoted_yaml_mac_read_as_a_number_gets_a_hint(tmp_path: Path) -> None:
     text = yaml.safe_dump(d).replace("00:00:0a:00:01:01", "10:20:30:40:50:11")
     p = tmp_path / "m.yaml"
     p.write_text(text)
-    with pytest.raises(SpecError, match=r"m\.yaml: hosts\[0\]\.mac: expected a MAC string, YAML read a number"):
+    with pytest.raises(
+        SpecError, match=r"m\.yaml: hosts\[0\]\.mac: expected a MAC string, YAML read a number"
+    ):
         load_topology(p)
 
 
