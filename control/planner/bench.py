@@ -129,6 +129,11 @@ def fat_tree_scenario(seed: int, ecmp: bool) -> BenchResult:
     return run_scenario("fat-tree k=38", spec, job, target_s=30.0, ecmp=ecmp)
 
 
+def _pct(gap: float) -> str:
+    """A gap in percent; float noise around zero shows as 0.0 %."""
+    return f"{max(gap, 0.0) * 100 if gap > -1e-9 else gap * 100:.1f}%"
+
+
 def format_table(results: list[BenchResult]) -> str:
     """A plain-text table of the results."""
     head = (
@@ -140,8 +145,8 @@ def format_table(results: list[BenchResult]) -> str:
         e = f"{r.ecmp_max_load_s * 1e3:8.1f}" if r.ecmp_max_load_s is not None else f"{'-':>8}"
         lines.append(
             f"{r.name:<16}{r.gpus:>7}{r.flows:>8}{r.plan_s:>8.2f}{r.target_s:>7.0f}"
-            f"{r.max_load_s * 1e3:>8.1f}{r.lower_bound_s * 1e3:>8.1f}{r.gap * 100:>6.1f}%"
-            f"{r.fabric_max_s * 1e3:>8.1f}{r.fabric_bound_s * 1e3:>8.1f}{r.fabric_gap * 100:>6.1f}%"
+            f"{r.max_load_s * 1e3:>8.1f}{r.lower_bound_s * 1e3:>8.1f}{_pct(r.gap):>7}"
+            f"{r.fabric_max_s * 1e3:>8.1f}{r.fabric_bound_s * 1e3:>8.1f}{_pct(r.fabric_gap):>7}"
             f"{e}  {'yes' if r.ok else 'NO'}"
         )
     lines.append(
