@@ -129,9 +129,9 @@ class Topology:
         self._up: dict[str, dict[int, _Anc]] = {}
         self._disjoint_cache: dict[tuple[bytes, bytes], bool] = {}
         self._upl: dict[str, list[int]] = {}
-        for ln in self.links:
-            if ln.kind == "fabric" and tiers[ln.dst] == tiers[ln.src] + 1:
-                self._upl.setdefault(ln.src, []).append(ln.id)
+        for dl in self.links:
+            if dl.kind == "fabric" and tiers[dl.dst] == tiers[dl.src] + 1:
+                self._upl.setdefault(dl.src, []).append(dl.id)
         self.leaf_of: dict[str, str] = {h.name: h.leaf for h in spec.hosts}
         self.leaves: tuple[str, ...] = tuple(s.name for s in spec.switches if s.tier == 0)
 

@@ -31,10 +31,14 @@ fi
 
 stamp=$VENV/.icefabric-installed
 if [[ ! -f $stamp || pyproject.toml -nt $stamp ]]; then
-    echo "setup: installing icefabric[dev] into $VENV"
-    "$VENV/bin/python" -m pip install -q --upgrade "pip>=23" 2>&1 | grep -v "is ignored" || true
-    "$VENV/bin/python" -m pip install -q -e ".[dev]" 2>&1 | grep -v "is ignored" || true
+    echo "setup: installing icefabric[dev] into $VENV (log: $VENV/pip-install.log)"
+    if ! { "$VENV/bin/python" -m pip install -q --upgrade "pip>=23" \
+           && "$VENV/bin/python" -m pip install -q -e ".[dev]"; } >"$VENV/pip-install.log" 2>&1; then
+        tail -n 30 "$VENV/pip-install.log" >&2
+        echo "setup: pip install failed; full log in $VENV/pip-install.log" >&2
+        exit 1
+    fi
     "$VENV/bin/python" -c "import icefabric, p4runtime_sh, scapy, networkx, mininet" \
-        || { echo "setup: install check failed (see pip output above)" >&2; exit 1; }
+        || { echo "setup: install check failed (see $VENV/pip-install.log)" >&2; exit 1; }
     touch "$stamp"
 fi
