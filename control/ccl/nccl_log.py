@@ -159,7 +159,7 @@ def parse_nccl_log(
 
 
 class _Bad(Exception):
-    pass
+    """A line that matched a known shape but carries values that make no sense."""
 
 
 def _dispatch(

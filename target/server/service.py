@@ -269,8 +269,8 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                         self.digests.ack(req.digest_ack.digest_id, req.digest_ack.list_id)
                 else:
                     log.debug("ignoring stream message %s", which)
-        except grpc.RpcError:
-            pass
+        except grpc.RpcError as exc:  # the client went away: the session ends below
+            log.debug("stream closed by the client: %s", exc.code() if hasattr(exc, "code") else exc)
         except Exception:
             log.exception("stream reader failed")
         finally:

@@ -30,6 +30,7 @@ import tempfile
 import threading
 import time
 import uuid
+from abc import ABC, abstractmethod
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -167,7 +168,7 @@ class SwitchHandle:
 # ------------------------------------------------------------------------------------------------
 # Fabric: several switches, links between them, host ports.
 # ------------------------------------------------------------------------------------------------
-class Fabric:
+class Fabric(ABC):
     """Switches plus links; hosts send into and receive from unlinked ports."""
 
     kind = "abstract"
@@ -179,12 +180,16 @@ class Fabric:
     def __getitem__(self, name: str) -> SwitchHandle:
         return self.switches[name]
 
+    @abstractmethod
     def add_switch(self, name: str, ports: Iterable[int]) -> SwitchHandle:
         """Create a switch with these data ports, load the program, become primary."""
-        raise NotImplementedError
 
     def start(self) -> None:
-        """Bring the fabric up once every switch and link is declared (before table writes)."""
+        """Bring the fabric up once every switch and link is declared (before table writes).
+
+        Targets that need no bring-up step (the in-process embedded fabric) keep this default.
+        """
+        return None
 
     def link(self, a: str, port_a: int, b: str, port_b: int) -> None:
         """Connect port_a of switch a to port_b of switch b."""
@@ -194,25 +199,25 @@ class Fabric:
         self.links[(a, port_a)] = (b, port_b)
         self.links[(b, port_b)] = (a, port_a)
 
+    @abstractmethod
     def send(self, switch: str, port: int, data: bytes) -> None:
         """A host attached to (switch, port) sends a frame."""
-        raise NotImplementedError
 
+    @abstractmethod
     def run(self) -> None:
         """Let every packet that can move now move (through links) until the fabric is quiet."""
-        raise NotImplementedError
 
+    @abstractmethod
     def advance_us(self, us: int) -> None:
         """Let `us` microseconds pass, then run."""
-        raise NotImplementedError
 
+    @abstractmethod
     def received(self, switch: str, port: int) -> list[bytes]:
         """Frames that left (switch, port) towards a host since the last call."""
-        raise NotImplementedError
 
+    @abstractmethod
     def set_queue_rate(self, switch: str, port: int, pps: int) -> None:
         """Limit a port's egress queue to `pps` packets per second."""
-        raise NotImplementedError
 
     def wait_received(
         self, switch: str, port: int, count: int, timeout: float = 5.0
