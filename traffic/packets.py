@@ -171,14 +171,9 @@ class IceShim(Packet):
         return Raw
 
 
-class IceFeedback(Packet):
-    """Feedback body (36 bytes) followed by ``hop_count`` INT records, last hop first."""
-
-    name = "IceFeedback"
-    fields_desc = [
-        BitField("version", ICE_VERSION, 4),
-        BitEnumField("path_kind", PATH_KIND_PLANNED, 2, _PATH_KINDS),
-        BitField("reserved0", 0, 2),
+def _flow_record_fields() -> list[Any]:
+    """Fields after the first byte shared by feedback and report: flow key, records."""
+    return [
         ByteField("hop_count", None),
         ShortField("path_tag", 0),
         IntField("switch_id", 0),
@@ -194,11 +189,28 @@ class IceFeedback(Packet):
         PacketListField("hops", [], IntHop, count_from=_hop_count("hop_count")),
     ]
 
+
+def _fill_hop_count(p: Packet, pkt: bytes) -> bytes:
+    """Write the number of hop records into byte 1 when hop_count was left unset."""
+    if p.hop_count is None:
+        pkt = pkt[:1] + bytes([len(p.hops)]) + pkt[2:]
+    return pkt
+
+
+class IceFeedback(Packet):
+    """Feedback body (36 bytes) followed by ``hop_count`` INT records, last hop first."""
+
+    name = "IceFeedback"
+    fields_desc = [
+        BitField("version", ICE_VERSION, 4),
+        BitEnumField("path_kind", PATH_KIND_PLANNED, 2, _PATH_KINDS),
+        BitField("reserved0", 0, 2),
+        *_flow_record_fields(),
+    ]
+
     def post_build(self, pkt: bytes, pay: bytes) -> bytes:
         """Fill hop_count from the records when it was left unset."""
-        if self.hop_count is None:
-            pkt = pkt[:1] + bytes([len(self.hops)]) + pkt[2:]
-        return pkt + pay
+        return _fill_hop_count(self, pkt) + pay
 
 
 class TelemetryReport(Packet):
@@ -208,26 +220,12 @@ class TelemetryReport(Packet):
     fields_desc = [
         BitField("version", ICE_VERSION, 4),
         BitField("reason", REPORT_REASON_SAMPLED, 4),
-        ByteField("hop_count", None),
-        ShortField("path_tag", 0),
-        IntField("switch_id", 0),
-        IPField("flow_src_addr", "0.0.0.0"),
-        IPField("flow_dst_addr", "0.0.0.0"),
-        ShortField("flow_src_port", 0),
-        ShortField("flow_dst_port", UDP_PORT_ROCEV2),
-        ByteField("reserved1", 0),
-        BitField("flow_dst_qp", 0, 24),
-        ByteField("bth_opcode", 0),
-        BitField("bth_psn", 0, 24),
-        LongField("timestamp", 0),
-        PacketListField("hops", [], IntHop, count_from=_hop_count("hop_count")),
+        *_flow_record_fields(),
     ]
 
     def post_build(self, pkt: bytes, pay: bytes) -> bytes:
         """Fill hop_count from the records when it was left unset."""
-        if self.hop_count is None:
-            pkt = pkt[:1] + bytes([len(self.hops)]) + pkt[2:]
-        return pkt + pay
+        return _fill_hop_count(self, pkt) + pay
 
 
 class IcePacketIn(Packet):

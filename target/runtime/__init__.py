@@ -1,6 +1,6 @@
 """Run-time state objects the compiled P4 code calls: tables, externs, hashes, digests."""
 
-from icefabric.target.runtime.checksum import csum16, csum16_bytes
+from icefabric.target.runtime.checksum import csum16, csum16_bytes, pack_fields
 from icefabric.target.runtime.clock import Clock, ManualClock
 from icefabric.target.runtime.digest import DigestType
 from icefabric.target.runtime.errors import (
@@ -25,7 +25,7 @@ from icefabric.target.runtime.externs import (
     MeterState,
     Register,
 )
-from icefabric.target.runtime.hashes import HASH_ALGORITHMS, compute_hash, pack_fields
+from icefabric.target.runtime.hashes import HASH_ALGORITHMS, compute_hash
 from icefabric.target.runtime.model import ActionCall, KeyField, Match, TableEntry
 from icefabric.target.runtime.profiles import ActionProfile
 from icefabric.target.runtime.tables import Table

@@ -16,8 +16,8 @@ def csum16_bytes(data: bytes) -> int:
     return ~s & 0xFFFF
 
 
-def csum16(data_fields: Sequence[tuple[int, int]]) -> int:
-    """csum16 over (value, bitwidth) fields packed MSB-first and zero-padded to bytes."""
+def pack_fields(data_fields: Sequence[tuple[int, int]]) -> bytes:
+    """Concatenate (value, bitwidth) pairs MSB-first and zero-pad to whole bytes (as BMv2)."""
     acc = 0
     total = 0
     for value, width in data_fields:
@@ -26,4 +26,9 @@ def csum16(data_fields: Sequence[tuple[int, int]]) -> int:
         acc = (acc << width) | (value & ((1 << width) - 1))
         total += width
     pad = -total % 8
-    return csum16_bytes((acc << pad).to_bytes((total + pad) // 8, "big"))
+    return (acc << pad).to_bytes((total + pad) // 8, "big")
+
+
+def csum16(data_fields: Sequence[tuple[int, int]]) -> int:
+    """csum16 over (value, bitwidth) fields packed MSB-first and zero-padded to bytes."""
+    return csum16_bytes(pack_fields(data_fields))

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from icefabric.target.runtime.checksum import csum16_bytes
+from icefabric.target.runtime.checksum import csum16_bytes, pack_fields
 
 HASH_ALGORITHMS = (
     "crc32",
@@ -24,19 +24,6 @@ HASH_ALGORITHMS = (
     "csum16",
     "xor16",
 )
-
-
-def pack_fields(data_fields: Sequence[tuple[int, int]]) -> bytes:
-    """Concatenate (value, bitwidth) pairs MSB-first and zero-pad to whole bytes (as BMv2)."""
-    acc = 0
-    total = 0
-    for value, width in data_fields:
-        if width <= 0:
-            continue
-        acc = (acc << width) | (value & ((1 << width) - 1))
-        total += width
-    pad = -total % 8
-    return (acc << pad).to_bytes((total + pad) // 8, "big")
 
 
 @dataclass(frozen=True, slots=True)
