@@ -132,13 +132,13 @@ def solve_exact(state: PlanState, rows: np.ndarray, *, time_limit_s: float = 30.
             idx = np.nonzero(state.live_mask(state.candidates(i)))[0]
             if idx.size:
                 state.place(i, int(idx[0]))
-    return max(float(res.x[-1]), host_max)
+    return max(float(res.x[-1]), float(host_max))
 
 
 def lp_lower_bound(state: PlanState, *, time_limit_s: float = 30.0) -> float:
     """The LP relaxation's optimum over all live flows: no integral plan does better."""
     res, _, host_max = _solve(state, state.live_rows(), relax=True, time_limit_s=time_limit_s)
-    return max(float(res.x[-1]), host_max)
+    return max(float(res.x[-1]), float(host_max))
 
 
 def cut_lower_bound(state: PlanState, *, fabric_only: bool = False) -> float:

@@ -122,7 +122,8 @@ class _Repair:
             rows = np.union1d(rows, np.fromiter(extra, dtype=np.int64, count=len(extra)))
         on = np.logical_or.reduce(s.paths[rows, : self.w] == e, axis=1) & s.alive[rows]
         rows = rows[on]
-        return rows[np.argsort(-s.size[rows], kind="stable")]
+        ordered: np.ndarray = rows[np.argsort(-s.size[rows], kind="stable")]
+        return ordered
 
     def relieve(self, e: int, thr: float, depth: int, banned: set[int]) -> bool:
         """Bring link ``e`` below ``thr`` without pushing any other link to ``thr``.

@@ -205,7 +205,8 @@ class Planner:
         s = self.state
         failed = self.topo.failed
         rows = s.live_rows()
-        return rows[failed[s.host_up[rows]] | failed[s.host_down[rows]]]
+        dead: np.ndarray = rows[failed[s.host_up[rows]] | failed[s.host_down[rows]]]
+        return dead
 
     def _run(self, rows: np.ndarray, t0: float, budget_s: float) -> None:
         """Place ``rows`` (exactly or greedily) and repair within ``budget_s`` from ``t0``."""

@@ -199,7 +199,8 @@ class PlanState:
         if not failed.any() or cand_t.shape[0] == 0:
             return np.ones(cand_t.shape[1], dtype=bool)
         f = np.concatenate([failed, [False]])
-        return ~np.logical_or.reduce(f.take(cand_t), axis=0)
+        live: np.ndarray = ~np.logical_or.reduce(f.take(cand_t), axis=0)
+        return live
 
     # ------------------------------------------------------------------ placing
 

@@ -287,12 +287,16 @@ class Compiler(ControlGen):
         t = ref.type
         if isinstance(t, StructT):
             if t.is_union:
-                bases = [self.field_of(ref, f.name, None).base for f in t.fields]  # type: ignore[arg-type,union-attr]
+                bases = []
+                for f in t.fields:
+                    member = self.field_of(ref, f.name, None)
+                    assert isinstance(member, Ref), "header union members are headers"
+                    bases.append(member.base)
                 for b in bases:
                     self.union_siblings[b] = [x for x in bases if x != b]
             elif not t.is_header:
                 for f in t.fields:
-                    sub = self.field_of(ref, f.name, None)  # type: ignore[arg-type]
+                    sub = self.field_of(ref, f.name, None)
                     if isinstance(sub, Ref):
                         self._unions(sub)
 
@@ -300,7 +304,7 @@ class Compiler(ControlGen):
         t = ref.type
         assert isinstance(t, StructT)
         for f in t.fields:
-            sub = self.field_of(ref, f.name, None)  # type: ignore[arg-type]
+            sub = self.field_of(ref, f.name, None)
             path = f"{prefix}{f.name}"
             if isinstance(sub, V):
                 slot = int(sub.code[2:-1])

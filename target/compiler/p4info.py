@@ -88,7 +88,7 @@ class SymbolTable:
         arg = a.args[0]
         if not isinstance(arg, A.IntLit):
             raise P4CompileError("@id must be an unsigned integer", a.loc)
-        ident = arg.value
+        ident: int = arg.value
         prefix = PREFIX[kind] << 24
         if ident & 0xFF000000 and ident & 0xFF000000 != prefix:
             raise P4CompileError(f"@id of '{name}' has the wrong 8-bit prefix", a.loc)

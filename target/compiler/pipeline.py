@@ -314,7 +314,7 @@ class Pipeline:
         acc, nb = self._deparse(ctx.S)
         pad = -nb % 8
         head = (acc << pad).to_bytes((nb + pad) >> 3, "big") if nb else b""
-        out = head + ctx.S[R_PAYLOAD]
+        out: bytes = head + ctx.S[R_PAYLOAD]
         trunc = ctx.S[R_TRUNC]
         if trunc is not None and trunc < len(out):
             out = out[:trunc]

@@ -223,7 +223,8 @@ class StmtGen(CallGen):
         if isinstance(e, A.Call) and isinstance(e.func, A.Member) and e.func.name == "apply":
             obj = self.expr(e.func.expr)
             if isinstance(obj, ObjV) and obj.kind == "table":
-                return obj.obj
+                table: TableInfo = obj.obj
+                return table
         return None
 
     def action_label(self, table: TableInfo, label: A.Name) -> str:

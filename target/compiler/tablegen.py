@@ -100,7 +100,8 @@ class TableGenMixin:
         obj = self.lookup(ref.name, ref.loc, ref.top)
         if not isinstance(obj, ObjV) or obj.kind != "action":
             raise err(f"'{ref.name}' is not an action", ref.loc)
-        return self.action_info(obj.obj)
+        info: ActionInfo = self.action_info(obj.obj)
+        return info
 
     def _const_args(self: Any, ref: A.ActionRef, act: ActionInfo) -> tuple[int, ...]:
         dparams = [p for p in act.decl.params if p.direction == ""]

@@ -128,7 +128,7 @@ class StructT(T):
     kind: str
     fields: list[FieldInfo] = field(default_factory=list)
     annos: list[Any] = field(default_factory=list)
-    slots: int = 0  # type: ignore[assignment]
+    slots: int = 0
 
     def finish(self) -> None:
         """Compute the field offsets and the total number of slots."""

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 from icefabric.target.p4 import ast as A
 from icefabric.target.p4.errors import P4CompileError, SourceLoc
 from icefabric.target.p4.lexer import KEYWORDS, Token
+
+_T = TypeVar("_T")
 
 BASE_TYPE_KW = frozenset({"bit", "int", "varbit", "bool", "error", "void", "string", "match_kind"})
 
@@ -90,7 +95,7 @@ class ExprParser:
         self.pos += 1
         return t.value
 
-    def speculate(self, fn, *args):  # type: ignore[no-untyped-def]
+    def speculate(self, fn: Callable[..., _T], *args: Any) -> _T | None:
         """Run fn; on failure restore the cursor and return None."""
         save = self.pos
         self.speculating += 1

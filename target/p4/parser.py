@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from icefabric.target.p4 import ast as A
+from icefabric.target.p4.errors import SourceLoc
 from icefabric.target.p4.lexer import tokenize
 from icefabric.target.p4.parse_table import TableParser
 from icefabric.target.p4.preprocess import preprocess
@@ -91,7 +92,7 @@ class Parser(TableParser):
         raise self.error(f"expected a declaration but found '{t.value or 'end of input'}'")
 
     def parse_instance_rest(
-        self, annos: list[A.Annotation], typ: A.TypeRef, loc: A.SourceLoc
+        self, annos: list[A.Annotation], typ: A.TypeRef, loc: SourceLoc
     ) -> A.InstanceDecl:
         """Parse ``(args) name;`` of an instantiation."""
         args = self.parse_args()
@@ -131,7 +132,7 @@ class Parser(TableParser):
         name = self.ident("an enum name")
         self.type_names.add(name)
         self.expect("{")
-        members: list[tuple[str, A.Expr | None, A.SourceLoc]] = []
+        members: list[tuple[str, A.Expr | None, SourceLoc]] = []
         while not self.accept("}"):
             mloc = self.loc()
             mname = self.ident("an enum member")

@@ -10,7 +10,7 @@ def csum16_bytes(data: bytes) -> int:
     """Ones' complement of the ones' complement sum of 16-bit words; odd tail padded with 0."""
     if len(data) % 2:
         data = data + b"\x00"
-    s = sum(struct.unpack(f">{len(data) // 2}H", data))
+    s: int = sum(struct.unpack(f">{len(data) // 2}H", data))
     while s >> 16:
         s = (s & 0xFFFF) + (s >> 16)
     return ~s & 0xFFFF

@@ -36,7 +36,7 @@ def _abort(context: grpc.ServicerContext, err: P4RTError) -> None:
     context.abort(err.code, err.message)
 
 
-class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
+class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[misc]
     """P4Runtime over one Device: pipeline config, Write/Read, StreamChannel."""
 
     def __init__(self, device: Device, *, loader: Callable[[bytes], Any] | None = None) -> None:
@@ -270,7 +270,9 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 else:
                     log.debug("ignoring stream message %s", which)
         except grpc.RpcError as exc:  # the client went away: the session ends below
-            log.debug("stream closed by the client: %s", exc.code() if hasattr(exc, "code") else exc)
+            log.debug(
+                "stream closed by the client: %s", exc.code() if hasattr(exc, "code") else exc
+            )
         except Exception:
             log.exception("stream reader failed")
         finally:
