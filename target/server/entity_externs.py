@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import grpc
 from p4.v1 import p4data_pb2, p4runtime_pb2
@@ -29,6 +30,21 @@ def _indices(size: int, index: p4runtime_pb2.Index, has_index: bool, what: str) 
     return range(index.index, index.index + 1)
 
 
+_WHAT = {"registers": "register", "counters": "counter", "meters": "meter"}
+
+
+def _read_cells(
+    state: PipelineState, kind: str, wanted_id: int, index: p4runtime_pb2.Index, has_index: bool
+) -> Iterator[tuple[int, Any, int]]:
+    """(P4Info id, run-time object, cell index) of every cell a (wildcard) read selects."""
+    ids = [wanted_id] if wanted_id else list(getattr(state.index, kind))
+    for oid in ids:
+        name = state.index.get(kind, oid).preamble.name
+        obj = state.runtime(kind, name)
+        for i in _indices(obj.size, index, has_index, f"{_WHAT[kind]} {name}"):
+            yield oid, obj, i
+
+
 # --- registers -----------------------------------------------------------------------------
 def write_register(state: PipelineState, update_type: int, e: p4runtime_pb2.RegisterEntry) -> None:
     """MODIFY one register cell (all cells when the index is unset)."""
@@ -48,16 +64,12 @@ def read_registers(
     state: PipelineState, e: p4runtime_pb2.RegisterEntry
 ) -> Iterator[p4runtime_pb2.RegisterEntry]:
     """Register cells matching a (wildcard) read."""
-    ids = [e.register_id] if e.register_id else list(state.index.registers)
-    for rid in ids:
-        spec = state.index.get("registers", rid)
-        reg = state.runtime("registers", spec.preamble.name)
-        for i in _indices(reg.size, e.index, e.HasField("index"), f"register {spec.preamble.name}"):
-            yield p4runtime_pb2.RegisterEntry(
-                register_id=rid,
-                index=p4runtime_pb2.Index(index=i),
-                data=p4data_pb2.P4Data(bitstring=encode(reg.values[i])),
-            )
+    for rid, reg, i in _read_cells(state, "registers", e.register_id, e.index, e.HasField("index")):
+        yield p4runtime_pb2.RegisterEntry(
+            register_id=rid,
+            index=p4runtime_pb2.Index(index=i),
+            data=p4data_pb2.P4Data(bitstring=encode(reg.values[i])),
+        )
 
 
 # --- counters ------------------------------------------------------------------------------
@@ -75,15 +87,11 @@ def read_counters(
     state: PipelineState, e: p4runtime_pb2.CounterEntry
 ) -> Iterator[p4runtime_pb2.CounterEntry]:
     """Counter cells matching a (wildcard) read."""
-    ids = [e.counter_id] if e.counter_id else list(state.index.counters)
-    for cid in ids:
-        spec = state.index.get("counters", cid)
-        ctr = state.runtime("counters", spec.preamble.name)
-        for i in _indices(ctr.size, e.index, e.HasField("index"), f"counter {spec.preamble.name}"):
-            out = p4runtime_pb2.CounterEntry(counter_id=cid, index=p4runtime_pb2.Index(index=i))
-            out.data.byte_count = ctr.bytes[i]
-            out.data.packet_count = ctr.packets[i]
-            yield out
+    for cid, ctr, i in _read_cells(state, "counters", e.counter_id, e.index, e.HasField("index")):
+        out = p4runtime_pb2.CounterEntry(counter_id=cid, index=p4runtime_pb2.Index(index=i))
+        out.data.byte_count = ctr.bytes[i]
+        out.data.packet_count = ctr.packets[i]
+        yield out
 
 
 # --- meters --------------------------------------------------------------------------------
@@ -113,16 +121,12 @@ def read_meters(
     state: PipelineState, e: p4runtime_pb2.MeterEntry
 ) -> Iterator[p4runtime_pb2.MeterEntry]:
     """Meter cells matching a (wildcard) read."""
-    ids = [e.meter_id] if e.meter_id else list(state.index.meters)
-    for mid in ids:
-        spec = state.index.get("meters", mid)
-        meter = state.runtime("meters", spec.preamble.name)
-        for i in _indices(meter.size, e.index, e.HasField("index"), f"meter {spec.preamble.name}"):
-            out = p4runtime_pb2.MeterEntry(meter_id=mid, index=p4runtime_pb2.Index(index=i))
-            cfg = meter.get_config(i)
-            if cfg is not None:
-                out.config.CopyFrom(_config_proto(cfg))
-            yield out
+    for mid, meter, i in _read_cells(state, "meters", e.meter_id, e.index, e.HasField("index")):
+        out = p4runtime_pb2.MeterEntry(meter_id=mid, index=p4runtime_pb2.Index(index=i))
+        cfg = meter.get_config(i)
+        if cfg is not None:
+            out.config.CopyFrom(_config_proto(cfg))
+        yield out
 
 
 # --- direct resources ----------------------------------------------------------------------
