@@ -6,6 +6,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import grpc
 import pytest
 from p4.v1 import p4runtime_pb2
 from p4runtime_sh.p4runtime import P4RuntimeClient
@@ -323,3 +324,41 @@ def test_idle_timeout_notification_and_time_since_last_hit() -> None:
         service.close()
         server.stop(0)
         device.stop()
+
+
+def test_wildcard_reads_of_counter_and_register_cells(
+    switch: tuple[Device, str], files: tuple[str, str]
+) -> None:
+    """Id 0 reads every counter/register, no index reads every cell, a bad index is refused."""
+    device, addr = switch
+    c = P4RuntimeClient(0, addr, (0, 1))
+    try:
+        c.set_fwd_pipe_config(*files)
+        n = ids(c.get_p4info())
+        device.inject(5, frame(2, 0xA5))
+        assert wait_for(lambda: device.drop_counts())
+
+        def read(entity: p4runtime_pb2.Entity) -> list[p4runtime_pb2.Entity]:
+            return [e for resp in c.read_one(entity) for e in resp.entities]
+
+        all_counters = p4runtime_pb2.Entity()
+        all_counters.counter_entry.SetInParent()
+        cells = read(all_counters)
+        assert [e.counter_entry.index.index for e in cells] == list(range(8))
+        assert {e.counter_entry.counter_id for e in cells} == {n["I.rx"]}
+        assert [e.counter_entry.data.packet_count for e in cells] == [0] * 5 + [1, 0, 0]
+
+        all_registers = p4runtime_pb2.Entity()
+        all_registers.register_entry.register_id = n["I.last_len"]
+        cells = read(all_registers)
+        assert len(cells) == 16
+        assert cells[5].register_entry.data.bitstring == bytes([len(frame(0, 0))])
+
+        bad = p4runtime_pb2.Entity()
+        bad.register_entry.register_id = n["I.last_len"]
+        bad.register_entry.index.index = 16
+        with pytest.raises(grpc.RpcError) as err:
+            read(bad)
+        assert err.value.code() == grpc.StatusCode.OUT_OF_RANGE
+    finally:
+        c.tear_down()
