@@ -23,6 +23,7 @@ from icefabric.control.cli_daemon import (
     cmd_jobs_ls,
     cmd_jobs_rm,
     cmd_link,
+    cmd_links,
     cmd_mode,
     cmd_paths,
     cmd_shell,
@@ -181,6 +182,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_json(link)
     _add_socket(link)
     link.set_defaults(func=cmd_link)
+
+    links = sub.add_parser(
+        "links",
+        help="link liveness from the LLDP probes: state, last probe, down/up events and times",
+    )
+    _add_json(links)
+    _add_socket(links)
+    links.set_defaults(func=cmd_links)
 
     shell = sub.add_parser("shell", help="p4runtime-shell connected to one switch")
     shell.add_argument("switch", metavar="SWITCH")

@@ -1,5 +1,5 @@
 """icectl commands that talk to the running controller (status, jobs, paths, stats, int, mode,
-link) and icectl shell."""
+link, links) and icectl shell."""
 
 from __future__ import annotations
 
@@ -48,6 +48,16 @@ def cmd_status(args: argparse.Namespace) -> int:
             ],
         )
     )
+    probes = st.get("link_probes", {})
+    if probes.get("enabled"):
+        down = probes["down"]
+        con.print(
+            f"link probes every {probes['interval_ms']:.0f} ms: {len(probes['links'])} link(s), "
+            f"{len(down)} down{' (' + ', '.join(down) + ')' if down else ''}, "
+            f"{len(probes['miswired'])} miswiring warning(s) (details: icectl links)"
+        )
+    else:
+        con.print("link probes off")
     return EXIT_OK
 
 
@@ -287,6 +297,81 @@ def cmd_mode(args: argparse.Namespace) -> int:
     """icectl mode: ICE or the ECMP baseline on every leaf."""
     res = _call(args, "mode", mode=args.mode)
     print(f"mode {res['mode']} on {res['switches']} switch(es)")
+    return EXIT_OK
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}"
+
+
+def cmd_links(args: argparse.Namespace) -> int:
+    """icectl links: link liveness from the LLDP probes (state, last probe, events)."""
+    res = _call(args, "links")
+    if args.json:
+        render.emit_json(res)
+        return EXIT_OK
+    con = render.console()
+    if not res["enabled"]:
+        con.print("link probing is off (icectl run --probe-interval 0, or a standby controller)")
+        return EXIT_OK
+    con.print(
+        f"LLDP probes every {res['interval_ms']:.0f} ms on every fabric port, a link is down "
+        f"after {res['misses']} missed intervals; {res['probes_sent']} sent, "
+        f"{res['probes_received']} received, {res['send_errors']} send errors, "
+        f"{res['stalled_rounds']} stalled rounds not counted"
+    )
+    con.print(
+        render.table(
+            "fabric links (last seen: the staler direction)",
+            ["link", "state", "last seen ms ago", "events", "marked down"],
+            [
+                (
+                    r["link"],
+                    r["state"],
+                    _ms(r["last_seen_ms"]),
+                    r["events"],
+                    "yes" if r.get("failed") else "",
+                )
+                for r in res["links"]
+            ],
+        )
+    )
+    if res["events"]:
+        con.print(
+            render.table(
+                "events (detection: last probe seen -> declared; replan/install: the controller)",
+                [
+                    "link",
+                    "event",
+                    "detection ms",
+                    "moved",
+                    "replan ms",
+                    "install ms",
+                    "base ms",
+                    "note",
+                ],
+                [
+                    (
+                        e["link"],
+                        e["kind"],
+                        _ms(e["detection_ms"]),
+                        "-" if e["moved"] is None else e["moved"],
+                        "-" if e["plan_ms"] is None else f"{e['plan_ms']:.1f}",
+                        "-" if e["install_ms"] is None else f"{e['install_ms']:.1f}",
+                        "-" if e["base_ms"] is None else f"{e['base_ms']:.1f}",
+                        e["note"] or "",
+                    )
+                    for e in res["events"]
+                ],
+            )
+        )
+    for m in res["miswired"]:
+        con.print(
+            f"[yellow]miswiring[/yellow]: {m['seen']} ({m['count']}x, last {m['last_ms']:.0f} ms "
+            f"ago); topology: {m['expected']}"
+        )
+    for port, count in sorted(res.get("foreign_lldp", {}).items()):
+        con.print(f"foreign LLDP on host port {port}: {count} frame(s)")
     return EXIT_OK
 
 

@@ -228,5 +228,21 @@ def add_run_parser(sub: Any) -> None:
         metavar="SECONDS",
         help="treat a switch unreachable this long as failed and replan around it (default: never)",
     )
+    p.add_argument(
+        "--probe-interval",
+        type=float,
+        default=100.0,
+        metavar="MS",
+        help="send an LLDP link probe out of every fabric port every MS milliseconds and "
+        "replan around links whose probes stop (default 100; 0 disables probing)",
+    )
+    p.add_argument(
+        "--probe-misses",
+        type=int,
+        default=3,
+        metavar="N",
+        help="a link is down after N probe intervals without a probe in one direction, and up "
+        "again after N intervals with probes both ways (default 3)",
+    )
     p.add_argument("--socket", default=argparse.SUPPRESS, help="serve the API on this socket")
     p.set_defaults(func=_cmd_run)

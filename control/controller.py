@@ -37,6 +37,8 @@ from icefabric.control.install import (
     merge,
     plan_entries,
 )
+from icefabric.control.linkfail import LinkFailures
+from icefabric.control.linkmon import DEFAULT_INTERVAL_S, DEFAULT_MISSES, LinkMonitor
 from icefabric.control.p4rt import (
     ArbitrationUpdate,
     ConnectionEvent,
@@ -65,7 +67,7 @@ class JobRejected(ValueError):
     """A job the controller will not plan (bad description, unknown host, duplicate name)."""
 
 
-class Controller(ControllerViews):
+class Controller(ControllerViews, LinkFailures):
     """Connections to every switch, the planner, what each switch holds, telemetry reports."""
 
     def __init__(
@@ -82,6 +84,8 @@ class Controller(ControllerViews):
         report_buffer: int = 1000,
         connect_timeout: float = 10.0,
         switch_dead_s: float | None = None,
+        probe_interval_s: float = DEFAULT_INTERVAL_S,
+        probe_misses: int = DEFAULT_MISSES,
     ) -> None:
         self.spec = spec
         self.topo = Topology(spec)
@@ -109,6 +113,17 @@ class Controller(ControllerViews):
         self._worker: threading.Thread | None = None
         self._down_since: dict[str, float] = {}
         self.failed_switches: set[str] = set()
+        if probe_interval_s < 0 or probe_misses < 1:
+            raise ValueError(
+                f"link probes: expected interval >= 0 s and misses >= 1, got "
+                f"{probe_interval_s} s and {probe_misses}"
+            )
+        self.probe_interval_s = probe_interval_s  # 0: no link probing
+        self.probe_misses = probe_misses
+        self.linkmon: LinkMonitor | None = None  # probing runs while this controller is primary
+        self._resyncing: set[str] = set()  # reconnected switches not yet resynced: not probed
+        self._probe_down: set[int] = set()  # links (even directed id) the probes took down
+        self._install_marks = (0.0, 0.0)  # time.monotonic() when flows / base were installed
         self._base_cache: tuple[tuple[bytes, FabricOptions], dict[str, list[Entity]]] | None = None
         self._applied_base: tuple[bytes, FabricOptions] | None = None  # base the switches hold
         self._stopping = False
@@ -157,6 +172,8 @@ class Controller(ControllerViews):
     def stop(self) -> None:
         """Close every connection and stop the worker."""
         self._stopping = True
+        if self.linkmon is not None:
+            self.linkmon.stop()
         self._events.put(None)
         if self._worker is not None:
             self._worker.join(timeout=5)
@@ -179,6 +196,7 @@ class Controller(ControllerViews):
             self.last_resync = summaries
             self._applied_base = self._base_key()
             self.active = True
+            self._start_link_monitor()
             writes = sum(s.writes for s in summaries.values())
             log.info(
                 "active on %d switches: %d writes to reach the desired state in %.1f ms",
@@ -258,10 +276,12 @@ class Controller(ControllerViews):
         plan = self.planner.plan()
         written = self._apply(self._flow_entries(plan), tables={n.TABLE_FLOW_PATH})
         t2 = time.perf_counter()
+        flows_at = time.monotonic()
         if self._applied_base != self._base_key():  # failures changed groups and routes
             written += self._apply(self.desired(plan))
             self._applied_base = self._base_key()
         t3 = time.perf_counter()
+        self._install_marks = (flows_at, time.monotonic())
         rep = ChangeReport(
             what=what,
             moved=len(self.planner.changed),
@@ -364,11 +384,14 @@ class Controller(ControllerViews):
 
     def fail_link(self, a: str, b: str) -> ChangeReport:
         """Mark the link a-b down, replan the flows that crossed it and install the result."""
-        lid = self.link_between(a, b)
+        return self.fail_link_id(self.link_between(a, b), what=f"link {a}-{b} down")
+
+    def fail_link_id(self, lid: int, *, what: str) -> ChangeReport:
+        """The failure path of one link (either directed id): replan its flows, install."""
         with self.lock:
             t0 = time.perf_counter()
             self.planner.replan_after_failure(links=[lid])
-            rep = self._install_change(f"link {a}-{b} down", time.perf_counter() - t0)
+            rep = self._install_change(what, time.perf_counter() - t0)
             self._save_state()
             return rep
 
@@ -404,11 +427,14 @@ class Controller(ControllerViews):
 
     def restore_link(self, a: str, b: str) -> ChangeReport:
         """Mark the link a-b up again and rebalance every flow over the larger fabric."""
-        lid = self.link_between(a, b)
+        return self.restore_link_id(self.link_between(a, b), what=f"link {a}-{b} up")
+
+    def restore_link_id(self, lid: int, *, what: str) -> ChangeReport:
+        """Both directions of one link up again; rebalance every flow and install."""
         with self.lock:
             t0 = time.perf_counter()
             self.planner.restore([lid & ~1, lid | 1])
-            rep = self._install_change(f"link {a}-{b} up", time.perf_counter() - t0)
+            rep = self._install_change(what, time.perf_counter() - t0)
             self._save_state()
             return rep
 
@@ -448,14 +474,18 @@ class Controller(ControllerViews):
         self._down_since.pop(switch, None)
         if ev.attempt > 0 and self.active:
             log.info("%s: back after a reconnection; resyncing", switch)
+            self._resyncing.add(switch)
             self._events.put(lambda: self._after_restart(switch))
 
     def _after_restart(self, switch: str) -> None:
-        if self.pool[switch].wait_primary(self.connect_timeout):
-            res = self.resync_switch(switch)
-            log.info("%s: resync %s", switch, res)
-            if switch in self.failed_switches:
-                self.restore_switch(switch)
+        try:
+            if self.pool[switch].wait_primary(self.connect_timeout):
+                res = self.resync_switch(switch)
+                log.info("%s: resync %s", switch, res)
+                if switch in self.failed_switches:
+                    self.restore_switch(switch)
+        finally:
+            self._resyncing.discard(switch)
 
     def _check_dead(self, switch: str) -> None:
         since = self._down_since.get(switch)
@@ -484,6 +514,10 @@ class Controller(ControllerViews):
         reason = int(pkt.metadata.get("reason", 0))
         if reason == n.PUNT_REASON_TELEMETRY:
             self.reports.add(switch, pkt.payload, pkt.metadata)
+        elif reason == n.PUNT_REASON_LINK_PROBE:
+            mon = self.linkmon
+            if mon is not None:
+                mon.on_probe(switch, int(pkt.metadata.get("ingress_port", 0)), pkt.payload)
         else:
             log.debug(
                 "%s: packet-in reason %d (%d bytes) ignored", switch, reason, len(pkt.payload)

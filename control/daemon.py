@@ -102,6 +102,7 @@ def api_handlers(ctl: Controller) -> dict[str, Handler]:
 
     ops: dict[str, Callable[[dict[str, Any]], Any]] = {
         "status": lambda _a: ctl.status(),
+        "links": lambda _a: ctl.links(),
         "switches": lambda _a: ctl.switches(),
         "jobs.add": primary_only(jobs_add),
         "jobs.rm": primary_only(jobs_rm),
@@ -140,6 +141,13 @@ def run_daemon(args: argparse.Namespace) -> int:
         pipeline = PipelineConfig.for_bmv2(args.bmv2_json, args.p4info)
     else:
         pipeline = PipelineConfig.for_embedded(args.p4 or ICE_P4)
+    if args.probe_interval < 0 or args.probe_misses < 1:
+        print(
+            "icectl: run: --probe-interval must be >= 0 ms and --probe-misses >= 1 "
+            f"(got {args.probe_interval} and {args.probe_misses})",
+            file=sys.stderr,
+        )
+        return 2
     jobs = [load_job(p) for p in args.job]
     ctl = Controller(
         spec,
@@ -151,6 +159,8 @@ def run_daemon(args: argparse.Namespace) -> int:
         state_file=args.state or default_state_file(spec.name),
         connect_timeout=args.connect_timeout,
         switch_dead_s=args.switch_dead,
+        probe_interval_s=args.probe_interval / 1e3,
+        probe_misses=args.probe_misses,
     )
     server = ApiServer(args.socket, api_handlers(ctl))
     stop = threading.Event()

@@ -37,6 +37,10 @@ class ControllerViews:
     active: bool
     lock: threading.RLock
 
+    if TYPE_CHECKING:  # provided by LinkFailures
+
+        def links(self) -> dict[str, Any]: ...
+
     def list_jobs(self) -> list[dict[str, Any]]:
         """Every running job with its size."""
         with self.lock:
@@ -93,6 +97,7 @@ class ControllerViews:
                     for name, conn in self.pool.items()
                 },
                 "history": [h.to_dict() for h in self.history[-10:]],
+                "link_probes": self.links(),
             }
 
     def switches(self) -> dict[str, dict[str, Any]]:

@@ -20,6 +20,9 @@ typedef bit<8>  punt_reason_t;
 const bit<16> ETHERTYPE_IPV4 = 0x0800;
 const bit<16> ETHERTYPE_ARP  = 0x0806;
 const bit<16> ETHERTYPE_ICE  = 0x88B5;
+// IEEE 802.1AB LLDP: the controller's link-liveness probes (packet-out on one switch, punted
+// as packet-in by the switch at the other end of the link).
+const bit<16> ETHERTYPE_LLDP = 0x88CC;
 
 const bit<16> ARP_HTYPE_ETHERNET = 1;
 const bit<16> ARP_OPER_REQUEST   = 1;
@@ -77,6 +80,7 @@ const bit<2> PATH_KIND_ECMP    = 2;
 const punt_reason_t PUNT_REASON_ARP       = 1;
 const punt_reason_t PUNT_REASON_TELEMETRY = 2;
 const punt_reason_t PUNT_REASON_ROUTE     = 3;
+const punt_reason_t PUNT_REASON_LINK_PROBE = 4;  // LLDP frame from a neighbour (link liveness)
 
 // telemetry_report.reason bits
 const bit<4> REPORT_REASON_SAMPLED     = 1;

@@ -32,6 +32,18 @@ control IceIngress(inout headers_t hdr,
         hdr.packet_out.setInvalid();
     }
 
+    // The controller sends an LLDP frame out of every fabric port (packet-out) and expects it
+    // back from the switch at the other end; a link whose probes stop arriving is down.
+    action punt_link_probe() {
+        standard_metadata.egress_spec = CPU_PORT;
+        hdr.packet_in.setValid();
+        hdr.packet_in.ingress_port = standard_metadata.ingress_port;
+        hdr.packet_in._pad0 = 0;
+        hdr.packet_in.egress_port = 0;
+        hdr.packet_in._pad1 = 0;
+        hdr.packet_in.reason = PUNT_REASON_LINK_PROBE;
+    }
+
     action compute_flow_slot() {
         hash(meta.flow_slot, HashAlgorithm.crc32, 32w0,
              { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
@@ -49,6 +61,10 @@ control IceIngress(inout headers_t hdr,
             meta.drop_reason = DROP_REASON_PARSER_ERROR;
         } else if (standard_metadata.checksum_error == 1) {
             meta.drop_reason = DROP_REASON_BAD_CHECKSUM;
+        } else if (hdr.ethernet.ether_type == ETHERTYPE_LLDP) {
+            // Link probes are for the controller only: LLDP is never forwarded (802.1AB
+            // frames are link-local), whatever the port kind or the switch's configuration.
+            punt_link_probe();
         } else {
             config.apply(hdr, meta, standard_metadata);
             if (hdr.arp.isValid()) {

@@ -1,0 +1,115 @@
+"""The controller's side of link probing: run the LinkMonitor, turn its verdicts into changes.
+
+A link the probes declare down goes through the same failure path as ``icectl link down``
+(:meth:`Controller.fail_link_id`: replan the flows that crossed it, install the moved flows,
+then candidate groups and routes); a link the probes took down is restored the same way as
+``icectl link up`` once probes come back in both directions. Links marked down by the operator
+or by a switch failure are never restored by the probes. The work runs on the controller's
+worker thread, so the probe thread keeps its rhythm while a change is installed.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from icefabric.control import fabric
+from icefabric.control.linkmon import LinkEvent, LinkMonitor, disabled_status
+
+if TYPE_CHECKING:
+    from icefabric.control.install import ChangeReport
+    from icefabric.control.p4rt import SwitchPool
+    from icefabric.control.topology import Topology
+    from icefabric.topo.spec import TopologySpec
+
+log = logging.getLogger(__name__)
+
+
+class LinkFailures:
+    """Link probing for the Controller (mixed in; the Controller owns the state)."""
+
+    spec: TopologySpec
+    topo: Topology
+    pool: SwitchPool
+    active: bool
+    lock: threading.RLock
+    failed_switches: set[str]
+    probe_interval_s: float
+    probe_misses: int
+    linkmon: LinkMonitor | None
+    _resyncing: set[str]
+    _probe_down: set[int]
+    _install_marks: tuple[float, float]
+    _events: queue.Queue[Callable[[], None] | None]
+
+    if TYPE_CHECKING:  # the Controller's failure path
+
+        def fail_link_id(self, lid: int, *, what: str) -> ChangeReport: ...
+
+        def restore_link_id(self, lid: int, *, what: str) -> ChangeReport: ...
+
+    def _start_link_monitor(self) -> None:
+        """Probe every fabric link (primary only; a probe interval of 0 disables it)."""
+        if self.probe_interval_s <= 0 or self.linkmon is not None:
+            return
+        self.linkmon = LinkMonitor(
+            self.topo,
+            send=lambda sw, pkt: self.pool[sw].packet_out(pkt),
+            on_change=self._on_link_change,
+            interval_s=self.probe_interval_s,
+            misses=self.probe_misses,
+            reachable=self._probe_reachable,
+            macs={s.name: fabric.switch_mac(s.switch_id) for s in self.spec.switches},
+        )
+        self.linkmon.start()
+
+    def _probe_reachable(self, switch: str) -> bool:
+        """Whether probes to/from ``switch`` mean anything now (stream up, primary, synced)."""
+        conn = self.pool[switch]
+        return conn.is_connected and conn.is_primary and switch not in self._resyncing
+
+    def _on_link_change(self, ev: LinkEvent) -> None:
+        """From the link monitor's thread: run the failure/restore path on the worker."""
+        self._events.put(functools.partial(self._apply_link_event, ev))
+
+    def _apply_link_event(self, ev: LinkEvent) -> None:
+        mon = self.linkmon
+        if mon is None or not self.active:
+            return
+        pair = ev.lid & ~1
+        try:
+            with self.lock:
+                if ev.kind == "down" and self.topo.failed[pair]:
+                    mon.complete(ev, note="already marked down (operator or switch failure)")
+                    return
+                if ev.kind == "up" and (
+                    pair not in self._probe_down
+                    or {ev.a, ev.b} & self.failed_switches
+                    or not self.topo.failed[pair]
+                ):
+                    mon.complete(ev, note="not taken down by the probes: left as it is")
+                    return
+                if ev.kind == "down":
+                    rep = self.fail_link_id(ev.lid, what=f"link {ev.link} down (probes lost)")
+                    self._probe_down.add(pair)
+                else:
+                    rep = self.restore_link_id(ev.lid, what=f"link {ev.link} up (probes back)")
+                    self._probe_down.discard(pair)
+                flows_at, done_at = self._install_marks
+            mon.complete(ev, rep, paths_installed_at=flows_at, done_at=done_at)
+        except Exception as exc:
+            mon.complete(ev, note=f"{type(exc).__name__}: {exc}")
+            raise
+
+    def links(self) -> dict[str, Any]:
+        """Link probing for icectl links / status: per link state, last probe, events."""
+        mon = self.linkmon
+        out = disabled_status() if mon is None else mon.status()
+        with self.lock:
+            for row in out["links"]:
+                row["failed"] = bool(self.topo.failed[self.topo.link_at(row["a"], row["a_port"])])
+        return out

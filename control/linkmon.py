@@ -1,0 +1,742 @@
+"""Link liveness from the data plane: LLDP probes over packet-out / packet-in.
+
+P4Runtime has no port-status message, so the controller learns that a link died the way fabric
+controllers discover links: every ``interval_s`` it sends, out of every fabric port of every
+switch, an IEEE 802.1AB LLDP frame naming the sender (Chassis ID = switch name, Port ID = port
+number). ``p4src/ice.p4`` punts LLDP arriving on any data port to the controller as a packet-in
+with reason ``PUNT_REASON_LINK_PROBE`` and the ingress port, and never forwards it. A probe from
+switch A port p received by switch B on port q proves the direction A:p -> B:q alive.
+
+State machine, per link, evaluated once per interval (:meth:`LinkMonitor.tick`):
+
+* a direction that saw no probe during an interval has *missed* it; a link that is up is
+  declared **down** when either direction has missed ``misses`` consecutive intervals;
+* a link that is down is declared **up** again when both directions have seen probes in
+  ``misses`` consecutive intervals;
+* links of a switch the controller cannot reach (or is resyncing) are frozen: with no stream
+  there is no evidence either way, and switch death is the business of ``--switch-dead``;
+* a probe that does not match the topology (sender port wired elsewhere, a non-fabric chassis on
+  a fabric port) is kept as a miswiring warning in :meth:`LinkMonitor.status`; foreign LLDP on a
+  host port (a server running lldpd) is counted per port.
+
+The monitor only decides; the owner (:class:`icefabric.control.controller.Controller`) gets
+:class:`LinkEvent` objects through ``on_change`` and runs the failure path, then fills in the
+replan and install times with :meth:`LinkMonitor.complete`. Frames are built once per port
+(bytes and :class:`PacketOut` precomputed); the hot path decodes TLVs with plain slicing.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from icefabric.control.p4rt import PacketOut
+from icefabric.control.topology import Topology
+
+log = logging.getLogger(__name__)
+
+ETHERTYPE_LLDP = 0x88CC
+#: Nearest-bridge group address: no 802.1D bridge forwards it (IEEE 802.1AB-2016 7.1).
+LLDP_DST_MAC = "01:80:c2:00:00:0e"
+TLV_END = 0
+TLV_CHASSIS_ID = 1
+TLV_PORT_ID = 2
+TLV_TTL = 3
+#: Chassis ID and Port ID subtype 7, "locally assigned": the switch name and port number as text.
+SUBTYPE_LOCAL = 7
+ETH_MIN_FRAME = 60  # bytes without FCS; shorter frames are padded after the End TLV
+
+DEFAULT_INTERVAL_S = 0.1
+DEFAULT_MISSES = 3
+EVENTS_KEPT = 100
+
+
+class LldpError(ValueError):
+    """Bytes that are not an LLDP frame of the expected shape."""
+
+
+def _mac_bytes(mac: str) -> bytes:
+    parts = mac.split(":")
+    if len(parts) != 6:
+        raise LldpError(f"MAC address {mac!r}: expected six hex bytes separated by ':'")
+    try:
+        return bytes(int(p, 16) for p in parts)
+    except ValueError:
+        raise LldpError(f"MAC address {mac!r}: expected six hex bytes separated by ':'") from None
+
+
+def _mac_text(raw: bytes) -> str:
+    return ":".join(f"{b:02x}" for b in raw)
+
+
+def _tlv(kind: int, value: bytes) -> bytes:
+    if len(value) > 0x1FF:
+        raise LldpError(f"LLDP TLV type {kind}: value of {len(value)} bytes exceeds 511")
+    return ((kind << 9) | len(value)).to_bytes(2, "big") + value
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class LldpProbe:
+    """One link probe: who sent it (switch name, port) and the LLDP time-to-live."""
+
+    chassis: str
+    port: int
+    ttl_s: int = 1
+    src_mac: str = "02:00:00:00:00:00"
+
+    def encode(self) -> bytes:
+        """The Ethernet frame: dst 01:80:c2:00:00:0e, type 0x88CC, Chassis/Port/TTL/End TLVs."""
+        name = self.chassis.encode()
+        if not 1 <= len(name) <= 255:
+            raise LldpError(f"chassis id {self.chassis!r}: expected 1..255 bytes")
+        if not 0 <= self.port < 1 << 16:
+            raise LldpError(f"port {self.port}: expected 0..65535")
+        if not 0 <= self.ttl_s < 1 << 16:
+            raise LldpError(f"ttl {self.ttl_s}: expected 0..65535 seconds")
+        frame = (
+            _mac_bytes(LLDP_DST_MAC)
+            + _mac_bytes(self.src_mac)
+            + ETHERTYPE_LLDP.to_bytes(2, "big")
+            + _tlv(TLV_CHASSIS_ID, bytes([SUBTYPE_LOCAL]) + name)
+            + _tlv(TLV_PORT_ID, bytes([SUBTYPE_LOCAL]) + str(self.port).encode())
+            + _tlv(TLV_TTL, self.ttl_s.to_bytes(2, "big"))
+            + _tlv(TLV_END, b"")
+        )
+        return frame + bytes(max(0, ETH_MIN_FRAME - len(frame)))
+
+    @classmethod
+    def decode(cls, frame: bytes) -> LldpProbe:
+        """Parse a frame (LldpError naming the problem when it is not a probe of this shape)."""
+        if len(frame) < 14:
+            raise LldpError(f"{len(frame)}-byte frame is shorter than an Ethernet header")
+        etype = int.from_bytes(frame[12:14], "big")
+        if etype != ETHERTYPE_LLDP:
+            raise LldpError(f"EtherType 0x{etype:04x} is not LLDP (0x{ETHERTYPE_LLDP:04X})")
+        off = 14
+        values: dict[int, bytes] = {}
+        while True:
+            if off + 2 > len(frame):
+                raise LldpError(f"TLV header at byte {off}: frame ends (no End TLV)")
+            head = int.from_bytes(frame[off : off + 2], "big")
+            kind, length = head >> 9, head & 0x1FF
+            off += 2
+            if off + length > len(frame):
+                raise LldpError(
+                    f"TLV type {kind} at byte {off - 2}: length {length} runs past the frame"
+                )
+            if kind == TLV_END:
+                break
+            values.setdefault(kind, frame[off : off + length])
+            off += length
+        for kind, what in ((TLV_CHASSIS_ID, "Chassis ID"), (TLV_PORT_ID, "Port ID")):
+            v = values.get(kind)
+            if v is None:
+                raise LldpError(f"no {what} TLV")
+            if len(v) < 2 or v[0] != SUBTYPE_LOCAL:
+                sub = v[0] if v else None
+                raise LldpError(
+                    f"{what} TLV: expected subtype {SUBTYPE_LOCAL} (locally assigned) and a "
+                    f"value, got subtype {sub} and {max(0, len(v) - 1)} byte(s)"
+                )
+        ttl = values.get(TLV_TTL)
+        if ttl is None or len(ttl) != 2:
+            raise LldpError("no 2-byte TTL TLV")
+        try:
+            chassis = values[TLV_CHASSIS_ID][1:].decode()
+            port_text = values[TLV_PORT_ID][1:].decode()
+        except UnicodeDecodeError as exc:
+            raise LldpError(f"Chassis/Port ID is not UTF-8 text: {exc}") from None
+        if not port_text.isdigit():
+            raise LldpError(f"Port ID {port_text!r}: expected a decimal port number")
+        return cls(
+            chassis=chassis,
+            port=int(port_text),
+            ttl_s=int.from_bytes(ttl, "big"),
+            src_mac=_mac_text(frame[6:12]),
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# events and per-link state
+
+
+@dataclass(slots=True, kw_only=True)
+class LinkEvent:
+    """A link declared down or up by the monitor, and what the controller did about it."""
+
+    link: str  # "leaf1:3-spine1:1"
+    lid: int  # directed id a -> b (even)
+    a: str
+    b: str
+    kind: str  # "down" | "up"
+    at: float  # monitor clock when declared
+    wall: float  # time.time() when declared
+    detection_ms: (
+        float | None
+    )  # down: last probe seen -> declared; up: first probe back -> declared
+    reason: str  # which direction missed, or "probes back in both directions"
+    moved: int | None = None
+    plan_ms: float | None = None
+    install_ms: float | None = None  # planned flows (flow_path) written
+    base_ms: float | None = None  # candidate groups and routes rewritten after that
+    paths_installed_at: float | None = None  # monitor clock when the moved flows were installed
+    done_at: float | None = None  # monitor clock when the whole change was installed
+    note: str | None = None  # why nothing was changed, or the error
+
+    @property
+    def total_ms(self) -> float | None:
+        """Declared -> new paths installed (the controller's reaction, queueing included)."""
+        if self.paths_installed_at is None:
+            return None
+        return (self.paths_installed_at - self.at) * 1e3
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for icectl."""
+        return {
+            "link": self.link,
+            "kind": self.kind,
+            "time": self.wall,
+            "detection_ms": self.detection_ms,
+            "reason": self.reason,
+            "moved": self.moved,
+            "plan_ms": self.plan_ms,
+            "install_ms": self.install_ms,
+            "base_ms": self.base_ms,
+            "reaction_ms": self.total_ms,
+            "note": self.note,
+        }
+
+
+@dataclass(slots=True)
+class _Direction:
+    """One direction of a link as the probes see it."""
+
+    lid: int
+    name: str  # "leaf1:3->spine1:1"
+    src: str
+    dst: str
+    seen: bool = False  # a probe arrived since the last tick
+    round_count: int = 0  # probes of this direction since the last tick
+    missed: int = 0  # consecutive intervals without a probe
+    streak: int = 0  # consecutive intervals with probes
+    last_seen: float | None = None
+    first_back: float | None = None  # first probe of the current streak
+    received: int = 0
+
+
+@dataclass(slots=True)
+class _Link:
+    """One physical link: both directions, the declared state, its events."""
+
+    name: str
+    lid: int
+    a: str
+    a_port: int
+    b: str
+    b_port: int
+    dirs: tuple[_Direction, _Direction]
+    state: str = "up"  # "up" | "down"
+    frozen: bool = False  # an end switch is unreachable: no evidence either way
+    since: float = 0.0
+    events: int = 0
+
+
+@dataclass(slots=True)
+class _Miswire:
+    seen: str
+    expected: str
+    count: int = 0
+    first: float = 0.0
+    last: float = 0.0
+
+
+@dataclass(slots=True)
+class _Counters:
+    ticks: int = 0
+    sent: int = 0
+    send_errors: int = 0
+    received: int = 0
+    undecodable: int = 0
+    late_ticks: int = 0  # ticks that started more than one interval late (overloaded host)
+    stalled: int = 0  # rounds not counted: no probe came back at all, or the round ran late
+
+
+@dataclass(slots=True)
+class _Options:
+    interval_s: float
+    misses: int
+    ttl_s: int
+
+
+# ---------------------------------------------------------------------------------------------
+# the monitor
+
+
+class LinkMonitor:
+    """Sends LLDP probes on every fabric port and declares links down/up from their arrival."""
+
+    def __init__(
+        self,
+        topo: Topology,
+        *,
+        send: Callable[[str, PacketOut], None],
+        on_change: Callable[[LinkEvent], None],
+        interval_s: float = DEFAULT_INTERVAL_S,
+        misses: int = DEFAULT_MISSES,
+        reachable: Callable[[str], bool] | None = None,
+        macs: Mapping[str, str] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not interval_s > 0:
+            raise ValueError(f"probe interval: expected > 0 seconds, got {interval_s}")
+        if misses < 1:
+            raise ValueError(f"probe misses: expected >= 1, got {misses}")
+        self.topo = topo
+        self.opts = _Options(
+            interval_s=interval_s,
+            misses=misses,
+            ttl_s=max(1, math.ceil(interval_s * (misses + 1))),
+        )
+        self._send = send
+        self._on_change = on_change
+        self._reachable = reachable or (lambda _s: True)
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.counters = _Counters()
+        self._links: list[_Link] = []
+        self._by_dir: dict[tuple[str, int, str, int], tuple[_Link, _Direction]] = {}
+        self._peer: dict[tuple[str, int], tuple[str, int]] = {}
+        for ln in topo.links:
+            if ln.kind != "fabric" or ln.id % 2:
+                continue
+            back = topo.links[ln.id + 1]
+            fwd = _Direction(ln.id, topo.link_name(ln.id), ln.src, ln.dst)
+            rev = _Direction(back.id, topo.link_name(back.id), back.src, back.dst)
+            link = _Link(
+                name=f"{ln.src}:{ln.src_port}-{ln.dst}:{ln.dst_port}",
+                lid=ln.id,
+                a=ln.src,
+                a_port=ln.src_port,
+                b=ln.dst,
+                b_port=ln.dst_port,
+                dirs=(fwd, rev),
+            )
+            self._links.append(link)
+            self._by_dir[(ln.src, ln.src_port, ln.dst, ln.dst_port)] = (link, fwd)
+            self._by_dir[(ln.dst, ln.dst_port, ln.src, ln.src_port)] = (link, rev)
+            self._peer[(ln.src, ln.src_port)] = (ln.dst, ln.dst_port)
+            self._peer[(ln.dst, ln.dst_port)] = (ln.src, ln.src_port)
+        self._host_ports = {(ln.src, ln.src_port) for ln in topo.links if ln.kind == "host-down"}
+        self._switches = set(topo.switches)
+        macs = macs or {}
+        # Precomputed: one PacketOut (frame bytes + metadata) per fabric port.
+        self._probes: list[tuple[str, PacketOut]] = [
+            (
+                sw,
+                PacketOut(
+                    payload=LldpProbe(
+                        chassis=sw,
+                        port=port,
+                        ttl_s=self.opts.ttl_s,
+                        src_mac=macs.get(sw, "02:00:00:00:00:00"),
+                    ).encode(),
+                    metadata={"egress_port": port, "_pad0": 0},
+                ),
+            )
+            for (sw, port) in sorted(self._peer)
+        ]
+        self._was_reachable: dict[str, bool] = {}
+        self._last_tick: float | None = None
+        self._sent_round = 0  # probes sent at the last tick
+        self._rx_round = 0  # expected probes received since the last tick
+        # Per switch, since the last tick: probes it received / probes it sent that arrived.
+        self._rx_by: dict[str, int] = {}
+        self._tx_by: dict[str, int] = {}
+        self._degree: dict[str, int] = {}
+        for sw, _port in self._peer:
+            self._degree[sw] = self._degree.get(sw, 0) + 1
+        self._miswired: dict[tuple[str, str], _Miswire] = {}
+        self._foreign: dict[str, int] = {}
+        self._events: deque[LinkEvent] = deque(maxlen=EVENTS_KEPT)
+
+    # ------------------------------------------------------------------ options
+
+    @property
+    def interval_s(self) -> float:
+        """Seconds between probe rounds."""
+        return self.opts.interval_s
+
+    @property
+    def misses(self) -> int:
+        """Consecutive missed intervals that declare a link down (and seen ones that restore)."""
+        return self.opts.misses
+
+    # ------------------------------------------------------------------ thread
+
+    def start(self) -> None:
+        """Probe every interval in a thread of its own until :meth:`stop`."""
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="icectl-linkmon", daemon=True)
+        self._thread.start()
+        log.info(
+            "link monitor: %d links, %d probes every %.0f ms, down after %d misses",
+            len(self._links),
+            len(self._probes),
+            self.opts.interval_s * 1e3,
+            self.opts.misses,
+        )
+
+    def stop(self) -> None:
+        """Stop probing (idempotent)."""
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+        self._thread = None
+
+    @property
+    def running(self) -> bool:
+        """True while the probe thread runs."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def _run(self) -> None:
+        interval = self.opts.interval_s
+        next_t = self.clock()
+        while not self._stop.is_set():
+            try:
+                self.tick()
+            except Exception:  # the monitor must outlive one bad round
+                log.exception("link monitor round failed")
+            next_t += interval
+            delay = next_t - self.clock()
+            if delay < -interval:  # fell more than a round behind: do not burst to catch up
+                with self._lock:
+                    self.counters.late_ticks += 1
+                next_t = self.clock()
+                delay = 0.0
+            if self._stop.wait(max(0.0, delay)):
+                return
+
+    # ------------------------------------------------------------------ one round
+
+    def tick(self, now: float | None = None) -> list[LinkEvent]:
+        """Close the current interval (count misses, declare changes), then send the probes."""
+        now = self.clock() if now is None else now
+        fired: list[LinkEvent] = []
+        with self._lock:
+            reach = {sw: bool(self._reachable(sw)) for sw in self._switches}
+            self.counters.ticks += 1
+            # A round where no probe at all came back, or that started late, says more about
+            # this host (a stalled controller or switch process) than about any link: it does
+            # not count, neither as a miss nor as a sighting.
+            late = (
+                self._last_tick is not None and now - self._last_tick > 1.5 * self.opts.interval_s
+            )
+            stalled = late or (self._rx_round == 0 and self._sent_round > 0)
+            if stalled:
+                self.counters.stalled += 1
+            # A link counts only when both ends were reachable for the whole interval (on the
+            # first round nothing was sent yet, so every link is still frozen).
+            for link in self._links:
+                ev = self._evaluate(link, reach, now, stalled=stalled)
+                if ev is not None:
+                    fired.append(ev)
+            self._was_reachable = reach
+            self._last_tick = now
+            self._rx_round = 0
+            self._rx_by.clear()
+            self._tx_by.clear()
+        for ev in fired:
+            self._on_change(ev)
+        self._send_probes(reach)
+        return fired
+
+    def _evaluate(
+        self, link: _Link, reach: Mapping[str, bool], now: float, *, stalled: bool = False
+    ) -> LinkEvent | None:
+        ends = (link.a, link.b)
+        if not all(reach[s] and self._was_reachable.get(s, False) for s in ends):
+            link.frozen = True
+            for d in link.dirs:
+                d.seen, d.missed, d.streak, d.first_back = False, 0, 0, None
+            return None
+        link.frozen = False
+        if stalled:
+            return None  # keep the flags: probes of this round may still arrive late
+        for d in link.dirs:
+            if d.seen:
+                d.missed = 0
+                d.streak += 1
+            elif self._has_evidence(d):
+                d.missed += 1
+                d.streak = 0
+                d.first_back = None
+            d.seen = False
+            d.round_count = 0
+        m = self.opts.misses
+        if link.state == "up" and any(d.missed >= m for d in link.dirs):
+            dead = [d for d in link.dirs if d.missed >= m]
+            seen = [d.last_seen for d in dead if d.last_seen is not None]
+            last = max(seen) if seen else None
+            return self._declare(
+                link,
+                "down",
+                now,
+                detection_ms=(now - last) * 1e3 if last is not None else None,
+                reason=" and ".join(d.name for d in dead)
+                + f": no probe in {m} interval(s) of {self.opts.interval_s * 1e3:.0f} ms",
+            )
+        if link.state == "down" and all(d.streak >= m for d in link.dirs):
+            backs = [d.first_back for d in link.dirs if d.first_back is not None]
+            return self._declare(
+                link,
+                "up",
+                now,
+                detection_ms=(now - min(backs)) * 1e3 if backs else None,
+                reason=f"probes back in both directions for {m} interval(s)",
+            )
+        return None
+
+    def _has_evidence(self, d: _Direction) -> bool:
+        """Whether a missing probe of ``d`` this round says something about the link.
+
+        The receiver must have passed other probes to the controller and the sender's other
+        probes must have arrived somewhere: then both switches were processing probes, and only
+        this link lost them. Without that (a switch busy with a burst of traffic delays every
+        probe it handles, and the embedded target shares the host's CPU) the round does not
+        count. A switch with a single fabric link cannot offer the evidence and is not asked.
+        """
+        rx_ok = self._degree.get(d.dst, 0) <= 1 or self._rx_by.get(d.dst, 0) > d.round_count
+        tx_ok = self._degree.get(d.src, 0) <= 1 or self._tx_by.get(d.src, 0) > d.round_count
+        return rx_ok and tx_ok
+
+    def _declare(
+        self, link: _Link, kind: str, now: float, *, detection_ms: float | None, reason: str
+    ) -> LinkEvent:
+        link.state = kind
+        link.since = now
+        link.events += 1
+        ev = LinkEvent(
+            link=link.name,
+            lid=link.lid,
+            a=link.a,
+            b=link.b,
+            kind=kind,
+            at=now,
+            wall=time.time(),
+            detection_ms=detection_ms,
+            reason=reason,
+        )
+        self._events.append(ev)
+        log.warning(
+            "link %s %s (%s)%s",
+            link.name,
+            kind,
+            reason,
+            f"; detected {detection_ms:.0f} ms after the last probe"
+            if kind == "down" and detection_ms is not None
+            else "",
+        )
+        return ev
+
+    def _send_probes(self, reach: Mapping[str, bool]) -> None:
+        sent = errors = 0
+        for sw, pkt in self._probes:
+            if not reach.get(sw, False):
+                continue
+            try:
+                self._send(sw, pkt)
+                sent += 1
+            except Exception as exc:  # a stream that just went down: the next round retries
+                errors += 1
+                log.debug("%s: probe on port %s not sent: %s", sw, pkt.metadata["egress_port"], exc)
+        with self._lock:
+            self.counters.sent += sent
+            self.counters.send_errors += errors
+            self._sent_round = sent
+
+    # ------------------------------------------------------------------ probes back
+
+    def on_probe(
+        self, switch: str, ingress_port: int, payload: bytes, now: float | None = None
+    ) -> None:
+        """A LINK_PROBE packet-in: ``switch`` received ``payload`` on ``ingress_port``."""
+        now = self.clock() if now is None else now
+        try:
+            probe = LldpProbe.decode(payload)
+        except LldpError as exc:
+            with self._lock:
+                self.counters.undecodable += 1
+                self._miswire(
+                    f"{switch}:{ingress_port} received undecodable LLDP ({exc})",
+                    self._expected_text(switch, ingress_port),
+                    now,
+                )
+            return
+        with self._lock:
+            self.counters.received += 1
+            hit = self._by_dir.get((probe.chassis, probe.port, switch, ingress_port))
+            if hit is not None:
+                self._rx_round += 1
+                self._rx_by[switch] = self._rx_by.get(switch, 0) + 1
+                self._tx_by[probe.chassis] = self._tx_by.get(probe.chassis, 0) + 1
+                _link, d = hit
+                d.round_count += 1
+                d.seen = True
+                d.received += 1
+                d.last_seen = now
+                if d.first_back is None:
+                    d.first_back = now
+                return
+            receiver = (switch, ingress_port)
+            if probe.chassis not in self._switches and receiver in self._host_ports:
+                key = f"{switch}:{ingress_port}"
+                self._foreign[key] = self._foreign.get(key, 0) + 1
+                if self._foreign[key] == 1:
+                    log.info("%s: LLDP from %r on a host port (counted)", key, probe.chassis)
+                return
+            self._miswire(
+                f"{probe.chassis}:{probe.port}->{switch}:{ingress_port}",
+                self._expected_text(switch, ingress_port, probe.chassis, probe.port),
+                now,
+            )
+
+    def _expected_text(
+        self, switch: str, port: int, sender: str | None = None, sender_port: int | None = None
+    ) -> str:
+        parts = []
+        peer = self._peer.get((switch, port))
+        if peer is not None:
+            parts.append(f"{switch}:{port} is wired to {peer[0]}:{peer[1]}")
+        elif (switch, port) in self._host_ports:
+            parts.append(f"{switch}:{port} is a host port")
+        else:
+            parts.append(f"{switch}:{port} is not in the topology")
+        if sender is not None and sender_port is not None:
+            speer = self._peer.get((sender, sender_port))
+            if speer is not None:
+                parts.append(f"{sender}:{sender_port} is wired to {speer[0]}:{speer[1]}")
+            elif sender not in self._switches:
+                parts.append(f"{sender!r} is not a switch of the topology")
+            else:
+                parts.append(f"{sender}:{sender_port} is not a fabric port")
+        return "; ".join(parts)
+
+    def _miswire(self, seen: str, expected: str, now: float) -> None:
+        """Record a probe the topology does not explain (caller holds the lock)."""
+        rec = self._miswired.get((seen, expected))
+        if rec is None:
+            rec = self._miswired[(seen, expected)] = _Miswire(seen, expected, first=now)
+            log.warning("miswiring: %s (topology: %s)", seen, expected)
+        rec.count += 1
+        rec.last = now
+
+    # ------------------------------------------------------------------ results
+
+    def complete(
+        self,
+        ev: LinkEvent,
+        report: Any | None = None,
+        *,
+        paths_installed_at: float | None = None,
+        done_at: float | None = None,
+        note: str | None = None,
+    ) -> None:
+        """Record what the controller did for ``ev`` (a ChangeReport, or a note why nothing)."""
+        with self._lock:
+            if report is not None:
+                ev.moved = int(report.moved)
+                ev.plan_ms = float(report.plan_ms)
+                ev.install_ms = float(report.install_ms)
+                ev.base_ms = float(report.base_ms)
+            ev.paths_installed_at = paths_installed_at
+            ev.done_at = done_at
+            ev.note = note
+
+    def events(self, limit: int | None = None) -> list[LinkEvent]:
+        """The most recent events, oldest first."""
+        with self._lock:
+            evs = list(self._events)
+        return evs if limit is None else evs[-limit:] if limit else []
+
+    def link_state(self, name: str) -> str:
+        """ "up", "down" or "unknown" (an end switch unreachable) for a link name or 'a-b'."""
+        with self._lock:
+            for link in self._links:
+                if name in (link.name, f"{link.a}-{link.b}", f"{link.b}-{link.a}"):
+                    return "unknown" if link.frozen else link.state
+        raise KeyError(name)
+
+    def status(self, now: float | None = None) -> dict[str, Any]:
+        """Everything icectl links shows: options, counters, links, events, miswirings."""
+        now = self.clock() if now is None else now
+        with self._lock:
+            links = []
+            for link in self._links:
+                seen = [d.last_seen for d in link.dirs if d.last_seen is not None]
+                # the staler direction decides: a link is as alive as its worse half
+                ago = (now - min(seen)) * 1e3 if len(seen) == len(link.dirs) else None
+                links.append(
+                    {
+                        "link": link.name,
+                        "a": link.a,
+                        "a_port": link.a_port,
+                        "b": link.b,
+                        "b_port": link.b_port,
+                        "state": "unknown" if link.frozen else link.state,
+                        "last_seen_ms": ago,
+                        "directions": [
+                            {
+                                "direction": d.name,
+                                "last_seen_ms": None
+                                if d.last_seen is None
+                                else (now - d.last_seen) * 1e3,
+                                "missed": d.missed,
+                                "received": d.received,
+                            }
+                            for d in link.dirs
+                        ],
+                        "events": link.events,
+                    }
+                )
+            c = self.counters
+            return {
+                "enabled": True,
+                "running": self.running,
+                "interval_ms": self.opts.interval_s * 1e3,
+                "misses": self.opts.misses,
+                "rounds": c.ticks,
+                "probes_sent": c.sent,
+                "probes_received": c.received,
+                "send_errors": c.send_errors,
+                "undecodable": c.undecodable,
+                "late_rounds": c.late_ticks,
+                "stalled_rounds": c.stalled,
+                "links": links,
+                "down": [x["link"] for x in links if x["state"] == "down"],
+                "events": [e.to_dict() for e in self._events],
+                "miswired": [
+                    {
+                        "seen": m.seen,
+                        "expected": m.expected,
+                        "count": m.count,
+                        "last_ms": (now - m.last) * 1e3,
+                    }
+                    for m in self._miswired.values()
+                ],
+                "foreign_lldp": dict(self._foreign),
+            }
+
+
+def disabled_status() -> dict[str, Any]:
+    """What status shows when probing is off (--probe-interval 0, or a standby controller)."""
+    return {"enabled": False, "links": [], "down": [], "events": [], "miswired": []}
