@@ -6,9 +6,11 @@ The controller connects over real P4Runtime, pushes ``p4src/ice.p4``, installs b
 plans a ring all-reduce and installs the plan. Every flow then sends RoCEv2 packets (scapy)
 from its host, first under ICE, then with the same switches in the ECMP-baseline mode; per-link
 load comes from the switches' per-tag counters (read over P4Runtime) and the path each flow
-took from the INT records of the telemetry reports. Last, a spine link fails: the controller
-replans the flows that crossed it and installs the new paths; the time is measured and the
-traffic checked again. Exit status 0 only when every step worked.
+took from the INT records of the telemetry reports. Last, a leaf-spine wire is cut without
+telling the controller: its LLDP link probes (packet-out on every fabric port, packet-in at the
+far end) stop arriving, the controller declares the link down, replans the flows that crossed it
+and installs the new paths; the times are measured and the traffic checked again. The wire is
+then healed and the probes restore the link. Exit status 0 only when every step worked.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from icefabric.control import render
 from icefabric.control.controller import Controller
 from icefabric.control.fabric import ALL_PATH_KINDS, FabricOptions, switch_mac
 from icefabric.control.install import flow_key
+from icefabric.control.linkmon import LinkEvent
 from icefabric.control.p4rt import PipelineConfig
 from icefabric.control.topology import Topology
 from icefabric.control.wire import InProcessFabric
@@ -213,6 +216,25 @@ class Demo:
         }
 
 
+def wait_link_event(
+    ctl: Controller, seen: int, kind: str, a: str, b: str, timeout: float = 10.0
+) -> LinkEvent | None:
+    """The first ``kind`` event of link a-b after the first ``seen`` probe events, once the
+    controller has installed its consequence (None at the deadline)."""
+    mon = ctl.linkmon
+    if mon is None:
+        return None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for ev in mon.events()[seen:]:
+            if {ev.a, ev.b} == {a, b} and ev.kind == kind:
+                if ev.done_at is not None or ev.note is not None:
+                    return ev
+                break
+        time.sleep(0.005)
+    return None
+
+
 def _udp_dport(frame: bytes) -> int | None:
     """UDP destination port of an untagged Ethernet/IPv4/UDP frame (None otherwise)."""
     if len(frame) < 14 + 20 + 8 or frame[12:14] != b"\x08\x00" or frame[23] != 17:
@@ -233,7 +255,16 @@ def _link_table(con: Console, ice: Phase, ecmp: Phase, failed: Phase | None) -> 
     con.print(render.table("per-link load (data packets, from per-tag counters)", cols, rows))
 
 
-def run(topo_path: Path, *, packets: int, channels: int, con: Console, link_pps: int | None) -> int:
+def run(
+    topo_path: Path,
+    *,
+    packets: int,
+    channels: int,
+    con: Console,
+    link_pps: int | None,
+    probe_interval_ms: float = 100.0,
+    probe_misses: int = 3,
+) -> int:
     """The whole demo; returns the exit code."""
     from icefabric.p4src import ICE_P4
     from icefabric.topo.spec import load_topology
@@ -249,7 +280,14 @@ def run(topo_path: Path, *, packets: int, channels: int, con: Console, link_pps:
         mode="ice", int_kinds=ALL_PATH_KINDS, report_every_n=1, feedback_every_n=1
     )
     with InProcessFabric(spec, fabric_pps=link_pps) as fab:
-        ctl = Controller(spec, pipeline, addresses=fab.addresses, options=options)
+        ctl = Controller(
+            spec,
+            pipeline,
+            addresses=fab.addresses,
+            options=options,
+            probe_interval_s=probe_interval_ms / 1e3,
+            probe_misses=probe_misses,
+        )
         try:
             t0 = time.perf_counter()
             ctl.start()
@@ -261,6 +299,7 @@ def run(topo_path: Path, *, packets: int, channels: int, con: Console, link_pps:
             )
             demo = Demo(ctl, fab, con, packets)
             demo.check(ctl.active, "controller became primary on every switch")
+            demo.check(ctl.linkmon is not None, "LLDP link probes running (--probe-interval > 0)")
             job = ring_job(interleaved_hosts(ctl.topo), channels=channels)
             res = ctl.add_job(job)
             con.print(
@@ -300,7 +339,7 @@ def run(topo_path: Path, *, packets: int, channels: int, con: Console, link_pps:
             )
             con.print("  * ECMP's hash chose another path than the balanced plan")
 
-            # a spine link fails: replan and install, then the traffic again
+            # a leaf-spine wire is cut and nobody tells the controller: its probes find out
             busiest = max(
                 (
                     lnk
@@ -309,8 +348,25 @@ def run(topo_path: Path, *, packets: int, channels: int, con: Console, link_pps:
                 ),
                 key=lambda lnk: ice.link_packets.get(ctl.topo.link_name(lnk.id), 0),
             )
-            fab.cut_link(busiest.src, busiest.dst)
-            change = ctl.fail_link(busiest.src, busiest.dst)
+            a, b = busiest.src, busiest.dst
+            seen = len(ctl.linkmon.events()) if ctl.linkmon else 0
+            t_cut = time.monotonic()
+            fab.cut_link(a, b)
+            down = wait_link_event(ctl, seen, "down", a, b)
+            demo.check(
+                down is not None and down.note is None and down.paths_installed_at is not None,
+                f"the probes declared {a}-{b} down and the controller replanned around it",
+            )
+            if down is not None and down.paths_installed_at is not None:
+                con.print(
+                    f"wire {a}-{b} cut (controller not told): LLDP probes declared it down "
+                    f"{(down.at - t_cut) * 1e3:.0f} ms after the cut ({down.detection_ms or 0:.0f} ms "
+                    f"after its last probe), {down.moved} flow(s) replanned in "
+                    f"{down.plan_ms or 0:.1f} ms, new paths installed in {down.install_ms or 0:.1f} ms "
+                    f"(cut -> new paths {(down.paths_installed_at - t_cut) * 1e3:.0f} ms; "
+                    f"+{down.base_ms or 0:.1f} ms candidate groups/routes)"
+                )
+            ctl.wait_idle(10.0)
             failed = demo.run_traffic("failure")
             _link_table(con, ice, ecmp, failed)
 
@@ -339,6 +395,32 @@ def run(topo_path: Path, *, packets: int, channels: int, con: Console, link_pps:
                 not wrong_after,
                 f"after the failure: flows off their new planned path: {wrong_after[:3]}",
             )
+
+            # the wire is repaired: probes come back both ways, the link is restored
+            t_heal = time.monotonic()
+            fab.heal_link(a, b)
+            up = wait_link_event(ctl, seen, "up", a, b)
+            demo.check(
+                up is not None and up.note is None and not ctl.topo.failed[busiest.id],
+                f"the probes restored {a}-{b} after the wire was healed",
+            )
+            uses_link = any(
+                any(x in (a, b) and y in (a, b) for x, y in itertools.pairwise(p))
+                for p in demo.planned_switches().values()
+            )
+            demo.check(uses_link, f"after the repair the plan uses {a}-{b} again")
+            if up is not None and up.paths_installed_at is not None:
+                con.print(
+                    f"wire {a}-{b} healed: probes back both ways, link restored "
+                    f"{(up.at - t_heal) * 1e3:.0f} ms later, {up.moved} flow(s) rebalanced, "
+                    f"installed in {up.install_ms or 0:.1f} ms"
+                )
+            spurious = [
+                e.link
+                for e in (ctl.linkmon.events() if ctl.linkmon else [])
+                if {e.a, e.b} != {a, b}
+            ]
+            demo.check(not spurious, f"no other link declared down by the probes: {spurious[:3]}")
 
             sample = next(iter(ctl.reports.recent(1)), None)
             if sample is not None:
@@ -374,12 +456,16 @@ def run(topo_path: Path, *, packets: int, channels: int, con: Console, link_pps:
                 f"queue in INT {ecmp.max_queue}), "
                 f"{off_plan_ecmp}/{len(planned)} flows hashed off the balanced plan"
             )
-            con.print(
-                f"  link {busiest.src}-{busiest.dst} down: {change.moved} flow(s) replanned in "
-                f"{change.plan_ms:.1f} ms, new paths installed in {change.install_ms:.1f} ms "
-                f"(+{change.base_ms:.1f} ms candidate groups/routes); {failed.delivered}/"
-                f"{failed.sent} delivered afterwards"
-            )
+            if down is not None and down.paths_installed_at is not None:
+                con.print(
+                    f"  link {a}-{b} cut: found by LLDP probes in {(down.at - t_cut) * 1e3:.0f} ms "
+                    f"({ctl.probe_interval_s * 1e3:.0f} ms x {ctl.probe_misses}), "
+                    f"{down.moved} flow(s) replanned in {down.plan_ms or 0:.1f} ms, new paths "
+                    f"installed in {down.install_ms or 0:.1f} ms (cut -> installed "
+                    f"{(down.paths_installed_at - t_cut) * 1e3:.0f} ms); {failed.delivered}/"
+                    f"{failed.sent} delivered afterwards"
+                    + (f"; restored {(up.at - t_heal) * 1e3:.0f} ms after the repair" if up else "")
+                )
             total = time.perf_counter() - t_start
             if demo.failures:
                 con.print(
@@ -406,6 +492,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=200,
         help="drain rate of switch-to-switch ports in packets/s, so queues build (0: unlimited)",
     )
+    p.add_argument(
+        "--probe-interval",
+        type=float,
+        default=100.0,
+        metavar="MS",
+        help="LLDP link probe interval in ms (as icectl run; must be > 0: the failure step "
+        "relies on the probes)",
+    )
+    p.add_argument(
+        "--probe-misses", type=int, default=3, metavar="N", help="missed intervals -> link down"
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="log the controller's steps")
     args = p.parse_args(argv)
     logging.basicConfig(
@@ -421,6 +518,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             channels=args.channels,
             con=con,
             link_pps=args.link_pps or None,
+            probe_interval_ms=args.probe_interval,
+            probe_misses=args.probe_misses,
         )
     except Exception as exc:
         log.exception("demo failed")
