@@ -49,7 +49,7 @@ __all__ = [
 class _Parser(argparse.ArgumentParser):
     """argparse with exit code 2 and the program path in the message (as argparse does)."""
 
-    def error(self, message: str) -> Any:  # type: ignore[override]
+    def error(self, message: str) -> Any:
         self.print_usage(sys.stderr)
         raise CliError(f"{self.prog}: {message}", EXIT_USAGE)
 
