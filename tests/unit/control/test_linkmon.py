@@ -397,3 +397,15 @@ def test_probes_never_restore_what_the_operator_took_down(ctl: Any) -> None:
     assert back.kind == "up" and back.note is not None and "left as it is" in back.note
     assert ctl.topo.failed[ctl.link_between("leaf2", "spine2")]
     assert "link_probes" in ctl.status()
+
+
+def test_probe_interval_zero_disables_probing(ctl: Any) -> None:
+    from icefabric.control.controller import Controller
+
+    off = Controller(SPEC, ctl.pipeline, probe_interval_s=0)
+    off._start_link_monitor()  # what take_over calls once primary
+    assert off.linkmon is None and off.links()["enabled"] is False
+    with pytest.raises(ValueError, match="link probes"):
+        Controller(SPEC, ctl.pipeline, probe_interval_s=-0.1)
+    with pytest.raises(ValueError, match="link probes"):
+        Controller(SPEC, ctl.pipeline, probe_misses=0)
