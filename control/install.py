@@ -156,8 +156,16 @@ def diff_updates(old: Iterable[Entity], new: Iterable[Entity]) -> list[Update]:
                 puts.append(Update("INSERT", e))
         elif prev != e:
             puts.append(Update("MODIFY", e))
-    dels = [Update("DELETE", e) for k, e in before.items() if k not in after]
+    dels = [_removal(e) for k, e in before.items() if k not in after]
     return puts + dels
+
+
+def _removal(e: Entity) -> Update:
+    """The write that takes ``e`` off a switch: a default entry cannot be deleted (P4Runtime),
+    so it is reset to the program's own default action (a MODIFY with no action)."""
+    if isinstance(e, TableEntry) and e.is_default_action:
+        return Update("MODIFY", TableEntry(table=e.table, is_default_action=True))
+    return Update("DELETE", e)
 
 
 def merge(*parts: Mapping[str, Iterable[Entity]]) -> dict[str, list[Entity]]:

@@ -263,3 +263,29 @@ def test_restarted_controller_finds_the_fabric_as_it_left_it(
     assert writes == 0
     ph = demo_of(second, fab).run_traffic("after-restart")
     assert ph.delivered == ph.sent
+
+
+def test_leaf_cut_off_from_every_spine_keeps_controller_and_switches_in_step(
+    make_ctl: Callable[..., Controller], fab: InProcessFabric
+) -> None:
+    """A leaf losing its last uplink drops entries that only made sense with an uplink (the
+    feedback default entry among them): default entries are reset, never deleted, and what the
+    controller believes installed is what the switches hold, before and after the repair."""
+    ctl = make_ctl(probe_interval_s=0)
+    add_ring(ctl)
+    for spine in ("spine1", "spine2"):
+        fab.cut_link("leaf1", spine)
+        ctl.fail_link("leaf1", spine)
+    ctl.wait_idle()
+    for name in ctl.switches():
+        r = ctl.resync_switch(name)
+        assert r["inserted"] + r["modified"] + r["deleted"] == 0, r
+    for spine in ("spine1", "spine2"):
+        fab.heal_link("leaf1", spine)
+        ctl.restore_link("leaf1", spine)
+    ctl.wait_idle()
+    for name in ctl.switches():
+        r = ctl.resync_switch(name)
+        assert r["inserted"] + r["modified"] + r["deleted"] == 0, r
+    ph = demo_of(ctl, fab).run_traffic("healed")
+    assert ph.delivered == ph.sent

@@ -113,3 +113,11 @@ def test_diff_updates_inserts_modifies_and_deletes_in_safe_order() -> None:
         ("DELETE", a),
     ]
     assert diff_updates([a, b], [b, a]) == []
+
+
+def test_a_default_entry_that_is_no_longer_wanted_is_reset_not_deleted() -> None:
+    d = TableEntry(table="cfg", action="y", params={"m": 1}, is_default_action=True)
+    ups = diff_updates([d], [])
+    assert [(u.type, u.entity) for u in ups] == [
+        ("MODIFY", TableEntry(table="cfg", is_default_action=True))  # no action: program default
+    ]
