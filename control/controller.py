@@ -559,6 +559,7 @@ class Controller(ControllerViews, LinkFailures):
                 self.jobs.values(),
                 failed_links=failed,
                 failed_switches=self.failed_switches,
+                probe_down_links=self._probe_down,
             )
 
     def _load_state(self) -> None:
@@ -567,6 +568,8 @@ class Controller(ControllerViews, LinkFailures):
         if state.failed_links:
             self.topo.failed[state.failed_links] = True
         self.failed_switches.update(state.failed_switches)
+        # Links the old primary's probes took down: ours restore them when probes come back.
+        self._probe_down.update(state.probe_down_links)
         for job in state.jobs:
             demand = demand_from_job(job)
             self.planner.add(demand)

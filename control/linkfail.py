@@ -4,7 +4,8 @@ A link the probes declare down goes through the same failure path as ``icectl li
 (:meth:`Controller.fail_link_id`: replan the flows that crossed it, install the moved flows,
 then candidate groups and routes); a link the probes took down is restored the same way as
 ``icectl link up`` once probes come back in both directions. Links marked down by the operator
-or by a switch failure are never restored by the probes. The work runs on the controller's
+or by a switch failure are never restored by the probes. Which links the probes took down is
+kept in the shared state file, so a backup that takes over restores them when they heal. The work runs on the controller's
 worker thread, so the probe thread keeps its rhythm while a change is installed.
 """
 
@@ -52,6 +53,8 @@ class LinkFailures:
 
         def restore_link_id(self, lid: int, *, what: str) -> ChangeReport: ...
 
+        def _save_state(self) -> None: ...
+
     def _start_link_monitor(self) -> None:
         """Probe every fabric link (primary only; a probe interval of 0 disables it)."""
         if self.probe_interval_s <= 0 or self.linkmon is not None:
@@ -64,6 +67,7 @@ class LinkFailures:
             misses=self.probe_misses,
             reachable=self._probe_reachable,
             macs={s.name: fabric.switch_mac(s.switch_id) for s in self.spec.switches},
+            initially_down=self._probe_down,
         )
         self.linkmon.start()
 
@@ -99,6 +103,7 @@ class LinkFailures:
                 else:
                     rep = self.restore_link_id(ev.lid, what=f"link {ev.link} up (probes back)")
                     self._probe_down.discard(pair)
+                self._save_state()  # a standby must know which links the probes own
                 flows_at, done_at = self._install_marks
             mon.complete(ev, rep, paths_installed_at=flows_at, done_at=done_at)
         except Exception as exc:

@@ -32,7 +32,7 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -292,6 +292,7 @@ class LinkMonitor:
         reachable: Callable[[str], bool] | None = None,
         macs: Mapping[str, str] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        initially_down: Iterable[int] = (),
     ) -> None:
         if not interval_s > 0:
             raise ValueError(f"probe interval: expected > 0 seconds, got {interval_s}")
@@ -314,6 +315,7 @@ class LinkMonitor:
         self._links: list[_Link] = []
         self._by_dir: dict[tuple[str, int, str, int], tuple[_Link, _Direction]] = {}
         self._peer: dict[tuple[str, int], tuple[str, int]] = {}
+        down_at_start = {lid & ~1 for lid in initially_down}
         for ln in topo.links:
             if ln.kind != "fabric" or ln.id % 2:
                 continue
@@ -329,6 +331,8 @@ class LinkMonitor:
                 b_port=ln.dst_port,
                 dirs=(fwd, rev),
             )
+            if ln.id in down_at_start:
+                link.state = "down"  # e.g. taken down by the probes of a controller we replace
             self._links.append(link)
             self._by_dir[(ln.src, ln.src_port, ln.dst, ln.dst_port)] = (link, fwd)
             self._by_dir[(ln.dst, ln.dst_port, ln.src, ln.src_port)] = (link, rev)

@@ -22,6 +22,7 @@ class SharedState:
     jobs: list[JobSpec] = field(default_factory=list)
     failed_links: list[int] = field(default_factory=list)  # directed link ids
     failed_switches: list[str] = field(default_factory=list)
+    probe_down_links: list[int] = field(default_factory=list)  # taken down by link probes
 
 
 def save_state(
@@ -31,6 +32,7 @@ def save_state(
     *,
     failed_links: Iterable[int] = (),
     failed_switches: Iterable[str] = (),
+    probe_down_links: Iterable[int] = (),
 ) -> None:
     """Write the state of ``topology`` to ``path`` (never half-written)."""
     data = {
@@ -38,6 +40,7 @@ def save_state(
         "jobs": [j.to_dict() for j in jobs],
         "failed_links": sorted(int(x) for x in failed_links),
         "failed_switches": sorted(failed_switches),
+        "probe_down_links": sorted(int(x) for x in probe_down_links),
     }
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
@@ -56,4 +59,5 @@ def load_state(path: Path, topology: str) -> SharedState:
         jobs=[parse_job(jd, source=str(path)) for jd in data.get("jobs", [])],
         failed_links=[int(x) for x in data.get("failed_links", [])],
         failed_switches=[str(x) for x in data.get("failed_switches", [])],
+        probe_down_links=[int(x) for x in data.get("probe_down_links", [])],
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -107,7 +107,7 @@ def test_encode_rejects_bad_fields() -> None:
 class Wires:
     """The fabric of SPEC as probes see it: what a switch sends arrives at the peer port."""
 
-    def __init__(self, *, misses: int = 3) -> None:
+    def __init__(self, *, misses: int = 3, initially_down: Iterable[int] = ()) -> None:
         self.topo = Topology(SPEC)
         self.now = 1000.0
         self.sent: list[tuple[str, PacketOut]] = []
@@ -124,6 +124,7 @@ class Wires:
             misses=misses,
             reachable=lambda sw: sw not in self.unreachable,
             clock=lambda: self.now,
+            initially_down=initially_down,
         )
         self.peer = {
             (ln.src, ln.src_port): (ln.dst, ln.dst_port)
@@ -318,6 +319,11 @@ def test_options_are_validated() -> None:
 
 @pytest.fixture
 def ctl(tmp_path: Path) -> Any:
+    return _controller(tmp_path)
+
+
+def _controller(tmp_path: Path) -> Any:
+    """A Controller as after a takeover, with no switch connected (nothing is written)."""
     from icefabric.control.controller import Controller
     from icefabric.control.fabric import entity_key
     from icefabric.control.p4rt import PipelineConfig
@@ -326,13 +332,14 @@ def ctl(tmp_path: Path) -> Any:
     program = compiler.load_program(ROOT / "p4src" / "ice.p4")
     pipeline = PipelineConfig(p4info=program.p4info, device_config=b"{}", cookie=1, kind="embedded")
     c = Controller(SPEC, pipeline, state_file=tmp_path / "state.json")
+    c._load_state()
     c.installed = {sw: {entity_key(e): e for e in ents} for sw, ents in c.desired().items()}
     c.active = True  # as after a takeover; nothing is connected, so nothing is written
     return c
 
 
 def _attach(ctl: Any) -> Wires:
-    w = Wires()
+    w = Wires(initially_down=ctl._probe_down)
     ctl.linkmon = w.mon
     w.mon._on_change = ctl._apply_link_event  # run the change inline instead of on the worker
     return w
@@ -409,3 +416,25 @@ def test_probe_interval_zero_disables_probing(ctl: Any) -> None:
         Controller(SPEC, ctl.pipeline, probe_interval_s=-0.1)
     with pytest.raises(ValueError, match="link probes"):
         Controller(SPEC, ctl.pipeline, probe_misses=0)
+
+
+def test_a_standby_restores_links_the_old_primarys_probes_took_down(
+    ctl: Any, tmp_path: Path
+) -> None:
+    w = _attach(ctl)
+    w.round(2)
+    w.cut.add(frozenset(("leaf1", "spine1")))
+    (ev,) = w.round(4)
+    assert ev.kind == "down"
+    lid = ctl.link_between("leaf1", "spine1")
+    # The primary dies; the standby takes over from the shared state file.
+    standby = _controller(tmp_path)
+    assert standby.topo.failed[lid] and (lid & ~1) in standby._probe_down
+    w2 = _attach(standby)
+    assert w2.state("leaf1-spine1") == "down"
+    w2.cut.add(frozenset(("leaf1", "spine1")))
+    assert w2.round(5) == []  # still cut: nothing to declare
+    w2.cut.clear()
+    (back,) = w2.round(4)
+    assert back.kind == "up" and back.note is None
+    assert not standby.topo.failed[lid] and not standby._probe_down
