@@ -6,7 +6,7 @@ import pytest
 from harness import wait_for
 from leaf_spine import C_DROP_REASON, C_PORT_TX, HOSTS, SPINE_DOWN, UPLINK, LeafSpine
 
-from icefabric.control.linkmon import LldpProbe
+from icefabric.control.lldp import LldpProbe
 from icefabric.control.p4rt import PacketIn
 from icefabric.traffic import packets as P
 

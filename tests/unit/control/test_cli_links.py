@@ -13,7 +13,7 @@ from test_linkmon import SPEC, Wires  # the fake-clock fabric of the LinkMonitor
 from icefabric.control.api import ApiServer
 from icefabric.control.cli import main
 from icefabric.control.daemon import api_handlers
-from icefabric.control.linkmon import LldpProbe
+from icefabric.control.lldp import LldpProbe
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = str(ROOT / "topo" / "examples" / "leaf_spine_2x4.yaml")

@@ -9,13 +9,8 @@ from typing import Any
 import pytest
 
 from icefabric.control import ice_names as n
-from icefabric.control.linkmon import (
-    ETHERTYPE_LLDP,
-    LinkEvent,
-    LinkMonitor,
-    LldpError,
-    LldpProbe,
-)
+from icefabric.control.linkmon import LinkEvent, LinkMonitor
+from icefabric.control.lldp import ETHERTYPE_LLDP, LldpError, LldpProbe
 from icefabric.control.p4rt import PacketIn, PacketOut
 from icefabric.control.topology import Topology
 from icefabric.topo.spec import load_topology
