@@ -12,6 +12,7 @@ from typing import Any
 
 from icefabric.target.device import Device
 from icefabric.target.ports import RawPort, parse_port_spec
+from icefabric.target.queues import MAX_PRIORITY_QUEUES
 
 log = logging.getLogger("icefabric.target.cli")
 
@@ -87,6 +88,21 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="[PORT:]N",
         help="egress queue capacity in packets (default 64, as BMv2)",
     )
+    ap.add_argument(
+        "--priority-queues",
+        type=int,
+        default=1,
+        metavar="N",
+        help="strict-priority egress queues per port, selected by standard_metadata.priority "
+        "(N-1 served first; a priority >= N is dropped), as simple_switch (default 1)",
+    )
+    ap.add_argument(
+        "--queue-priority-rate",
+        action="append",
+        default=[],
+        metavar="PORT:PRIO:PPS",
+        help="drain rate of one priority queue of a port in packets/s (repeatable)",
+    )
     ap.add_argument("--log-console", action="store_true", help="log to the console (stderr)")
     ap.add_argument("--log-file", type=Path, default=None, help="also log to this file")
     ap.add_argument(
@@ -112,6 +128,23 @@ def _port_value(spec: str, what: str) -> tuple[int | None, int]:
     if value < 0 or (port is not None and not 0 <= port < 511):
         raise CliError(f"--{what} {spec!r}: out of range", EXIT_USAGE)
     return port, value
+
+
+def _port_prio_value(spec: str, queues: int) -> tuple[int, int, int]:
+    parts = spec.split(":")
+    try:
+        port, prio, value = (int(x) for x in parts) if len(parts) == 3 else (None, None, None)
+    except ValueError:
+        port = None
+    if port is None or prio is None or value is None:
+        raise CliError(f"--queue-priority-rate {spec!r}: expected PORT:PRIORITY:PPS", EXIT_USAGE)
+    if value < 0 or not 0 <= port < 511 or not 0 <= prio < queues:
+        raise CliError(
+            f"--queue-priority-rate {spec!r}: out of range (port 0..510, priority "
+            f"0..{queues - 1} with --priority-queues {queues})",
+            EXIT_USAGE,
+        )
+    return port, prio, value
 
 
 def _level(name: str | None, console: bool) -> int:
@@ -177,7 +210,14 @@ def run(args: argparse.Namespace, stop: threading.Event) -> int:
         log.info("P4Info written to %s", args.p4info_out)
         if not specs:
             return EXIT_OK
-    device = Device(device_id=args.device_id, cpu_port=args.cpu_port)
+    if not 1 <= args.priority_queues <= MAX_PRIORITY_QUEUES:
+        raise CliError(
+            f"--priority-queues {args.priority_queues}: must be in [1, {MAX_PRIORITY_QUEUES}]",
+            EXIT_USAGE,
+        )
+    device = Device(
+        device_id=args.device_id, cpu_port=args.cpu_port, priority_queues=args.priority_queues
+    )
     device.collect_limit = 0  # a port without an interface drops (counted as unknown_port)
     for spec in args.queue_rate:
         qport, pps = _port_value(spec, "queue-rate")
@@ -190,6 +230,9 @@ def run(args: argparse.Namespace, stop: threading.Event) -> int:
         if depth < 1:
             raise CliError(f"--queue-depth {spec!r}: must be >= 1", EXIT_USAGE)
         device.set_queue_depth(qport, depth)
+    for spec in args.queue_priority_rate:
+        qport, prio, pps = _port_prio_value(spec, args.priority_queues)
+        device.set_queue_rate(qport, pps=pps or None, priority=prio)
     ports: list[RawPort] = []
     server = None
     try:

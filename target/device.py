@@ -1,7 +1,8 @@
 """The in-process switch: BMv2 simple_switch semantics around a compiled v1model Pipeline.
 
-Ingress -> (clone I2E, digests, resubmit, multicast, drop, unicast) -> per-port FIFO queues with
-a drain rate and a capacity -> egress -> (clone E2E, drop, recirculate, output).  Two ways to
+Ingress -> (clone I2E, digests, resubmit, multicast, drop, unicast) -> per-port strict-priority
+FIFO queues (`priority_queues`, selected by standard_metadata.priority) with a drain rate and a
+capacity -> egress -> (clone E2E, drop, recirculate, output).  Two ways to
 run it: deterministic (`inject` + `run_until_idle`, usually with a ManualClock) and real time
 (`start()` runs one scheduler thread; ports call `inject` from their receive threads).
 """
@@ -76,6 +77,7 @@ class Device:
         cpu_port: int | None = None,
         clock: Clock | None = None,
         log: logging.Logger | None = None,
+        priority_queues: int = 1,
     ) -> None:
         self.device_id = device_id
         self.cpu_port = cpu_port
@@ -92,7 +94,8 @@ class Device:
         self.max_packet_bytes = MAX_PACKET_BYTES
         self.collect_limit = 100_000  # packets kept for collect(); 0 when only real ports count
         self._arrivals: deque[_Arrival] = deque()
-        self.tm = TrafficManager()
+        self.tm = TrafficManager(priority_queues)
+        self._prio_slot: int | None = None  # standard_metadata.priority of the pipeline
         self._collected: deque[tuple[int, bytes]] = deque()
         self._senders: dict[int, Sender] = {}
         self.packet_in_handlers: list[Sender] = []
@@ -118,6 +121,10 @@ class Device:
         """Install a pipeline; queued packets are dropped, the PRE is cleared unless `keep_pre`."""
         with self.lock:
             self.pipeline = pipeline
+            sm = getattr(
+                getattr(getattr(pipeline, "program", None), "compiled", None), "sm_slots", {}
+            )
+            self._prio_slot = sm.get("priority")
             if program is not None:
                 self.program = program
             if not keep_pre:
@@ -156,23 +163,43 @@ class Device:
         del self.clone_sessions[session_id]
 
     # --- queues ----------------------------------------------------------------------------
+    @property
+    def priority_queues(self) -> int:
+        """Strict-priority queues per egress port (simple_switch --priority-queues)."""
+        return self.tm.priority_queues
+
+    def set_priority_queues(self, n: int) -> None:
+        """Use `n` (1..8) queues per port; queued packets are dropped, rates/depths reset."""
+        with self.lock:
+            self.tm.clear()
+            self.tm = TrafficManager(n)
+
     def set_queue_rate(
-        self, port: int | None, pps: int | None = None, bps: int | None = None
+        self,
+        port: int | None,
+        pps: int | None = None,
+        bps: int | None = None,
+        *,
+        priority: int | None = None,
     ) -> None:
-        """Drain rate of one port's queue (all ports when None); None/None = unlimited."""
-        for q in self.tm.targets(port):
+        """Drain rate of one port's queues (all ports when None), each priority queue its own
+        (only `priority`'s when given), as BMv2 set_queue_rate; None/None = unlimited."""
+        for q in self.tm.targets(port, priority):
             q.pps, q.bps = pps, bps
 
-    def set_queue_depth(self, port: int | None, packets: int) -> None:
-        """Capacity in packets of one port's queue (all ports when None); tail drop beyond."""
+    def set_queue_depth(
+        self, port: int | None, packets: int, *, priority: int | None = None
+    ) -> None:
+        """Capacity in packets of each of one port's queues (all ports when None; only
+        `priority`'s when given), as BMv2 set_queue_depth; tail drop beyond."""
         if packets < 1:
             raise ValueError(f"queue depth must be >= 1, got {packets}")
-        for q in self.tm.targets(port):
+        for q in self.tm.targets(port, priority):
             q.capacity = packets
 
-    def queue_depth(self, port: int) -> int:
-        """Packets waiting in a port's queue now."""
-        return self.tm.depth(port)
+    def queue_depth(self, port: int, priority: int | None = None) -> int:
+        """Packets waiting in a port's queues now (only the `priority` queue when given)."""
+        return self.tm.depth(port, priority)
 
     # --- packet I/O ------------------------------------------------------------------------
     def attach_port(self, port: int, send: Sender) -> None:
@@ -298,7 +325,9 @@ class Device:
             # BMv2 does not drop on a parser error; a program that drops such a packet is counted apart
             self._drop("parser_error" if getattr(res, "parser_error", 0) else "ingress_drop")
             return
-        self._enqueue(res.ctx, res.egress_spec, 0, NORMAL, length, None, truncate, arr.passes)
+        slot = self._prio_slot
+        prio = res.ctx.S[slot] if slot is not None else 0
+        self._enqueue(res.ctx, res.egress_spec, 0, NORMAL, length, None, truncate, arr.passes, prio)
 
     def _clone_i2e(self, arr: _Arrival, res: Any, length: int) -> None:
         session_id, field_list = _clone_parts(res.clone)
@@ -353,10 +382,20 @@ class Device:
             self._drop("multicast_group_empty")
             return
         last = len(replicas) - 1
+        slot = self._prio_slot
+        prio = ctx.S[slot] if slot is not None else 0  # copies keep the metadata, as BMv2
         for i, rep in enumerate(replicas):
             c = ctx if (i == last and not copy_first) else ctx.copy()
             self._enqueue(
-                c, rep.egress_port, rep.instance, instance_type, length, preserved, truncate, passes
+                c,
+                rep.egress_port,
+                rep.instance,
+                instance_type,
+                length,
+                preserved,
+                truncate,
+                passes,
+                prio,
             )
 
     def _enqueue(
@@ -369,7 +408,9 @@ class Device:
         preserved: dict[str, int] | None,
         truncate: int | None,
         passes: int,
+        priority: int = 0,
     ) -> None:
+        """Queue a packet for egress; clones arrive with priority 0 (BMv2 resets metadata)."""
         item = Queued(
             ctx,
             port,
@@ -381,11 +422,24 @@ class Device:
             preserved,
             truncate,
             passes,
+            0,
+            priority,
         )
+        if priority >= self.tm.priority_queues:
+            self.log.error(
+                "priority %d out of range (%d queue(s) per port): packet to port %d dropped",
+                priority,
+                self.tm.priority_queues,
+                port,
+            )
+            self._drop("priority_out_of_range")
+            return
         if not self.tm.enqueue(item):
             self._drop("queue_full")
 
     def _egress(self, item: Queued, now: int, deq_depth: int) -> None:
+        # qid defaults to 0 in Pipeline.egress: pass it only when it is not (duck-typed pipelines)
+        extra = {"qid": item.priority} if item.priority else {}
         try:
             res = self.pipeline.egress(
                 item.ctx,
@@ -397,6 +451,7 @@ class Device:
                 deq_timedelta=now - item.enq_ts,
                 deq_qdepth=deq_depth,
                 preserved=item.preserved,
+                **extra,
             )
         except Exception:
             self.log.exception("egress failed on port %d", item.egress_port)

@@ -1,7 +1,12 @@
-"""The traffic manager's egress queues: one FIFO per port with a drain rate and a capacity.
+"""The traffic manager's egress queues: per port N strict-priority FIFOs with a rate and a capacity.
 
-Like BMv2 with set_queue_rate / set_queue_depth: a packet may leave when the port's previous
-packet's transmission slot (1/pps, or its size in bits / bps) is over; a full queue tail-drops.
+Like BMv2 simple_switch with `--priority-queues N` (N = 1 by default) and set_queue_rate /
+set_queue_depth: `standard_metadata.priority` p picks the port's queue p (p >= N drops the
+packet, as BMv2 does); among the queues of a port whose head may leave, the highest priority
+goes first (strict priority).  Each queue has its own drain rate and capacity: a packet may
+leave when its queue's previous packet's transmission slot (1/pps, or its size in bits / bps)
+is over; a full queue tail-drops.  enq_qdepth/deq_qdepth count every queue of the port, and
+qid is the queue's priority, as BMv2 reports them.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 DEFAULT_DEPTH = 64  # packets, as BMv2's default queue depth
+MAX_PRIORITY_QUEUES = 8  # standard_metadata.priority is bit<3>
 
 
 @dataclass(slots=True)
@@ -28,17 +34,20 @@ class Queued:
     truncate: int | None
     passes: int
     seq: int = 0
+    priority: int = 0
 
 
 @dataclass(slots=True, eq=False)
 class PortQueue:
-    """One port's FIFO."""
+    """One FIFO of a port (one per priority); `siblings` are all the port's queues."""
 
     packets: deque[Queued] = field(default_factory=deque)
     pps: int | None = None
     bps: int | None = None
     capacity: int = DEFAULT_DEPTH
     next_free_us: int = 0
+    priority: int = 0
+    siblings: list[PortQueue] = field(default_factory=list)
 
     def ready_time(self) -> int:
         """When the head packet may leave."""
@@ -48,37 +57,73 @@ class PortQueue:
 class TrafficManager:
     """Per-port egress queues; the device enqueues after ingress and pops ready packets."""
 
-    def __init__(self) -> None:
-        self.queues: dict[int, PortQueue] = {}
-        self.default = PortQueue()
+    def __init__(self, priority_queues: int = 1) -> None:
+        if not 1 <= priority_queues <= MAX_PRIORITY_QUEUES:
+            raise ValueError(
+                f"priority_queues must be in [1, {MAX_PRIORITY_QUEUES}], got {priority_queues}"
+            )
+        self.priority_queues = priority_queues
+        self.ports: dict[int, list[PortQueue]] = {}  # port -> its queues, index = priority
+        self.default = [PortQueue(priority=p) for p in range(priority_queues)]
         self._busy: set[PortQueue] = set()
         self._seq = 0
 
-    def queue(self, port: int) -> PortQueue:
-        """The queue of `port` (created with the default rate and depth)."""
-        q = self.queues.get(port)
-        if q is None:
-            d = self.default
-            q = self.queues[port] = PortQueue(pps=d.pps, bps=d.bps, capacity=d.capacity)
-        return q
+    def port_queues(self, port: int) -> list[PortQueue]:
+        """The queues of `port`, index = priority (created with the default rates and depths)."""
+        qs = self.ports.get(port)
+        if qs is None:
+            qs = [
+                PortQueue(pps=d.pps, bps=d.bps, capacity=d.capacity, priority=d.priority)
+                for d in self.default
+            ]
+            for q in qs:
+                q.siblings = qs
+            self.ports[port] = qs
+        return qs
 
-    def targets(self, port: int | None) -> list[PortQueue]:
-        """One port's queue, or every queue and the default when `port` is None."""
-        if port is None:
-            return [self.default, *self.queues.values()]
-        return [self.queue(port)]
+    def queue(self, port: int, priority: int = 0) -> PortQueue:
+        """The queue of `port` for `priority` (ValueError if there is no such queue)."""
+        self._check_priority(priority)
+        return self.port_queues(port)[priority]
+
+    def _check_priority(self, priority: int) -> None:
+        if not 0 <= priority < self.priority_queues:
+            raise ValueError(
+                f"priority {priority} out of range: this switch has {self.priority_queues} "
+                f"queue(s) per port (priorities 0..{self.priority_queues - 1})"
+            )
+
+    def targets(self, port: int | None, priority: int | None = None) -> list[PortQueue]:
+        """Queues to configure: one port's (or every port's and the default's when `port` is
+        None), all priorities or only `priority`."""
+        if priority is not None:
+            self._check_priority(priority)
+        groups = [self.default, *self.ports.values()] if port is None else [self.port_queues(port)]
+        if priority is None:
+            return [q for g in groups for q in g]
+        return [g[priority] for g in groups]
 
     def clear(self) -> None:
         """Drop every queued packet."""
-        for q in self.queues.values():
-            q.packets.clear()
+        for qs in self.ports.values():
+            for q in qs:
+                q.packets.clear()
         self._busy.clear()
 
     def enqueue(self, item: Queued) -> bool:
-        """Append to the port's queue (sets enq_qdepth); False when the queue is full."""
-        q = self.queue(item.egress_port)
-        depth = len(q.packets)
-        if depth >= q.capacity:
+        """Append to the queue of the item's port and priority (sets enq_qdepth to the port's
+        depth, as BMv2); False when that queue is full or the priority has no queue."""
+        qs = self.ports.get(item.egress_port) or self.port_queues(item.egress_port)
+        prio = item.priority
+        if prio:
+            if prio >= self.priority_queues:
+                return False
+            q = qs[prio]
+            depth = sum(len(s.packets) for s in qs)
+        else:
+            q = qs[0]
+            depth = len(q.packets) if self.priority_queues == 1 else sum(len(s.packets) for s in qs)
+        if len(q.packets) >= q.capacity:
             return False
         item.enq_qdepth = depth
         self._seq += 1
@@ -88,13 +133,16 @@ class TrafficManager:
         return True
 
     def pop_ready(self, now: int) -> tuple[Queued, int] | None:
-        """The packet that may leave now (earliest ready time, then FIFO) and deq_qdepth."""
+        """The packet that may leave now and deq_qdepth (the port's depth after it left).
+
+        Highest priority first, then earliest ready time, then FIFO: among a port's queues
+        whose head may leave, the highest priority wins (strict priority, as BMv2)."""
         best: PortQueue | None = None
-        best_key = (0, 0)
+        best_key = (0, 0, 0)
         for q in self._busy:
             t = q.ready_time()
             if t <= now:
-                key = (t, q.packets[0].seq)
+                key = (-q.priority, t, q.packets[0].seq)
                 if best is None or key < best_key:
                     best, best_key = q, key
         if best is None:
@@ -107,15 +155,23 @@ class TrafficManager:
             gap = 1e6 / best.pps
         if best.bps:
             gap = max(gap, item.packet_length * 8e6 / best.bps)
-        best.next_free_us = best_key[0] + round(gap) if gap else best_key[0]
-        return item, len(best.packets)
+        t = best_key[1]
+        best.next_free_us = t + round(gap) if gap else t
+        if self.priority_queues == 1:
+            return item, len(best.packets)
+        return item, sum(len(s.packets) for s in best.siblings)
 
     def next_departure_us(self) -> int | None:
         """Earliest time a queued packet may leave (None when every queue is empty)."""
         times = [q.ready_time() for q in list(self._busy) if q.packets]
         return min(times) if times else None
 
-    def depth(self, port: int) -> int:
-        """Packets waiting in a port's queue now."""
-        q = self.queues.get(port)
-        return len(q.packets) if q else 0
+    def depth(self, port: int, priority: int | None = None) -> int:
+        """Packets waiting in a port's queues now (only the `priority` queue if given)."""
+        qs = self.ports.get(port)
+        if not qs:
+            return 0
+        if priority is not None:
+            self._check_priority(priority)
+            return len(qs[priority].packets)
+        return sum(len(q.packets) for q in qs)

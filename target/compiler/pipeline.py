@@ -157,6 +157,7 @@ class Pipeline:
         self._s_deq_td = sm["deq_timedelta"]
         self._s_deq_qd = sm["deq_qdepth"]
         self._s_egts = sm["egress_global_timestamp"]
+        self._s_qid = sm.get("qid")  # the target's v1model has it; p4c's does not
         self._meta_paths = comp.meta_paths
         self._clock = env.clock
 
@@ -267,6 +268,7 @@ class Pipeline:
         deq_timedelta: int = 0,
         deq_qdepth: int = 0,
         preserved: dict[str, int] | None = None,
+        qid: int = 0,
     ) -> EgressResult:
         """Egress control, computeChecksum and deparser; returns the bytes that leave."""
         S = ctx.S
@@ -282,6 +284,8 @@ class Pipeline:
         S[self._s_enq_qd] = enq_qdepth & 0x7FFFF
         S[self._s_deq_td] = deq_timedelta & 0xFFFFFFFF
         S[self._s_deq_qd] = deq_qdepth & 0x7FFFF
+        if self._s_qid is not None:
+            S[self._s_qid] = qid & 0x1F
         S[self._s_egts] = self._clock.now_us()
         S[R_CLONE] = None
         S[R_RECIRC] = None

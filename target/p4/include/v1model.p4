@@ -41,6 +41,9 @@ struct standard_metadata_t {
     bit<1>  checksum_error;
     error   parser_error;
     @alias("intrinsic_metadata.priority") bit<3> priority;
+    // Not in p4c's v1model.p4 (BMv2 fills it when a program declares it): the egress queue
+    // (= the priority) a packet left from.  Read only, in egress.
+    @alias("queueing_metadata.qid") bit<5> qid;
 }
 
 enum CounterType {
