@@ -5,8 +5,8 @@ set_queue_depth: `standard_metadata.priority` p picks the port's queue p (p >= N
 packet, as BMv2 does); among the queues of a port whose head may leave, the highest priority
 goes first (strict priority).  Each queue has its own drain rate and capacity: a packet may
 leave when its queue's previous packet's transmission slot (1/pps, or its size in bits / bps)
-is over; a full queue tail-drops.  enq_qdepth/deq_qdepth count every queue of the port, and
-qid is the queue's priority, as BMv2 reports them.
+is over; a full queue tail-drops.  enq_qdepth/deq_qdepth are the depth of the packet's own
+queue and qid is its priority, as BMv2 (simple_switch.cpp enqueue/egress_thread) reports them.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class Queued:
 
 @dataclass(slots=True, eq=False)
 class PortQueue:
-    """One FIFO of a port (one per priority); `siblings` are all the port's queues."""
+    """One FIFO of a port (one per priority)."""
 
     packets: deque[Queued] = field(default_factory=deque)
     pps: int | None = None
@@ -47,7 +47,6 @@ class PortQueue:
     capacity: int = DEFAULT_DEPTH
     next_free_us: int = 0
     priority: int = 0
-    siblings: list[PortQueue] = field(default_factory=list)
 
     def ready_time(self) -> int:
         """When the head packet may leave."""
@@ -76,8 +75,6 @@ class TrafficManager:
                 PortQueue(pps=d.pps, bps=d.bps, capacity=d.capacity, priority=d.priority)
                 for d in self.default
             ]
-            for q in qs:
-                q.siblings = qs
             self.ports[port] = qs
         return qs
 
@@ -111,19 +108,15 @@ class TrafficManager:
         self._busy.clear()
 
     def enqueue(self, item: Queued) -> bool:
-        """Append to the queue of the item's port and priority (sets enq_qdepth to the port's
+        """Append to the queue of the item's port and priority (sets enq_qdepth to that queue's
         depth, as BMv2); False when that queue is full or the priority has no queue."""
         qs = self.ports.get(item.egress_port) or self.port_queues(item.egress_port)
         prio = item.priority
-        if prio:
-            if prio >= self.priority_queues:
-                return False
-            q = qs[prio]
-            depth = sum(len(s.packets) for s in qs)
-        else:
-            q = qs[0]
-            depth = len(q.packets) if self.priority_queues == 1 else sum(len(s.packets) for s in qs)
-        if len(q.packets) >= q.capacity:
+        if prio >= self.priority_queues:
+            return False
+        q = qs[prio]
+        depth = len(q.packets)
+        if depth >= q.capacity:
             return False
         item.enq_qdepth = depth
         self._seq += 1
@@ -133,7 +126,7 @@ class TrafficManager:
         return True
 
     def pop_ready(self, now: int) -> tuple[Queued, int] | None:
-        """The packet that may leave now and deq_qdepth (the port's depth after it left).
+        """The packet that may leave now and deq_qdepth (its queue's depth after it left).
 
         Highest priority first, then earliest ready time, then FIFO: among a port's queues
         whose head may leave, the highest priority wins (strict priority, as BMv2)."""
@@ -157,9 +150,7 @@ class TrafficManager:
             gap = max(gap, item.packet_length * 8e6 / best.bps)
         t = best_key[1]
         best.next_free_us = t + round(gap) if gap else t
-        if self.priority_queues == 1:
-            return item, len(best.packets)
-        return item, sum(len(s.packets) for s in best.siblings)
+        return item, len(best.packets)
 
     def next_departure_us(self) -> int | None:
         """Earliest time a queued packet may leave (None when every queue is empty)."""

@@ -33,6 +33,10 @@ def test_p4info_out_writes_and_exits(tmp_path: Path) -> None:
         (["--p4", "nonexistent.p4"], 1, "no such file"),
         (["--p4", "prog.json"], 2, "BMv2 JSON is not supported"),
         (["--queue-rate", "x:y"], 2, "expected [PORT:]NUMBER"),
+        (["--priority-queues", "9"], 2, "--priority-queues 9: must be in [1, 8]"),
+        (["--priority-queues", "0"], 2, "must be in [1, 8]"),
+        (["--queue-priority-rate", "1:7"], 2, "expected PORT:PRIORITY:PPS"),
+        (["--priority-queues", "8", "--queue-priority-rate", "1:8:100"], 2, "priority 0..7"),
         (["-i", "1@ice-nosuch0"], 1, "cannot open interface ice-nosuch0"),
     ],
 )
