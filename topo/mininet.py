@@ -38,6 +38,10 @@ TARGETS = ("embedded", "bmv2")
 DEFAULT_CPU_PORT = 255
 READY_TIMEOUT_S = 30.0
 
+# Queues per egress port (--priority-queues): ice.p4 sends link probes and feedback with
+# priority 7, which simple_switch drops unless it runs with 8 (= traffic.packets.PRIORITY_QUEUES).
+PRIORITY_QUEUES = 8
+
 
 class SwitchStartError(RuntimeError):
     """A switch process did not come up (exited, or its gRPC port never opened)."""
@@ -164,6 +168,7 @@ class ICESwitch(_P4RuntimeSwitchMixin, Switch):  # type: ignore[misc]
         cmd += ["--device-id", str(self.device_id)]
         cmd += ["--grpc-server-addr", f"127.0.0.1:{self.grpc_port}"]
         cmd += ["--cpu-port", str(self.cpu_port)]
+        cmd += ["--priority-queues", str(PRIORITY_QUEUES)]
         if self.program:
             cmd += ["--p4", self.program]
         return cmd + self.extra_args
@@ -180,6 +185,7 @@ class BMv2Switch(_P4RuntimeSwitchMixin, Switch):  # type: ignore[misc]
         cmd += [self.program] if self.program else ["--no-p4"]
         cmd += ["--", "--grpc-server-addr", f"127.0.0.1:{self.grpc_port}"]
         cmd += ["--cpu-port", str(self.cpu_port)]
+        cmd += ["--priority-queues", str(PRIORITY_QUEUES)]  # a target option: after "--"
         return cmd + self.extra_args
 
 

@@ -108,6 +108,17 @@ const bit<32> ICE_SESSION_FEEDBACK        = 100;
 const bit<32> ICE_SESSION_FEEDBACK_REPORT = 101;
 const bit<32> ICE_SESSION_REPORT          = 102;
 
+// Egress queue priorities (standard_metadata.priority).  Controller packet-outs, link-probe
+// punts and ICE feedback packets crossing a switch go in the highest queue so that they never
+// wait behind data; everything else stays in queue 0.  BMv2 must be started with
+// `--priority-queues 8`: simple_switch DROPS a packet whose priority is >= its number of queues
+// per port (1 by default).  For a single-queue switch compile with -DICE_PRIORITY_CONTROL=0.
+#ifndef ICE_PRIORITY_CONTROL
+#define ICE_PRIORITY_CONTROL 7
+#endif
+const bit<3> PRIORITY_DATA    = 0;
+const bit<3> PRIORITY_CONTROL = ICE_PRIORITY_CONTROL;
+
 // Field list preserved on the last-hop I2E clone (the @field_list annotation needs a literal).
 #define FL_LAST_HOP 1
 

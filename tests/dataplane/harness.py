@@ -48,7 +48,7 @@ from icefabric.control.p4rt import (
     TableEntry,
 )
 from icefabric.p4src import ICE_P4
-from icefabric.traffic.packets import CPU_PORT
+from icefabric.traffic.packets import CPU_PORT, PRIORITY_QUEUES
 
 LOG = logging.getLogger("icefabric.tests.dataplane")
 
@@ -276,7 +276,12 @@ class EmbeddedFabric(Fabric):
         from icefabric.target.server import serve
 
         device_id = len(self.devices) + 1
-        device = Device(device_id=device_id, cpu_port=CPU_PORT, clock=self.clock)
+        device = Device(
+            device_id=device_id,
+            cpu_port=CPU_PORT,
+            clock=self.clock,
+            priority_queues=PRIORITY_QUEUES,
+        )
         server, port, _service = serve(
             device, "127.0.0.1:0", max_workers=4, loader=_load_bundle_cached
         )
@@ -578,6 +583,8 @@ class Bmv2Fabric(Fabric):
                 self._grpc_addr(name),
                 "--cpu-port",
                 str(CPU_PORT),
+                "--priority-queues",
+                str(PRIORITY_QUEUES),
             ]
             self._procs[name] = subprocess.Popen(
                 cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL

@@ -29,6 +29,7 @@ control IceIngress(inout headers_t hdr,
 
     action send_packet_out() {
         standard_metadata.egress_spec = hdr.packet_out.egress_port;
+        standard_metadata.priority = PRIORITY_CONTROL;  // link probes must not wait behind data
         hdr.packet_out.setInvalid();
     }
 
@@ -36,6 +37,7 @@ control IceIngress(inout headers_t hdr,
     // back from the switch at the other end; a link whose probes stop arriving is down.
     action punt_link_probe() {
         standard_metadata.egress_spec = CPU_PORT;
+        standard_metadata.priority = PRIORITY_CONTROL;
         hdr.packet_in.setValid();
         hdr.packet_in.ingress_port = standard_metadata.ingress_port;
         hdr.packet_in._pad0 = 0;
@@ -88,6 +90,13 @@ control IceIngress(inout headers_t hdr,
                 }
 
                 if (meta.drop_reason == DROP_REASON_NONE) {
+                    // ICE feedback from another switch: ahead of data on this hop too (the
+                    // last hop's own I2E clone cannot be: a clone's metadata is reset, so it
+                    // leaves its first switch in queue PRIORITY_DATA).
+                    if (hdr.udp.isValid() && hdr.udp.dst_port == UDP_PORT_ICE_FEEDBACK
+                            && meta.ingress_port_kind == PORT_KIND_FABRIC) {
+                        standard_metadata.priority = PRIORITY_CONTROL;
+                    }
                     if (hdr.bth.isValid()) {
                         compute_flow_slot();
                     }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from icefabric.target.device import CloneSession, Device, Replica
@@ -205,3 +207,12 @@ def test_priority_queues_validation() -> None:
     assert dev.priority_queues == 8
     dev.set_queue_depth(None, 4, priority=7)
     assert dev.tm.queue(9, 7).capacity == 4 and dev.tm.queue(9, 0).capacity == 64
+
+
+def test_launchers_use_the_queues_ice_p4_needs() -> None:
+    from icefabric.control import wire
+    from icefabric.traffic import packets
+
+    assert wire.PRIORITY_QUEUES == packets.PRIORITY_QUEUES == packets.ICE_PRIORITY_CONTROL + 1
+    text = (Path(__file__).resolve().parents[3] / "topo" / "mininet.py").read_text()
+    assert f"PRIORITY_QUEUES = {packets.PRIORITY_QUEUES}" in text
