@@ -57,6 +57,7 @@ PACKET_IN_BYTES = 5
 PACKET_OUT_BYTES = 2
 # egress queue priorities (standard_metadata.priority): packet-outs, probe punts, feedback in transit
 ICE_PRIORITY_CONTROL = 7
+PRIORITY_FEEDBACK = 6  # feedback in transit: below the probes
 PRIORITY_DATA = 0
 PRIORITY_QUEUES = ICE_PRIORITY_CONTROL + 1  # queues per port a switch needs (--priority-queues)
 

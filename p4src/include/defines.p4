@@ -108,16 +108,25 @@ const bit<32> ICE_SESSION_FEEDBACK        = 100;
 const bit<32> ICE_SESSION_FEEDBACK_REPORT = 101;
 const bit<32> ICE_SESSION_REPORT          = 102;
 
-// Egress queue priorities (standard_metadata.priority).  Controller packet-outs, link-probe
-// punts and ICE feedback packets crossing a switch go in the highest queue so that they never
-// wait behind data; everything else stays in queue 0.  BMv2 must be started with
-// `--priority-queues 8`: simple_switch DROPS a packet whose priority is >= its number of queues
-// per port (1 by default).  For a single-queue switch compile with -DICE_PRIORITY_CONTROL=0.
+// Egress queue priorities (standard_metadata.priority).  Controller packet-outs and link-probe
+// punts go in the highest queue, ICE feedback packets crossing a switch in the one below (as
+// many as data packets with feedback_every_n = 1: probes must not wait behind them), everything
+// else stays in queue 0.  BMv2 must be started with `--priority-queues 8`: simple_switch DROPS
+// a packet whose priority is >= its number of queues per port (1 by default).  For a
+// single-queue switch compile with -DICE_PRIORITY_CONTROL=0 (feedback then follows to 0).
 #ifndef ICE_PRIORITY_CONTROL
 #define ICE_PRIORITY_CONTROL 7
 #endif
-const bit<3> PRIORITY_DATA    = 0;
-const bit<3> PRIORITY_CONTROL = ICE_PRIORITY_CONTROL;
+#ifndef ICE_PRIORITY_FEEDBACK
+#if ICE_PRIORITY_CONTROL > 0
+#define ICE_PRIORITY_FEEDBACK (ICE_PRIORITY_CONTROL - 1)
+#else
+#define ICE_PRIORITY_FEEDBACK 0
+#endif
+#endif
+const bit<3> PRIORITY_DATA     = 0;
+const bit<3> PRIORITY_CONTROL  = ICE_PRIORITY_CONTROL;
+const bit<3> PRIORITY_FEEDBACK = ICE_PRIORITY_FEEDBACK;
 
 // Field list preserved on the last-hop I2E clone (the @field_list annotation needs a literal).
 #define FL_LAST_HOP 1

@@ -90,12 +90,12 @@ control IceIngress(inout headers_t hdr,
                 }
 
                 if (meta.drop_reason == DROP_REASON_NONE) {
-                    // ICE feedback from another switch: ahead of data on this hop too (the
-                    // last hop's own I2E clone cannot be: a clone's metadata is reset, so it
-                    // leaves its first switch in queue PRIORITY_DATA).
+                    // ICE feedback from another switch: ahead of data (below the probes) on this
+                    // hop (the last hop's own I2E clone cannot be: a clone's metadata is reset,
+                    // so it leaves its first switch in queue PRIORITY_DATA).
                     if (hdr.udp.isValid() && hdr.udp.dst_port == UDP_PORT_ICE_FEEDBACK
                             && meta.ingress_port_kind == PORT_KIND_FABRIC) {
-                        standard_metadata.priority = PRIORITY_CONTROL;
+                        standard_metadata.priority = PRIORITY_FEEDBACK;
                     }
                     if (hdr.bth.isValid()) {
                         compute_flow_slot();
