@@ -221,6 +221,15 @@ def mode_entries(topo: Topology, options: FabricOptions) -> dict[str, list[Entit
     return out
 
 
+def queue_priorities(queues: int) -> tuple[int, int] | None:
+    """(control, feedback) egress priorities for switches with ``queues`` queues per port:
+    probes and packet-outs on top, transit feedback just below; None with a single queue
+    (nothing may be raised: simple_switch drops a priority >= its number of queues)."""
+    if queues <= 1:
+        return None
+    return queues - 1, max(queues - 2, 0)
+
+
 def base_entries(
     topo: Topology, options: FabricOptions | None = None, tags: TagMap | None = None
 ) -> dict[str, list[Entity]]:
@@ -257,6 +266,17 @@ def base_entries(
             )
         )
         ents.extend(modes.get(s.name, ()))
+        prios = queue_priorities(spec.defaults.priority_queues)
+        if prios is not None:
+            control, feedback = prios
+            ents.append(
+                _default(
+                    n.TABLE_QUEUE_CONFIG,
+                    n.ACTION_SET_QUEUE_PRIORITIES,
+                    control_prio=control,
+                    feedback_prio=feedback,
+                )
+            )
 
     # ports: kinds and link rates
     for ln in topo.links:

@@ -20,9 +20,6 @@ from icefabric.topo.spec import TopologySpec
 log = logging.getLogger(__name__)
 
 CPU_PORT = 255
-# queues per egress port (--priority-queues): ice.p4 puts probes and feedback in queue 7, which a
-# switch with fewer queues drops (as simple_switch); = traffic.packets.PRIORITY_QUEUES
-PRIORITY_QUEUES = 8
 
 
 @dataclass(slots=True)
@@ -83,7 +80,7 @@ class InProcessFabric:
             device_id=device_id,
             cpu_port=CPU_PORT,
             log=logging.getLogger(f"icefabric.target.device.{name}"),
-            priority_queues=PRIORITY_QUEUES,
+            priority_queues=self.spec.defaults.priority_queues,  # as the spec says (Mininet too)
         )
         server, port, _service = serve(device, addr)
         device.start()

@@ -4,6 +4,7 @@ Addressing (both generators): the hosts under the i-th leaf/ToR (0-based, in gen
 get ``10.<(i+1) // 256>.<(i+1) % 256>.<h+1>/24`` and MAC ``02:00:00:xx:xx:xx`` numbered from 1;
 hosts use leaf ports 1..H, uplinks the ports after them. Switches are numbered leaves first,
 then spines (aggs, cores); device_id = switch_id = index + 1, grpc_port = base + index.
+Switches get 8 priority queues per port (``priority_queues``), as the launchers start them.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ def leaf_spine(
     links_per_spine: int = 1,
     name: str | None = None,
     grpc_base_port: int = 50051,
+    priority_queues: int = 8,
 ) -> TopologySpec:
     """A two-tier leaf-spine; uplink rate = hosts*host_rate / (spines*links*oversubscription)."""
     errs = []
@@ -111,6 +113,7 @@ def leaf_spine(
             link_rate_gbps=float(uplink_rate_gbps),
             host_rate_gbps=float(host_rate_gbps),
             grpc_base_port=grpc_base_port,
+            priority_queues=priority_queues,
         ),
     )
 
@@ -122,6 +125,7 @@ def fat_tree(
     hosts_per_tor: int | None = None,
     name: str | None = None,
     grpc_base_port: int = 50051,
+    priority_queues: int = 8,
 ) -> TopologySpec:
     """A three-tier fat-tree(k): k pods of k/2 ToRs and k/2 aggs, (k/2)^2 cores, k/2 hosts per ToR.
 
@@ -177,7 +181,10 @@ def fat_tree(
         hosts=tuple(hosts),
         links=tuple(links),
         defaults=Defaults(
-            link_rate_gbps=rate_gbps, host_rate_gbps=rate_gbps, grpc_base_port=grpc_base_port
+            link_rate_gbps=rate_gbps,
+            host_rate_gbps=rate_gbps,
+            grpc_base_port=grpc_base_port,
+            priority_queues=priority_queues,
         ),
     )
 

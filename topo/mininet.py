@@ -38,10 +38,6 @@ TARGETS = ("embedded", "bmv2")
 DEFAULT_CPU_PORT = 255
 READY_TIMEOUT_S = 30.0
 
-# Queues per egress port (--priority-queues): ice.p4 sends link probes and feedback with
-# priority 7, which simple_switch drops unless it runs with 8 (= traffic.packets.PRIORITY_QUEUES).
-PRIORITY_QUEUES = 8
-
 
 class SwitchStartError(RuntimeError):
     """A switch process did not come up (exited, or its gRPC port never opened)."""
@@ -103,8 +99,12 @@ class _P4RuntimeSwitchMixin:
         log_dir: str = "/tmp",
         program: str | None = None,
         extra_args: Sequence[str] = (),
+        priority_queues: int = 1,
     ) -> None:
         self.grpc_port = grpc_port
+        # --priority-queues: from the topology spec, which the controller reads too (it raises
+        # control traffic to the top queue only when there is one; BMv2 drops above it).
+        self.priority_queues = priority_queues
         self.device_id = device_id
         self.cpu_port = cpu_port
         self.program = program
@@ -168,7 +168,7 @@ class ICESwitch(_P4RuntimeSwitchMixin, Switch):  # type: ignore[misc]
         cmd += ["--device-id", str(self.device_id)]
         cmd += ["--grpc-server-addr", f"127.0.0.1:{self.grpc_port}"]
         cmd += ["--cpu-port", str(self.cpu_port)]
-        cmd += ["--priority-queues", str(PRIORITY_QUEUES)]
+        cmd += ["--priority-queues", str(self.priority_queues)]
         if self.program:
             cmd += ["--p4", self.program]
         return cmd + self.extra_args
@@ -185,11 +185,19 @@ class BMv2Switch(_P4RuntimeSwitchMixin, Switch):  # type: ignore[misc]
         cmd += [self.program] if self.program else ["--no-p4"]
         cmd += ["--", "--grpc-server-addr", f"127.0.0.1:{self.grpc_port}"]
         cmd += ["--cpu-port", str(self.cpu_port)]
-        cmd += ["--priority-queues", str(PRIORITY_QUEUES)]  # a target option: after "--"
+        cmd += ["--priority-queues", str(self.priority_queues)]  # a target option: after "--"
         return cmd + self.extra_args
 
 
-_P4RT_PARAMS = ("grpc_port", "device_id", "cpu_port", "log_dir", "program", "extra_args")
+_P4RT_PARAMS = (
+    "grpc_port",
+    "device_id",
+    "cpu_port",
+    "log_dir",
+    "program",
+    "extra_args",
+    "priority_queues",
+)
 
 
 def switch_class(target: str) -> type:
@@ -223,6 +231,7 @@ def build_network(
             log_dir=log_dir,
             program=program,
             extra_args=list(switch_args),
+            priority_queues=spec.defaults.priority_queues,
         )
     for h in spec.hosts:
         net.addHost(h.name, ip=h.ip, mac=h.mac)

@@ -45,6 +45,9 @@ class Defaults:
     host_rate_gbps: float = 100.0
     link_delay_us: float = 0.0
     grpc_base_port: int = 50051
+    # Egress queues per switch port (BMv2 --priority-queues; simple_switch drops a packet whose
+    # priority is >= this): with more than 1 the controller puts control traffic in the top one.
+    priority_queues: int = 1
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)
@@ -149,6 +152,7 @@ class TopologySpec:
                 "host_rate_gbps": d.host_rate_gbps,
                 "link_delay_us": d.link_delay_us,
                 "grpc_base_port": d.grpc_base_port,
+                "priority_queues": d.priority_queues,
             },
             "switches": [
                 {
@@ -358,18 +362,22 @@ def _parse_defaults(r: _Reader, raw: Any) -> Defaults:
     if m is None:
         return Defaults()
     r.unknown(
-        m, "defaults", ("link_rate_gbps", "host_rate_gbps", "link_delay_us", "grpc_base_port")
+        m,
+        "defaults",
+        ("link_rate_gbps", "host_rate_gbps", "link_delay_us", "grpc_base_port", "priority_queues"),
     )
     base = Defaults()
     lr = r.number(m, "link_rate_gbps", "defaults", positive=True, default=base.link_rate_gbps)
     hr = r.number(m, "host_rate_gbps", "defaults", positive=True, default=base.host_rate_gbps)
     dl = r.number(m, "link_delay_us", "defaults", positive=False, default=base.link_delay_us)
     gp = r.integer(m, "grpc_base_port", "defaults", lo=1, hi=65535, default=base.grpc_base_port)
+    pq = r.integer(m, "priority_queues", "defaults", lo=1, hi=8, default=base.priority_queues)
     return Defaults(
         link_rate_gbps=lr or base.link_rate_gbps,
         host_rate_gbps=hr or base.host_rate_gbps,
         link_delay_us=dl if dl is not None else base.link_delay_us,
         grpc_base_port=gp if gp > 0 else base.grpc_base_port,
+        priority_queues=pq if pq > 0 else base.priority_queues,
     )
 
 

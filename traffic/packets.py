@@ -55,11 +55,8 @@ ICE_FEEDBACK_BYTES = 36
 TELEMETRY_REPORT_BYTES = 36
 PACKET_IN_BYTES = 5
 PACKET_OUT_BYTES = 2
-# egress queue priorities (standard_metadata.priority): packet-outs, probe punts, feedback in transit
-ICE_PRIORITY_CONTROL = 7
-PRIORITY_FEEDBACK = 6  # feedback in transit: below the probes
+# egress queue priority of data (the controller raises control/feedback: IceIngress.queue_config)
 PRIORITY_DATA = 0
-PRIORITY_QUEUES = ICE_PRIORITY_CONTROL + 1  # queues per port a switch needs (--priority-queues)
 
 # ---- values the controller writes (defines.p4) -------------------------------------------------
 SWITCH_ROLE_UNSET = 0

@@ -108,25 +108,13 @@ const bit<32> ICE_SESSION_FEEDBACK        = 100;
 const bit<32> ICE_SESSION_FEEDBACK_REPORT = 101;
 const bit<32> ICE_SESSION_REPORT          = 102;
 
-// Egress queue priorities (standard_metadata.priority).  Controller packet-outs and link-probe
-// punts go in the highest queue, ICE feedback packets crossing a switch in the one below (as
-// many as data packets with feedback_every_n = 1: probes must not wait behind them), everything
-// else stays in queue 0.  BMv2 must be started with `--priority-queues 8`: simple_switch DROPS
-// a packet whose priority is >= its number of queues per port (1 by default).  For a
-// single-queue switch compile with -DICE_PRIORITY_CONTROL=0 (feedback then follows to 0).
-#ifndef ICE_PRIORITY_CONTROL
-#define ICE_PRIORITY_CONTROL 7
-#endif
-#ifndef ICE_PRIORITY_FEEDBACK
-#if ICE_PRIORITY_CONTROL > 0
-#define ICE_PRIORITY_FEEDBACK (ICE_PRIORITY_CONTROL - 1)
-#else
-#define ICE_PRIORITY_FEEDBACK 0
-#endif
-#endif
-const bit<3> PRIORITY_DATA     = 0;
-const bit<3> PRIORITY_CONTROL  = ICE_PRIORITY_CONTROL;
-const bit<3> PRIORITY_FEEDBACK = ICE_PRIORITY_FEEDBACK;
+// Egress queue priorities (standard_metadata.priority).  simple_switch DROPS a packet whose
+// priority is >= its number of queues per port (1 unless started with --priority-queues N), so
+// nothing is raised above PRIORITY_DATA until the controller, which knows N from the topology
+// spec, writes IceIngress.queue_config: then controller packet-outs and link-probe punts go in
+// the highest queue and ICE feedback crossing a switch in the one below (with
+// feedback_every_n = 1 there are as many as data packets: probes must not wait behind them).
+const bit<3> PRIORITY_DATA = 0;
 
 // Field list preserved on the last-hop I2E clone (the @field_list annotation needs a literal).
 #define FL_LAST_HOP 1

@@ -180,6 +180,10 @@ struct local_metadata_t {
     // Parser.
     bit<8>        int_hops_left;
 
+    // Egress queue priorities (IceIngress.queue_config; 0 until the controller sets them).
+    bit<3>        control_priority;
+    bit<3>        feedback_priority;
+
     // Switch and port configuration (IceIngress.config).
     @field_list(FL_LAST_HOP)
     switch_id_t   switch_id;

@@ -48,13 +48,17 @@ from icefabric.control.p4rt import (
     TableEntry,
 )
 from icefabric.p4src import ICE_P4
-from icefabric.traffic.packets import CPU_PORT, PRIORITY_QUEUES
+from icefabric.traffic.packets import CPU_PORT
 
 LOG = logging.getLogger("icefabric.tests.dataplane")
 
 TARGET_ENV = "ICE_TARGET"
 PROGRAM_ENV = "ICE_P4_PROGRAM"
 START_US = 1_000_000  # the manual clock starts above 0 ("never seen" in flowlet registers)
+
+# Queues per egress port the test switches run with (BMv2: --priority-queues), as the example
+# topologies say; leaf_spine.py writes IceIngress.queue_config for it as the controller does.
+PRIORITY_QUEUES = 8
 
 
 class TargetUnavailable(Exception):

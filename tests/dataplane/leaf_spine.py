@@ -14,8 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness import Fabric, make_fabric
+from harness import PRIORITY_QUEUES, Fabric, make_fabric
 
+from icefabric.control.fabric import queue_priorities
 from icefabric.control.p4rt import LPM, Exact
 from icefabric.traffic import packets as P
 
@@ -280,6 +281,14 @@ def program_switch_common(
 ) -> None:
     """Keyless configuration tables and per-port rates of one switch."""
     sw = fab[name]
+    prios = queue_priorities(PRIORITY_QUEUES)
+    if prios is not None:
+        sw.set_default(
+            "IceIngress.queue_config",
+            "IceIngress.set_queue_priorities",
+            control_prio=prios[0],
+            feedback_prio=prios[1],
+        )
     sw.set_default(
         T_SWITCH_CONFIG,
         "IceIngress.config.set_switch_config",

@@ -1,9 +1,11 @@
-"""Link probes overtake data: packet-outs go in the highest egress queue (priority 7).
+"""Link probes overtake data: with IceIngress.queue_config written (as the controller does for
+a spec with 8 priority queues), packet-outs go in the highest egress queue (priority 7).
 
 The uplink L1 -> S1 is rate-limited and backlogged with RoCE data; a probe sent by packet-out on
-it reaches S1 (as a LINK_PROBE packet-in) while the data is still queued.  With one queue per
-port, as simple_switch without ``--priority-queues``, the probe's priority 7 is out of range and
-the switch drops it (BMv2 does the same), which is why every launcher starts 8 queues.
+it reaches S1 (as a LINK_PROBE packet-in) while the data is still queued.  A switch with fewer
+queues than that configuration assumes drops the probe (simple_switch does the same), which is
+why the queue count lives in the topology spec that both the launchers and the controller read;
+with queue_config left at its default every packet stays in queue 0 and the probe waits in line.
 Embedded target only: the test reads the queues of the in-process devices.
 """
 
@@ -13,11 +15,11 @@ import contextlib
 from typing import Any
 
 import pytest
-from harness import EmbeddedFabric, wait_for
+from harness import PRIORITY_QUEUES, EmbeddedFabric, wait_for
 from leaf_spine import SPINE_DOWN, UPLINK, LeafSpine, Options
 
 from icefabric.control.lldp import LldpProbe
-from icefabric.control.p4rt import PacketIn
+from icefabric.control.p4rt import PacketIn, TableEntry
 from icefabric.traffic import packets as P
 
 pytestmark = pytest.mark.dataplane
@@ -59,7 +61,7 @@ def _probe_packet_ins(ls: LeafSpine, timeout: float) -> list[PacketIn]:
 
 def test_probe_leaves_before_queued_data(leaf_spine_factory: Any) -> None:
     ls, l1 = _build(leaf_spine_factory)
-    assert l1.priority_queues == P.PRIORITY_QUEUES
+    assert l1.priority_queues == PRIORITY_QUEUES
     waiting = _backlog(ls, l1)
     probe = LldpProbe(chassis="L1", port=UPLINK["S1"], ttl_s=1).encode()
     ls.fabric["L1"].conn.packet_out(probe, egress_port=UPLINK["S1"], _pad0=0)
@@ -88,3 +90,20 @@ def test_one_queue_drops_the_probe_as_bmv2(leaf_spine_factory: Any) -> None:
     ls.fabric.advance_us(DATA_PACKETS * 1_000_000 // RATE_PPS)
     assert _probe_packet_ins(ls, 0.2) == []
     assert len(ls.received("h3")) == DATA_PACKETS  # data is unaffected
+
+
+def test_without_queue_config_the_probe_waits_behind_data(leaf_spine_factory: Any) -> None:
+    """The program's default (no queue_config entry) keeps a single-queue switch working."""
+    ls, l1 = _build(leaf_spine_factory)
+    ls.fabric["L1"].conn.modify(
+        TableEntry(table="IceIngress.queue_config", is_default_action=True)  # program default
+    )
+    l1.set_priority_queues(1)  # simple_switch without --priority-queues
+    waiting = _backlog(ls, l1)
+    probe = LldpProbe(chassis="L1", port=UPLINK["S1"], ttl_s=1).encode()
+    ls.fabric["L1"].conn.packet_out(probe, egress_port=UPLINK["S1"], _pad0=0)
+    assert _probe_packet_ins(ls, 0.2) == []  # queued behind the data
+    ls.fabric.advance_us((waiting + 1) * 1_000_000 // RATE_PPS)
+    pins = _probe_packet_ins(ls, 5.0)
+    assert len(pins) == 1 and pins[0].metadata["reason"] == P.PUNT_REASON_LINK_PROBE
+    assert l1.drop_counts().get("priority_out_of_range", 0) == 0

@@ -29,7 +29,7 @@ control IceIngress(inout headers_t hdr,
 
     action send_packet_out() {
         standard_metadata.egress_spec = hdr.packet_out.egress_port;
-        standard_metadata.priority = PRIORITY_CONTROL;  // link probes must not wait behind data
+        standard_metadata.priority = meta.control_priority;  // probes must not wait behind data
         hdr.packet_out.setInvalid();
     }
 
@@ -37,13 +37,31 @@ control IceIngress(inout headers_t hdr,
     // back from the switch at the other end; a link whose probes stop arriving is down.
     action punt_link_probe() {
         standard_metadata.egress_spec = CPU_PORT;
-        standard_metadata.priority = PRIORITY_CONTROL;
+        standard_metadata.priority = meta.control_priority;
         hdr.packet_in.setValid();
         hdr.packet_in.ingress_port = standard_metadata.ingress_port;
         hdr.packet_in._pad0 = 0;
         hdr.packet_in.egress_port = 0;
         hdr.packet_in._pad1 = 0;
         hdr.packet_in.reason = PUNT_REASON_LINK_PROBE;
+    }
+
+    action set_queue_priorities(bit<3> control_prio, bit<3> feedback_prio) {
+        meta.control_priority = control_prio;
+        meta.feedback_priority = feedback_prio;
+    }
+
+    // Keyless, written by the controller only when the switch has priority queues (the
+    // topology spec's defaults.priority_queues, e.g. 8: control 7, feedback 6).  Left at its
+    // default, every packet stays in queue PRIORITY_DATA, which a single-queue BMv2 accepts.
+    table queue_config {
+        key = { }
+        actions = {
+            set_queue_priorities;
+            NoAction;
+        }
+        default_action = NoAction();
+        size = 1;
     }
 
     action compute_flow_slot() {
@@ -54,6 +72,7 @@ control IceIngress(inout headers_t hdr,
     }
 
     apply {
+        queue_config.apply();
         port_rx_counter.count((bit<32>)standard_metadata.ingress_port);
         if (hdr.packet_out.isValid()) {
             send_packet_out();
@@ -95,7 +114,7 @@ control IceIngress(inout headers_t hdr,
                     // so it leaves its first switch in queue PRIORITY_DATA).
                     if (hdr.udp.isValid() && hdr.udp.dst_port == UDP_PORT_ICE_FEEDBACK
                             && meta.ingress_port_kind == PORT_KIND_FABRIC) {
-                        standard_metadata.priority = PRIORITY_FEEDBACK;
+                        standard_metadata.priority = meta.feedback_priority;
                     }
                     if (hdr.bth.isValid()) {
                         compute_flow_slot();

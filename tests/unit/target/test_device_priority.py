@@ -209,10 +209,28 @@ def test_priority_queues_validation() -> None:
     assert dev.tm.queue(9, 7).capacity == 4 and dev.tm.queue(9, 0).capacity == 64
 
 
-def test_launchers_use_the_queues_ice_p4_needs() -> None:
-    from icefabric.control import wire
-    from icefabric.traffic import packets
+def test_the_topology_spec_sets_queues_for_switches_and_controller_alike() -> None:
+    """One number in the spec: launchers start that many queues, the controller raises control
+    traffic only when there is more than one (simple_switch drops a priority >= its queues)."""
+    from icefabric.control import ice_names as n
+    from icefabric.control.fabric import base_entries, queue_priorities
+    from icefabric.control.topology import Topology
+    from icefabric.topo.generators import leaf_spine
 
-    assert wire.PRIORITY_QUEUES == packets.PRIORITY_QUEUES == packets.ICE_PRIORITY_CONTROL + 1
+    assert queue_priorities(1) is None
+    assert queue_priorities(8) == (7, 6) and queue_priorities(2) == (1, 0)
+    for queues in (1, 8):
+        spec = leaf_spine(leaves=2, spines=1, hosts_per_leaf=1, priority_queues=queues)
+        written = [
+            e
+            for ents in base_entries(Topology(spec)).values()
+            for e in ents
+            if getattr(e, "table", "") == n.TABLE_QUEUE_CONFIG
+        ]
+        if queues == 1:
+            assert written == []
+        else:
+            assert len(written) == len(spec.switches)
+            assert all(dict(e.params) == {"control_prio": 7, "feedback_prio": 6} for e in written)
     text = (Path(__file__).resolve().parents[3] / "topo" / "mininet.py").read_text()
-    assert f"PRIORITY_QUEUES = {packets.PRIORITY_QUEUES}" in text
+    assert "priority_queues=spec.defaults.priority_queues" in text

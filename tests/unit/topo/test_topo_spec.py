@@ -241,3 +241,16 @@ def test_readme_example_is_a_valid_spec() -> None:
     assert block is not None
     t = parse_topology(yaml.safe_load(block.group(1)), source="topo/README.md")
     assert len(t.switches) == 4 and t.link_rate(t.links[0]) == 50.0
+
+
+def test_priority_queues_default_to_one_and_are_validated() -> None:
+    assert parse_topology(_base()).defaults.priority_queues == 1  # what BMv2 runs by default
+    data = _base()
+    data["defaults"]["priority_queues"] = 8
+    assert parse_topology(data).defaults.priority_queues == 8
+    for bad in (0, 9, "8"):
+        data["defaults"]["priority_queues"] = bad
+        errs = _errors(data)
+        assert any(
+            e.startswith("x.yaml: defaults.priority_queues: expected an integer 1..8") for e in errs
+        ), errs
