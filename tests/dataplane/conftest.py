@@ -3,10 +3,35 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from harness import TargetUnavailable, target_name
 from leaf_spine import LeafSpine, Options, build_leaf_spine
+
+from icefabric.control.p4rt import PipelineConfig
+from icefabric.control.wire import InProcessFabric
+from icefabric.topo.spec import TopologySpec, load_topology
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+# The controller against the example fabric of in-process embedded switches (test_fabric_*,
+# test_link_failure_detection): the demo's 2x4 leaf-spine, ice.p4 as the embedded pipeline.
+@pytest.fixture(scope="module")
+def spec() -> TopologySpec:
+    return load_topology(ROOT / "topo" / "examples" / "leaf_spine_2x4.yaml")
+
+
+@pytest.fixture(scope="module")
+def pipeline() -> PipelineConfig:
+    return PipelineConfig.for_embedded(ROOT / "p4src" / "ice.p4")
+
+
+@pytest.fixture
+def fab(spec: TopologySpec) -> Iterator[InProcessFabric]:
+    with InProcessFabric(spec) as f:
+        yield f
 
 
 @pytest.fixture

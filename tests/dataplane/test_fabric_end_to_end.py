@@ -23,7 +23,7 @@ from icefabric.control.demo import Demo, interleaved_hosts, ring_job
 from icefabric.control.fabric import ALL_PATH_KINDS, FabricOptions
 from icefabric.control.p4rt import PipelineConfig, TableEntry
 from icefabric.control.wire import InProcessFabric
-from icefabric.topo.spec import TopologySpec, load_topology
+from icefabric.topo.spec import TopologySpec
 
 pytestmark = [
     pytest.mark.dataplane,
@@ -44,22 +44,6 @@ def wait_until(pred: Callable[[], bool], timeout: float = 10.0) -> bool:
             return True
         time.sleep(0.02)
     return pred()
-
-
-@pytest.fixture(scope="module")
-def spec() -> TopologySpec:
-    return load_topology(ROOT / "topo" / "examples" / "leaf_spine_2x4.yaml")
-
-
-@pytest.fixture(scope="module")
-def pipeline() -> PipelineConfig:
-    return PipelineConfig.for_embedded(ROOT / "p4src" / "ice.p4")
-
-
-@pytest.fixture
-def fab(spec: TopologySpec) -> Iterator[InProcessFabric]:
-    with InProcessFabric(spec) as f:
-        yield f
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ from icefabric.control.fabric import ALL_PATH_KINDS, FabricOptions
 from icefabric.control.linkmon import LinkEvent
 from icefabric.control.p4rt import PipelineConfig
 from icefabric.control.wire import InProcessFabric
-from icefabric.topo.spec import TopologySpec, load_topology
+from icefabric.topo.spec import TopologySpec
 
 pytestmark = [
     pytest.mark.dataplane,
@@ -44,22 +44,6 @@ OPTIONS = FabricOptions(int_kinds=ALL_PATH_KINDS, report_every_n=1, feedback_eve
 PROBE_INTERVAL_S = 0.1
 PROBE_MISSES = 3
 DEADLINE_S = 15.0  # generous: a loaded CI host delays the software switches
-
-
-@pytest.fixture(scope="module")
-def spec() -> TopologySpec:
-    return load_topology(ROOT / "topo" / "examples" / "leaf_spine_2x4.yaml")
-
-
-@pytest.fixture(scope="module")
-def pipeline() -> PipelineConfig:
-    return PipelineConfig.for_embedded(ROOT / "p4src" / "ice.p4")
-
-
-@pytest.fixture
-def fab(spec: TopologySpec) -> Iterator[InProcessFabric]:
-    with InProcessFabric(spec) as f:
-        yield f
 
 
 @pytest.fixture
