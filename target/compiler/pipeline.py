@@ -191,11 +191,11 @@ class Pipeline:
         try:  # noqa: SIM105 (try/except is free on the fast path)
             self._verify(S)
         except ExitControl:
-            pass
+            pass  # P4 `exit`: this control ends, the packet goes on
         try:
             self._ingress(S)
         except ExitControl:
-            pass
+            pass  # P4 `exit`: this control ends, the packet goes on
         except AssertFailed as exc:
             self.env.log.error("assert/assume failed at %s: packet dropped", exc)
             S[self._s_espec] = DROP_PORT
@@ -295,7 +295,7 @@ class Pipeline:
         try:
             self._egress(S)
         except ExitControl:
-            pass
+            pass  # P4 `exit`: this control ends, the packet goes on
         except AssertFailed as exc:
             self.env.log.error("assert/assume failed at %s: packet dropped", exc)
             S[self._s_espec] = DROP_PORT
@@ -309,7 +309,7 @@ class Pipeline:
         try:  # noqa: SIM105
             self._compute(S)
         except ExitControl:
-            pass
+            pass  # P4 `exit`: this control ends, the packet goes on
         data = self.deparse(ctx)
         return EgressResult(data, False, req, recirc, ctx, digests, clone_ctx)
 

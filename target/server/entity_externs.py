@@ -130,6 +130,31 @@ def read_meters(
 
 
 # --- direct resources ----------------------------------------------------------------------
+def _direct_entries(
+    state: PipelineState, te: p4runtime_pb2.TableEntry, kind: str
+) -> list[tuple[Any, Any, Any]]:
+    """(table info, table, entry) a direct counter/meter read selects: one entry when the match
+    is given, else every entry of the table (or of every table) that has such a resource."""
+    by_table = (
+        state.index.direct_counter_by_table
+        if kind == "counter"
+        else state.index.direct_meter_by_table
+    )
+    if te.table_id and te.match:
+        info, table, entry = find_entry(state, te)
+        if info.id not in by_table:
+            raise invalid(f"table {info.name} has no direct {kind}")
+        return [(info, table, entry)]
+    out: list[tuple[Any, Any, Any]] = []
+    for tid in by_table:
+        if te.table_id and tid != te.table_id:
+            continue
+        info = state.index.table(tid)
+        table = state.runtime("tables", info.name)
+        out += [(info, table, en) for en in table.entries()]
+    return out
+
+
 def write_direct_counter(
     state: PipelineState, update_type: int, e: p4runtime_pb2.DirectCounterEntry
 ) -> None:
@@ -146,21 +171,7 @@ def read_direct_counters(
     state: PipelineState, e: p4runtime_pb2.DirectCounterEntry
 ) -> Iterator[p4runtime_pb2.DirectCounterEntry]:
     """Direct counters of one entry, or of every entry of a table (or all tables)."""
-    te = e.table_entry
-    if te.table_id and te.match:
-        info, table, entry = find_entry(state, te)
-        if table.direct_counter is None:
-            raise invalid(f"table {info.name} has no direct counter")
-        entries = [(info, table, entry)]
-    else:
-        entries = []
-        for tid, _spec in state.index.direct_counter_by_table.items():
-            if te.table_id and tid != te.table_id:
-                continue
-            info = state.index.table(tid)
-            table = state.runtime("tables", info.name)
-            entries += [(info, table, en) for en in table.entries()]
-    for info, table, entry in entries:
+    for info, table, entry in _direct_entries(state, e.table_entry, "counter"):
         out = p4runtime_pb2.DirectCounterEntry()
         out.table_entry.CopyFrom(encode_entry(state, info, table, entry, with_counters=False))
         out.data.byte_count = entry.byte_count
@@ -185,19 +196,7 @@ def read_direct_meters(
     state: PipelineState, e: p4runtime_pb2.DirectMeterEntry
 ) -> Iterator[p4runtime_pb2.DirectMeterEntry]:
     """Direct meter configs of one entry or of every entry of a table (or all tables)."""
-    te = e.table_entry
-    if te.table_id and te.match:
-        info, table, entry = find_entry(state, te)
-        entries = [(info, table, entry)]
-    else:
-        entries = []
-        for tid in state.index.direct_meter_by_table:
-            if te.table_id and tid != te.table_id:
-                continue
-            info = state.index.table(tid)
-            table = state.runtime("tables", info.name)
-            entries += [(info, table, en) for en in table.entries()]
-    for info, table, entry in entries:
+    for info, table, entry in _direct_entries(state, e.table_entry, "meter"):
         out = p4runtime_pb2.DirectMeterEntry()
         out.table_entry.CopyFrom(encode_entry(state, info, table, entry, with_counters=False))
         out.table_entry.ClearField("meter_config")

@@ -158,7 +158,7 @@ class FakeP4Runtime(p4runtime_pb2_grpc.P4RuntimeServicer):
                                 resp.packet.metadata.add(metadata_id=md.metadata_id, value=md.value)
                             client.out.put(resp)
             except grpc.RpcError:
-                pass
+                pass  # the client closed its stream
             finally:
                 client.out.put(None)
 
