@@ -1,0 +1,1 @@
+"""The agent channel: host rate agents <-> the controller (protocol, client, server)."""

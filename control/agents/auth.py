@@ -1,0 +1,61 @@
+"""Who is on the other end of an agent connection: peer credentials of a Unix-domain socket
+(SO_PEERCRED: the same user or root) and the shared token of a TCP connection."""
+
+from __future__ import annotations
+
+import hmac
+import os
+import secrets
+import socket
+import stat
+import struct
+from pathlib import Path
+
+_UCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
+
+
+class PeerRefused(Exception):
+    """The peer is not who may talk on this channel (one-line reason)."""
+
+
+def peer_uid(sock: socket.socket) -> int:
+    """The uid of the process at the other end of a connected Unix-domain socket."""
+    raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size)
+    _pid, uid, _gid = _UCRED.unpack(raw)
+    return int(uid)
+
+
+def check_peer(sock: socket.socket, *, what: str) -> None:
+    """Refuse a Unix-domain peer that is neither this user nor root (PeerRefused)."""
+    uid = peer_uid(sock)
+    me = os.geteuid()
+    if uid not in (me, 0):
+        raise PeerRefused(f"{what}: peer runs as uid {uid}, expected uid {me} or root")
+
+
+def token_matches(expected: str | None, given: str | None) -> bool:
+    """Constant-time token check; no expected token means none is required."""
+    if expected is None:
+        return True
+    if given is None:
+        return False
+    return hmac.compare_digest(expected.encode(), given.encode())
+
+
+def new_token() -> str:
+    """A fresh random token for TCP agents."""
+    return secrets.token_urlsafe(32)
+
+
+def read_token(path: Path) -> str:
+    """A token from a file only its owner can read (ValueError naming the file otherwise)."""
+    try:
+        st = path.stat()
+        text = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read the agent token: {exc}") from None
+    if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise ValueError(f"{path}: agent token file must not be readable by others (chmod 600)")
+    if not 16 <= len(text) <= 1024 or not text.isprintable():
+        raise ValueError(f"{path}: expected one printable token of 16..1024 characters")
+    return text
