@@ -25,6 +25,12 @@ def peer_uid(sock: socket.socket) -> int:
     return int(uid)
 
 
+def peer_pid(sock: socket.socket) -> int:
+    """The pid of the process at the other end of a connected Unix-domain socket."""
+    raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size)
+    return int(_UCRED.unpack(raw)[0])
+
+
 def check_peer(sock: socket.socket, *, what: str) -> None:
     """Refuse a Unix-domain peer that is neither this user nor root (PeerRefused)."""
     uid = peer_uid(sock)

@@ -1,7 +1,8 @@
 """The host side of the agent channel: :class:`AgentClient` keeps one connection to the
 controller, reports the host's flows and hands the caps it receives to a callback.
 
-It connects in a thread of its own, reconnects with exponential backoff (with jitter) when the
+Given several addresses (a primary's and its backup's) it tries them in turn; a standby
+controller refuses agents until it takes over. It connects in a thread of its own, reconnects with exponential backoff (with jitter) when the
 connection breaks or the controller stays silent for three heartbeats, and after every
 (re)connect sends the complete set of flows it knows, so a restarted controller or a backup that
 took over re-learns them. On a Unix-domain socket it checks the listener's credentials (same
@@ -18,7 +19,7 @@ import socket
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,7 +84,7 @@ class AgentClient:
 
     def __init__(
         self,
-        address: str | Path | AgentAddress,
+        address: str | Path | AgentAddress | Sequence[str | Path | AgentAddress],
         host: str,
         *,
         token: str | None = None,
@@ -92,7 +93,11 @@ class AgentClient:
         connect_timeout_s: float = 2.0,
         backoff: Backoff | None = None,
     ) -> None:
-        self.address = parse_address(address)
+        given = [address] if isinstance(address, str | Path | AgentAddress) else list(address)
+        self.addresses = [parse_address(a) for a in given]
+        if not self.addresses:
+            raise ValueError("AgentClient: no controller address given")
+        self.address = self.addresses[0]  # the one tried next / connected to
         self.host = host
         self._token = token
         self._on_caps = on_caps
@@ -177,8 +182,11 @@ class AgentClient:
                 self.stats.connect_failures += 1
                 level = logging.WARNING if attempt in (0, 5) else logging.DEBUG
                 log.log(level, "agent %s: cannot connect to %s: %s", self.host, self.address, exc)
-                self._stop.wait(self._backoff.delay(attempt, self._rng))
-                attempt += 1
+                nxt = (self.addresses.index(self.address) + 1) % len(self.addresses)
+                self.address = self.addresses[nxt]
+                if nxt == 0:  # back off once every address was tried
+                    self._stop.wait(self._backoff.delay(attempt, self._rng))
+                    attempt += 1
                 continue
             attempt = 0
             try:
