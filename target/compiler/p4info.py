@@ -236,8 +236,12 @@ def build_p4info(program: Program, *, hash_bits: int = 24) -> P.P4Info:
     info.pkg_info.arch = "v1model"
     for t in model.tables.values():
         _table(info.tables.add(), t, syms)
+    in_tables = {a.name for t in model.tables.values() for a, _ in t.actions}
     for act in model.actions.values():
-        _action(info.actions.add(), act, syms)
+        # p4c binds every parameter of an action that only a control body calls (never a
+        # table): its P4Info lists such an action with no parameters.
+        bound = act.called and act.name not in in_tables
+        _action(info.actions.add(), act, syms, with_params=not bound)
     for inst in model.externs.values():
         _extern(info, inst, syms, ext_kind[inst.kind], model.tables.values())
     for st in model.controller_headers:
@@ -317,9 +321,9 @@ def _table(msg: P.Table, t: TableInfo, syms: SymbolTable) -> None:
         msg.has_initial_entries = True
 
 
-def _action(msg: P.Action, act: ActionInfo, syms: SymbolTable) -> None:
+def _action(msg: P.Action, act: ActionInfo, syms: SymbolTable, *, with_params: bool) -> None:
     _preamble(msg.preamble, syms, "action", act.name, act.annos)
-    for i, p in enumerate(act.params):
+    for i, p in enumerate(act.params if with_params else ()):
         pm = msg.params.add()
         pm.id = i + 1
         pm.name = p.name

@@ -167,3 +167,21 @@ def test_unused_tables_and_actions_are_removed_like_p4c() -> None:
     names = {a.preamble.name for a in info.actions}
     assert "MyIngress.called_directly" in names
     assert not names & {"MyIngress.only_in_unused", "MyIngress.never_used"}
+
+
+def test_parameters_of_directly_called_actions_are_bound_like_p4c() -> None:
+    # p4c binds the arguments of a direct call: such an action has no parameters in its P4Info;
+    # an action a table refers to keeps them even when a control body calls it too.
+    src = TUTORIAL.replace(
+        "    apply { if (hdr.ipv4.isValid()) { ipv4_lpm.apply(); } }",
+        """    action set_ttl(bit<8> v) { hdr.ipv4.ttl = v; }
+    apply {
+        if (hdr.ipv4.isValid()) { ipv4_lpm.apply(); }
+        set_ttl(8w3);
+        ipv4_forward(48w1, 9w2);
+    }""",
+    )
+    info = compile_source(src, filename="bound.p4").p4info
+    params = {a.preamble.name: [(p.name, p.bitwidth) for p in a.params] for a in info.actions}
+    assert params["MyIngress.set_ttl"] == []
+    assert params["MyIngress.ipv4_forward"] == [("dstAddr", 48), ("port", 9)]
