@@ -158,7 +158,7 @@ class CallGen(ExprGen):
 
     def invalidate_siblings(self, ref: Ref, valid: bool) -> None:
         """Making one member of a header_union valid invalidates the others (hook)."""
-        sib = getattr(self, "union_siblings", {}).get(ref.base)
+        sib = ref.siblings or getattr(self, "union_siblings", {}).get(ref.base)
         if sib and valid:
             for b in sib:
                 self.em.line(f"S[{b}] = False")

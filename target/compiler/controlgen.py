@@ -209,9 +209,10 @@ class ControlGen(TableGenMixin, ParserGen):
                 by_name[names[i]] = a.expr
             else:
                 raise err("too many arguments", a.loc)
-        pyargs = ["S"]
+        args: list[V] = []
         post: list[tuple[Any, Any]] = []
         slots = dict((p.name, loc) for p, loc in getattr(info, "dir_params", []))
+        start = self.mark()
         for p in params:
             if p.name not in by_name:
                 if p.default is not None:
@@ -221,8 +222,11 @@ class ControlGen(TableGenMixin, ParserGen):
             arg = by_name[p.name]
             assert p.type is not None
             t = self.unit.resolve_type(p.type)
+            m = self.mark()
             if p.direction == "":
-                pyargs.append(self.scalar(arg, t).code)
+                v = self.scalar(arg, t)
+                args = self.pin_before(args, m)
+                args.append(v)
                 continue
             dst = slots[p.name]
             if p.direction in ("in", "inout"):
@@ -234,23 +238,44 @@ class ControlGen(TableGenMixin, ParserGen):
                     self.assign_value(dst, self.expr(arg, t), arg.loc)
             if p.direction in ("out", "inout"):
                 post.append((self.expr(arg), dst))
-        call = f"{pyfunc}({', '.join(pyargs)})"
+            args = self.pin_before(args, m)
+        call = f"{pyfunc}({', '.join(['S'] + [a.code for a in args])})"
+        returns = getattr(info, "returns", False)
         if not post:
+            if returns and self.mark() > start:
+                # copied-in parameters live in fixed slots: call now, before another call of
+                # the same function in this expression overwrites them
+                tmp: str = self.em.tmp("r")
+                self.em.line(f"{tmp} = {call}")
+                return tmp
             return call
-        if getattr(info, "returns", False):
+        if returns:
             tmp = self.em.tmp("r")
-            self.em.line(f"{tmp} = {call}")
+            head = f"{tmp} = {call}"
             call = tmp
         else:
-            self.em.line(call)
+            head = call
             call = "None"
+        if isinstance(info, ActionInfo):
+            # exit inside the action: copy-out still happens (P4_16 spec, exit statement)
+            with self.em.block("try:"):
+                self.em.line(head)
+            with self.em.block("finally:"):
+                self.copy_out(post, e.loc)
+        else:
+            self.em.line(head)
+            self.copy_out(post, e.loc)
+        return call
+
+    def copy_out(self, post: list[tuple[Any, Any]], loc: SourceLoc) -> None:
+        """Write out/inout parameters back to the caller's l-values."""
         for target, src in post:
             if isinstance(target, V):
-                assert target.write is not None
+                if target.write is None:
+                    raise err("an out/inout argument must be an l-value", loc)
                 self.em.line(target.write(src.code))
             else:
-                self.assign_value(target, src, e.loc)
-        return call
+                self.assign_value(target, src, loc)
 
     # ---- functions ------------------------------------------------------------------------
     def function_call(self, decl: A.FunctionDecl, e: A.Call) -> V:

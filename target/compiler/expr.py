@@ -62,6 +62,13 @@ def add_base(base: str, off: int) -> str:
     return f"{base} + {off}" if off else base
 
 
+def _is_stable(code: str) -> bool:
+    """True for code whose value cannot change before it is used: a literal or a temporary."""
+    if code.startswith("_") and code[1:].isalnum():
+        return True
+    return code.lstrip("-").isdigit() or code in ("True", "False", "None", "")
+
+
 _CMP = {"==", "!=", "<", ">", "<=", ">="}
 _STRUCT_METHODS = {
     "isValid",
@@ -111,6 +118,53 @@ class ExprGen:
         if name in u.match_kinds:
             return V(repr(name), MATCH_KIND, name)
         raise err(f"'{name}' is not declared", loc)
+
+    # ---- evaluation order ------------------------------------------------------------------
+    # Operands compile to Python expression code that is evaluated where the whole expression
+    # is used, while a call with out/inout arguments (or a table apply, a stack index) emits
+    # statements first. P4 evaluates strictly left to right, so when an operand emits
+    # statements, the operands before it are read into temporaries ahead of those statements.
+    def mark(self) -> int:
+        """Position in the current emitter (to detect statements emitted after it)."""
+        return len(self.em.lines)
+
+    def pin_before(self, vals: list[Any], mark: int) -> list[Any]:
+        """Read ``vals`` into temporaries at ``mark`` when statements were emitted since."""
+        if len(self.em.lines) == mark:
+            return vals
+        lines: list[str] = []
+        out = [self._pin(v, lines) for v in vals]
+        self.em.lines[mark:mark] = ["    " * self.em.level + ln for ln in lines]
+        return out
+
+    def _pin(self, v: Any, lines: list[str]) -> Any:
+        if isinstance(v, V) and v.const is None and not _is_stable(v.code):
+            tmp = self.em.tmp("o")
+            lines.append(f"{tmp} = {v.code}")
+            return V(tmp, v.type)
+        if isinstance(v, ListV):
+            return ListV([self._pin(x, lines) for x in v.items], v.names)
+        return v
+
+    def in_order(self, exprs: list[A.Expr], wants: list[T | None]) -> list[Any]:
+        """Compile expressions left to right, each read when its turn comes."""
+        vals: list[Any] = []
+        for x, w in zip(exprs, wants, strict=True):
+            m = self.mark()
+            v = self.expr(x, w)
+            vals = self.pin_before(vals, m)
+            vals.append(v)
+        return vals
+
+    def take_lines(self, mark: int) -> list[str]:
+        """Remove and return the lines emitted since ``mark``."""
+        lines = self.em.lines[mark:]
+        del self.em.lines[mark:]
+        return lines
+
+    def put_lines(self, lines: list[str]) -> None:
+        """Re-emit lines taken with ``take_lines`` one level deeper (inside a block)."""
+        self.em.lines.extend("    " + ln for ln in lines)
 
     # ---- helpers ---------------------------------------------------------------------------
     def const_value(self, e: A.Expr) -> Any:
@@ -211,7 +265,10 @@ class ExprGen:
                 v.write = None
             return v
         sb = None if ref.sbase is None else ref.sbase + f.offset
-        return Ref(base, f.type, sb, ref.readonly)
+        sibs: tuple[str, ...] = ()
+        if st.is_union:
+            sibs = tuple(add_base(ref.base, o.offset) for o in st.fields if o.name != name)
+        return Ref(base, f.type, sb, ref.readonly, sibs)
 
     def stack_elem(self, ref: Ref, index: V, loc: SourceLoc) -> Ref:
         """Element ``index`` of a header stack."""
@@ -224,7 +281,9 @@ class ExprGen:
                 raise err(f"index {i} out of bounds for stack of size {st.size}", loc)
             sb = None if ref.sbase is None else ref.sbase + 1 + i * stride
             return Ref(add_base(ref.base, 1 + i * stride), st.elem, sb, ref.readonly)
-        base = f"({add_base(ref.base, 1)} + {stride} * min({index.code}, {st.size - 1}))"
+        ix = self.em.tmp("ix")
+        self.em.line(f"{ix} = min({index.code}, {st.size - 1})")
+        base = f"({add_base(ref.base, 1)} + {stride} * {ix})"
         return Ref(base, st.elem, None, ref.readonly)
 
     # ---- expressions -----------------------------------------------------------------------
@@ -403,33 +462,50 @@ class ExprGen:
     def e_Ternary(self, e: A.Ternary, want: T | None) -> V:
         """Compile a Ternary expression."""
         c = self.scalar(e.cond, BOOL)
+        ma = self.mark()
         a = self.scalar(e.then)
+        mb = self.mark()
         b = self.scalar(e.other)
         if isinstance(a.type, IntInfT) and isinstance(b.type, IntInfT) and isinstance(want, Bits):
             a, b = self.coerce(a, want, e.loc), self.coerce(b, want, e.loc)
         a, b = self.unify(a, b, e.loc)
+        if ma == self.mark():
+            if c.const is not None:
+                return a if c.const else b
+            return V(f"({a.code} if {c.code} else {b.code})", a.type)
+        # A branch emitted statements: only the chosen branch may run them.
+        b_lines = self.take_lines(mb)
+        a_lines = self.take_lines(ma)
         if c.const is not None:
+            self.em.lines.extend(a_lines if c.const else b_lines)
             return a if c.const else b
-        return V(f"({a.code} if {c.code} else {b.code})", a.type)
+        tmp = self.em.tmp("c")
+        with self.em.block(f"if {c.code}:"):
+            self.put_lines(a_lines)
+            self.em.line(f"{tmp} = {a.code}")
+        with self.em.block("else:"):
+            self.put_lines(b_lines)
+            self.em.line(f"{tmp} = {b.code}")
+        return V(tmp, a.type)
 
     def e_ListExpr(self, e: A.ListExpr, want: T | None) -> ListV:
         """Compile a ListExpr expression."""
         if isinstance(want, StructT) and len(want.fields) == len(e.items):
-            return ListV([self.expr(x, f.type) for x, f in zip(e.items, want.fields, strict=True)])
-        return ListV([self.expr(x) for x in e.items])
+            return ListV(self.in_order(e.items, [f.type for f in want.fields]))
+        return ListV(self.in_order(e.items, [None] * len(e.items)))
 
     def e_StructExpr(self, e: A.StructExpr, want: T | None) -> ListV:
         """Compile a StructExpr expression."""
-        items: list[Any] = []
         names: list[str] = []
-        for name, x in e.fields:
+        wants: list[T | None] = []
+        for name, _ in e.fields:
             ft = None
             if isinstance(want, StructT):
                 f = want.field(name)
                 ft = f.type if f else None
-            items.append(self.expr(x, ft))
+            wants.append(ft)
             names.append(name)
-        return ListV(items, names)
+        return ListV(self.in_order([x for _, x in e.fields], wants), names)
 
     def e_Unary(self, e: A.Unary, want: T | None) -> V:
         """Compile a Unary expression."""
@@ -477,25 +553,45 @@ class ExprGen:
 
         op = e.op
         if op in ("&&", "||"):
-            a = self.scalar(e.left, BOOL)
-            b = self.scalar(e.right, BOOL)
-            if a.const is not None and b.const is not None:
-                c = (a.const and b.const) if op == "&&" else (a.const or b.const)
-                return V(str(bool(c)), BOOL, bool(c))
-            py = "and" if op == "&&" else "or"
-            return V(f"({a.code} {py} {b.code})", BOOL)
+            return self.short_circuit(e)
         if op in ("==", "!=") and not self._is_scalar_expr(e.left):
             return self.composite_eq(e)
         sub = None
         a = self.scalar(e.left)
+        m = self.mark()
         if op in ("<<", ">>"):
             b = self.scalar(e.right)
+            (a,) = self.pin_before([a], m)
             return binary(op, a, b, e.loc)
         b = self.scalar(e.right, a.type if not isinstance(a.type, IntInfT) else sub)
+        (a,) = self.pin_before([a], m)
         if op == "++":
             return binary(op, a, b, e.loc)
         a, b = self.unify(a, b, e.loc)
         return binary(op, a, b, e.loc)
+
+    def short_circuit(self, e: A.Binary) -> V:
+        """``&&`` / ``||``: the right operand is evaluated only when the left one decides not."""
+        a = self.scalar(e.left, BOOL)
+        m = self.mark()
+        b = self.scalar(e.right, BOOL)
+        is_and = e.op == "&&"
+        if a.const is not None and bool(a.const) != is_and:
+            del self.em.lines[m:]  # decided by the left operand: the right one never runs
+            return V(str(bool(a.const)), BOOL, bool(a.const))
+        if a.const is not None:
+            return b
+        if m == self.mark():
+            if b.const is not None and bool(b.const) == is_and:
+                return a
+            return V(f"({a.code} {'and' if is_and else 'or'} {b.code})", BOOL)
+        b_lines = self.take_lines(m)
+        tmp = self.em.tmp("sc")
+        self.em.line(f"{tmp} = {a.code}")
+        with self.em.block(f"if {tmp}:" if is_and else f"if not {tmp}:"):
+            self.put_lines(b_lines)
+            self.em.line(f"{tmp} = {b.code}")
+        return V(tmp, BOOL)
 
     def _is_scalar_expr(self, e: A.Expr) -> bool:
         saved = self.em
@@ -507,23 +603,64 @@ class ExprGen:
         return isinstance(v, V)
 
     def composite_eq(self, e: A.Binary) -> V:
-        """== / != between two headers or structs."""
+        """== / != between two headers, unions, stacks or structs (validity included)."""
         a = self.expr(e.left)
-        b = self.expr(e.right)
+        b = self.expr(e.right, a.type if isinstance(a, Ref) else None)
+        if isinstance(a, Ref) and isinstance(b, ListV):
+            tmp = Ref(str(self.unit.alloc(a.type)), a.type, None)
+            self.assign_value(tmp, b, e.right.loc)  # type: ignore[attr-defined]
+            b = tmp
         if not (isinstance(a, Ref) and isinstance(b, Ref)):
             raise err("comparison of composite values needs two headers or structs", e.loc)
-        n = a.type.slots
-        if b.type.slots != n:
+        if not self._same_shape(a.type, b.type):
             raise err(f"type mismatch: {a.type} and {b.type}", e.loc)
-        sa = f"S[{a.base}:{add_base(a.base, n)}]"
-        sb = f"S[{b.base}:{add_base(b.base, n)}]"
-        if isinstance(a.type, StructT) and a.type.is_header:
-            code = f"(S[{a.base}] == S[{b.base}] and (not S[{a.base}] or {sa} == {sb}))"
-        else:
-            code = f"({sa} == {sb})"
+        code = self._eq_code(a.base, b.base, a.type)
         if e.op == "!=":
             code = f"(not {code})"
         return V(code, BOOL)
+
+    def _same_shape(self, x: T, y: T) -> bool:
+        if isinstance(x, StructT) and isinstance(y, StructT):
+            return x.kind == y.kind and x.name == y.name
+        return x == y or (isinstance(x, StackT) and isinstance(y, StackT) and
+                          x.size == y.size and self._same_shape(x.elem, y.elem))  # fmt: skip
+
+    def _eq_code(self, a: str, b: str, t: T) -> str:
+        """Code comparing two values of type ``t`` at slot bases ``a`` and ``b``.
+
+        Two headers are equal when both are invalid, or both valid with equal fields; two
+        unions when every member compares equal; structs and stacks member by member."""
+        n = t.slots
+        if isinstance(t, StructT) and t.is_header:
+            if n == 1:
+                return f"(S[{a}] == S[{b}])"
+            fa = f"S[{add_base(a, 1)}:{add_base(a, n)}]"
+            fb = f"S[{add_base(b, 1)}:{add_base(b, n)}]"
+            return f"(S[{a}] == S[{b}] and (not S[{a}] or {fa} == {fb}))"
+        if isinstance(t, StructT) and (t.is_union or self._holds_headers(t)):
+            parts = [self._eq_code(add_base(a, f.offset), add_base(b, f.offset), f.type)
+                     for f in t.fields]  # fmt: skip
+            return "(" + " and ".join(parts or ["True"]) + ")"
+        if isinstance(t, StackT):
+            k = t.elem.slots
+            parts = [
+                self._eq_code(add_base(a, 1 + i * k), add_base(b, 1 + i * k), t.elem)
+                for i in range(t.size)
+            ]
+            return "(" + " and ".join(parts) + ")"
+        if isinstance(t, TupleT):
+            parts = []
+            off = 0
+            for et in t.elems:
+                parts.append(self._eq_code(add_base(a, off), add_base(b, off), et))
+                off += et.slots
+            return "(" + " and ".join(parts or ["True"]) + ")"
+        return f"(S[{a}:{add_base(a, n)}] == S[{b}:{add_base(b, n)}])"
+
+    def _holds_headers(self, t: T) -> bool:
+        if isinstance(t, StructT):
+            return t.is_header or t.is_union or any(self._holds_headers(f.type) for f in t.fields)
+        return isinstance(t, (StackT, TupleT))
 
     def e_Call(self, e: A.Call, want: T | None) -> Any:
         """Compile a Call expression."""

@@ -123,6 +123,9 @@ class StmtGen(CallGen):
             n = t.slots
             self.em.line(f"S[{target.base}:{add_base(target.base, n)}] = "
                          f"S[{val.base}:{add_base(val.base, n)}]")  # fmt: skip
+            if target.siblings:  # a valid header assigned to a union member: the others go
+                with self.em.block(f"if S[{target.base}]:"):
+                    self.invalidate_siblings(target, True)
             return
         if isinstance(val, ListV):
             if isinstance(t, StructT):
@@ -134,6 +137,7 @@ class StmtGen(CallGen):
                     self.store(sub, item, loc)
                 if t.is_header:
                     self.em.line(f"S[{target.base}] = True")
+                    self.invalidate_siblings(target, True)
                 return
             if isinstance(t, TupleT):
                 off = 0

@@ -28,6 +28,7 @@ class Ref:
     type: T
     sbase: int | None = None  # the base index when known at compile time
     readonly: bool = False  # an `in` parameter (or inside one): no assignments
+    siblings: tuple[str, ...] = ()  # a header_union member: the bases of the other members
 
 
 @dataclass(slots=True)
