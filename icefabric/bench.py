@@ -15,6 +15,7 @@ from collections.abc import Sequence
 BENCHMARKS: dict[str, str] = {
     "target": "icefabric.target.bench",
     "planner": "icefabric.control.planner.bench",
+    "waterfill": "icefabric.control.congestion.bench",
 }
 
 
