@@ -6,25 +6,43 @@ or ``{"ok": false, "error": {"kind": "...", "message": "..."}}``. One connection
 requests; the server answers them in order. ``kind`` is ``"usage"`` for a request the caller got
 wrong (unknown op, bad arguments, validation failure) and ``"runtime"`` for a failure on the
 controller's side, so a CLI can map them onto exit codes 2 and 1.
+
+Trust: the socket lives in the caller's private runtime directory (``paths.default_socket()``) and
+is mode 0600; both ends check the other's uid with ``SO_PEERCRED`` (same uid or root) before a
+byte of a request is read or sent, so another local user can neither squat the path nor talk to
+the controller. Frames are bounded (``MAX_FRAME`` bytes, ``MAX_DEPTH`` levels of JSON nesting).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
 import socket
 import struct
 import threading
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from icefabric.control.paths import (
+    PeerRejected,
+    UnsafePathError,
+    check_peer,
+    default_socket,
+    ensure_private_dir,
+    runtime_dir,
+)
+
 log = logging.getLogger(__name__)
 
-DEFAULT_SOCKET = "/tmp/icectl.sock"
 MAX_FRAME = 16 * 1024 * 1024
+MAX_DEPTH = 64  # JSON nesting of one frame
+BACKLOG = 1024  # pending connections (a burst of icectl calls must not see EAGAIN)
+CONNECT_RETRY_S = (0.005, 0.25)  # first and longest pause between connect attempts
 _HEADER = struct.Struct("!I")
 
 Handler = Callable[[dict[str, Any]], Any]
@@ -85,13 +103,37 @@ def read_frame(sock: socket.socket) -> dict[str, Any] | None:
     body = _recv_exact(sock, length) if length else b""
     if body is None:
         raise FrameError(f"connection closed before a body of {length} bytes")
+    if _nesting(body) > MAX_DEPTH:
+        raise FrameError(f"frame nests JSON deeper than {MAX_DEPTH} levels")
     try:
         message = json.loads(body.decode())
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise FrameError(f"frame is not UTF-8 JSON: {exc}") from exc
     if not isinstance(message, dict):
         raise FrameError(f"frame must hold a JSON object, got {type(message).__name__}")
     return message
+
+
+def _nesting(body: bytes) -> int:
+    """The deepest bracket nesting of a JSON text (strings skipped), in one linear pass."""
+    depth = deepest = 0
+    in_str = escape = False
+    for c in body:
+        if in_str:
+            if escape:
+                escape = False
+            elif c == 0x5C:  # backslash
+                escape = True
+            elif c == 0x22:
+                in_str = False
+        elif c == 0x22:
+            in_str = True
+        elif c in (0x5B, 0x7B):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in (0x5D, 0x7D):
+            depth -= 1
+    return deepest
 
 
 class ApiServer:
@@ -107,19 +149,34 @@ class ApiServer:
         self._lock = threading.Lock()
 
     def start(self) -> None:
-        """Bind the socket (replacing a stale one nobody listens on) and start accepting."""
-        if self.path.exists() or self.path.is_symlink():
-            if _is_listening(self.path):
-                raise ApiUnavailable(f"{self.path}: another controller is already listening")
-            self.path.unlink()
+        """Bind the socket (replacing a stale one of ours nobody listens on), mode 0600, and
+        start accepting."""
+        try:
+            if self.path.parent == runtime_dir():
+                ensure_private_dir(self.path.parent)
+            if self.path.exists() or self.path.is_symlink():
+                st = os.lstat(self.path)
+                if st.st_uid != os.geteuid():
+                    raise UnsafePathError(
+                        f"{self.path}: owned by uid {st.st_uid}, not by you; refusing to use it "
+                        "(choose another --socket)"
+                    )
+                if _is_listening(self.path):
+                    raise ApiUnavailable(f"{self.path}: another controller is already listening")
+                self.path.unlink()
+        except OSError as exc:
+            raise ApiUnavailable(str(exc)) from exc
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old_umask = os.umask(0o177)  # the socket file is created 0600: no window for others
         try:
             sock.bind(str(self.path))
         except OSError as exc:
             sock.close()
             raise ApiUnavailable(f"{self.path}: cannot bind: {exc.strerror}") from exc
-        os.chmod(self.path, 0o660)
-        sock.listen(16)
+        finally:
+            os.umask(old_umask)
+        os.chmod(self.path, 0o600)
+        sock.listen(BACKLOG)
         sock.settimeout(0.2)
         self._sock = sock
         self._thread = threading.Thread(target=self._accept_loop, name="icectl-api", daemon=True)
@@ -161,6 +218,11 @@ class ApiServer:
 
     def _serve(self, conn: socket.socket) -> None:
         try:
+            try:
+                check_peer(conn, f"API client on {self.path}")
+            except PeerRejected as exc:
+                log.warning("%s", exc)
+                return
             while not self._stop.is_set():
                 try:
                     request = read_frame(conn)
@@ -220,8 +282,8 @@ def _is_listening(path: Path) -> bool:
 class ApiClient:
     """A connection to the controller's API socket; use as a context manager."""
 
-    def __init__(self, path: str | Path = DEFAULT_SOCKET, *, timeout: float = 10.0) -> None:
-        self.path = Path(path)
+    def __init__(self, path: str | Path | None = None, *, timeout: float = 10.0) -> None:
+        self.path = Path(path) if path is not None else default_socket()
         self.timeout = timeout
         self._sock: socket.socket | None = None
 
@@ -233,19 +295,37 @@ class ApiClient:
 
     def _connect(self) -> socket.socket:
         if self._sock is None:
+            sock = self._connect_retrying()
+            try:
+                check_peer(sock, f"controller socket {self.path}")
+            except OSError as exc:
+                sock.close()
+                raise ApiUnavailable(str(exc)) from exc
+            self._sock = sock
+        return self._sock
+
+    def _connect_retrying(self) -> socket.socket:
+        """Connect, retrying with a growing pause while the listen backlog is full (EAGAIN)."""
+        deadline = time.monotonic() + self.timeout
+        pause = CONNECT_RETRY_S[0]
+        while True:
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             sock.settimeout(self.timeout)
             try:
                 sock.connect(str(self.path))
+                return sock
             except OSError as exc:
                 sock.close()
+                busy = exc.errno in (errno.EAGAIN, errno.EWOULDBLOCK)
+                if busy and time.monotonic() + pause < deadline:
+                    time.sleep(pause)
+                    pause = min(pause * 2, CONNECT_RETRY_S[1])
+                    continue
                 reason = exc.strerror or str(exc)
                 raise ApiUnavailable(
                     f"cannot reach the controller at {self.path}: {reason} "
                     "(is `icectl run` running with this --socket?)"
                 ) from exc
-            self._sock = sock
-        return self._sock
 
     def call(self, op: str, **args: Any) -> Any:
         """Send one request and return its result; ApiError on an error reply."""

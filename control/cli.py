@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from icefabric.control.api import DEFAULT_SOCKET, ApiError, ApiUnavailable
+from icefabric.control.api import ApiError, ApiUnavailable
 from icefabric.control.cli_common import EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, CliError
 from icefabric.control.cli_daemon import (
     cmd_int,
@@ -32,6 +32,7 @@ from icefabric.control.cli_daemon import (
     shell_command,
 )
 from icefabric.control.cli_topo import cmd_topo_check, cmd_topo_gen, cmd_topo_show
+from icefabric.control.paths import default_socket
 
 log = logging.getLogger("icectl")
 
@@ -71,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--socket",
-        default=os.environ.get("ICECTL_SOCKET", DEFAULT_SOCKET),
+        default=os.environ.get("ICECTL_SOCKET", str(default_socket())),
         help="the controller's API socket (default $ICECTL_SOCKET or %(default)s)",
     )
     p.add_argument("--timeout", type=float, default=30.0, help="API call timeout in seconds")

@@ -219,7 +219,7 @@ def add_run_parser(sub: Any) -> None:
         "--state",
         default=None,
         help="file where primary and backup share the running jobs "
-        "(default /tmp/icectl-<topology>.state.json)",
+        "(default <runtime dir>/<topology>.state.json, see control/README.md)",
     )
     p.add_argument(
         "--switch-dead",

@@ -28,7 +28,7 @@ from typing import Any
 from icefabric.control import fabric
 from icefabric.control import ice_names as n
 from icefabric.control.ccl.demand import Flow, demand_from_job
-from icefabric.control.ccl.job import JobSpec, parse_job
+from icefabric.control.ccl.job import JobSpec, check_hosts, parse_job
 from icefabric.control.fabric import FabricOptions, TagMap, entity_key
 from icefabric.control.install import (
     ChangeReport,
@@ -49,10 +49,11 @@ from icefabric.control.p4rt import (
     SwitchPool,
     TableEntry,
 )
+from icefabric.control.paths import write_private
 from icefabric.control.planner.plan import Plan
 from icefabric.control.planner.planner import Planner
 from icefabric.control.reports import ReportLog
-from icefabric.control.state import load_state, save_state
+from icefabric.control.state import encode_state, load_state
 from icefabric.control.topology import Topology, TopologyError
 from icefabric.control.views import ControllerViews
 from icefabric.topo.spec import TopologySpec
@@ -103,6 +104,9 @@ class Controller(ControllerViews, LinkFailures):
         }
         self.reports = ReportLog(report_buffer, flow_of=self._flow_of_key)
         self.state_file = Path(state_file) if state_file else None
+        self.state_errors: list[str] = []  # what the last state-file load could not read
+        self._state_written = b""  # bytes last written, so an unchanged state is not rewritten
+        self.takeover_retry_s = 1.0  # a failed takeover is retried after this long
         self.connect_timeout = connect_timeout
         self.switch_dead_s = switch_dead_s
         self.history: list[ChangeReport] = []
@@ -507,8 +511,18 @@ class Controller(ControllerViews, LinkFailures):
             self._events.put(self._take_over_once)
 
     def _take_over_once(self) -> None:
-        if not self.active:
+        if self.active or self._stopping:
+            return
+        try:
             self.take_over()
+        except Exception:
+            # A standby that gave up here would stay a headless backup for ever: retry.
+            log.exception("takeover failed; retrying in %.1f s", self.takeover_retry_s)
+            timer = threading.Timer(
+                self.takeover_retry_s, lambda: self._events.put(self._take_over_once)
+            )
+            timer.daemon = True
+            timer.start()
 
     def _on_packet(self, switch: str, pkt: PacketIn) -> None:
         reason = int(pkt.metadata.get("reason", 0))
@@ -553,32 +567,63 @@ class Controller(ControllerViews, LinkFailures):
     def _save_state(self) -> None:
         if self.state_file is not None:
             failed = [i for i in range(self.topo.n_links) if self.topo.failed[i]]
-            save_state(
-                self.state_file,
+            data = encode_state(
                 self.spec.name,
                 self.jobs.values(),
                 failed_links=failed,
                 failed_switches=self.failed_switches,
                 probe_down_links=self._probe_down,
             )
+            if data == self._state_written and self.state_file.exists():
+                return
+            write_private(self.state_file, data)
+            self._state_written = data
 
     def _load_state(self) -> None:
         assert self.state_file is not None
         state = load_state(self.state_file, self.spec.name)
-        if state.failed_links:
-            self.topo.failed[state.failed_links] = True
-        self.failed_switches.update(state.failed_switches)
+        n_links = self.topo.n_links
+        bad_links = [i for i in state.failed_links + state.probe_down_links if not 0 <= i < n_links]
+        if bad_links:
+            state.errors.append(
+                f"{self.state_file}: link ids {bad_links[:5]} are not links of {self.spec.name} "
+                f"(0..{n_links - 1}); ignored"
+            )
+        failed_links = [i for i in state.failed_links if 0 <= i < n_links]
+        if failed_links:
+            self.topo.failed[failed_links] = True
+        self.failed_switches.update(s for s in state.failed_switches if s in self.pool)
         # Links the old primary's probes took down: ours restore them when probes come back.
-        self._probe_down.update(state.probe_down_links)
+        self._probe_down.update(i for i in state.probe_down_links if 0 <= i < n_links)
         for job in state.jobs:
-            demand = demand_from_job(job)
-            self.planner.add(demand)
+            problems = check_hosts(job, (h.name for h in self.spec.hosts), topology=self.spec.name)
+            if problems or job.name in self.jobs:
+                state.errors.append(
+                    problems[0] if problems else f"job {job.name!r} listed twice; second ignored"
+                )
+                continue
+            try:
+                demand = demand_from_job(job)
+                self.planner.add(demand)
+            except Exception as exc:  # a job that cannot be planned must not stop the takeover
+                state.errors.append(f"{self.state_file}: job {job.name!r}: {exc}")
+                continue
             self._register(job, demand.flows)
+        self.state_errors = state.errors
+        for e in state.errors:
+            log.error("state file: %s", e)
+        if state.errors:
+            log.error(
+                "%s: %d problem(s); taking over with the %d job(s) that could be read",
+                self.state_file,
+                len(state.errors),
+                len(self.jobs),
+            )
         log.info(
             "%s: %d job(s), %d failed link(s) loaded",
             self.state_file,
             len(self.jobs),
-            len(state.failed_links) // 2,
+            len(failed_links) // 2,
         )
 
     def _register(self, job: JobSpec, flows: Iterable[Flow]) -> None:

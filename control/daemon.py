@@ -14,6 +14,7 @@ from typing import Any
 from icefabric.control.api import ApiServer, ApiUnavailable, Handler, RequestError
 from icefabric.control.controller import Controller, JobRejected
 from icefabric.control.fabric import MODES, FabricError, FabricOptions
+from icefabric.control.paths import default_state_file, ensure_private_dir
 from icefabric.control.topology import TopologyError
 
 log = logging.getLogger(__name__)
@@ -117,12 +118,6 @@ def api_handlers(ctl: Controller) -> dict[str, Handler]:
     return {name: _usage_errors(fn) for name, fn in ops.items()}
 
 
-def default_state_file(topology_name: str) -> Path:
-    """Where primary and backup share the running jobs when --state is not given."""
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in topology_name)
-    return Path("/tmp") / f"icectl-{safe}.state.json"
-
-
 def run_daemon(args: argparse.Namespace) -> int:
     """Run the controller until SIGINT/SIGTERM; returns the exit code."""
     from icefabric.control.ccl.job import load_job
@@ -149,6 +144,13 @@ def run_daemon(args: argparse.Namespace) -> int:
         )
         return 2
     jobs = [load_job(p) for p in args.job]
+    state_file = Path(args.state) if args.state else default_state_file(spec.name)
+    try:
+        if not args.state:
+            ensure_private_dir(state_file.parent)
+    except OSError as exc:
+        print(f"icectl: run: {exc}", file=sys.stderr)
+        return 1
     ctl = Controller(
         spec,
         pipeline,
@@ -156,7 +158,7 @@ def run_daemon(args: argparse.Namespace) -> int:
         backup=args.backup,
         options=FabricOptions(mode=args.mode),
         method=args.method,
-        state_file=args.state or default_state_file(spec.name),
+        state_file=state_file,
         connect_timeout=args.connect_timeout,
         switch_dead_s=args.switch_dead,
         probe_interval_s=args.probe_interval / 1e3,

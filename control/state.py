@@ -1,6 +1,12 @@
 """The state file a primary and its backup share: running jobs and failed links, written
-atomically (temp file + rename), so a standby that takes over plans exactly what the primary
-planned."""
+atomically (a fresh 0600 temp file renamed into place, see ``paths.write_private``), so a standby
+that takes over plans exactly what the primary planned.
+
+A state file that is missing is empty state. One that cannot be read (truncated, not JSON, a job
+that no longer validates) is reported in ``SharedState.errors`` and whatever could be read is
+returned, so a takeover never stops at a bad file. A file another user owns, a symlink or a file
+over ``MAX_STATE_BYTES`` is refused the same way (``paths.read_private``).
+"""
 
 from __future__ import annotations
 
@@ -9,10 +15,15 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from icefabric.control.ccl.job import JobSpec, parse_job
+from icefabric.control.paths import read_private, write_private
+from icefabric.topo.spec import SpecError
 
 log = logging.getLogger(__name__)
+
+MAX_STATE_BYTES = 256 * 1024 * 1024
 
 
 @dataclass(slots=True, kw_only=True)
@@ -23,6 +34,26 @@ class SharedState:
     failed_links: list[int] = field(default_factory=list)  # directed link ids
     failed_switches: list[str] = field(default_factory=list)
     probe_down_links: list[int] = field(default_factory=list)  # taken down by link probes
+    errors: list[str] = field(default_factory=list)  # what could not be read, one line each
+
+
+def encode_state(
+    topology: str,
+    jobs: Iterable[JobSpec],
+    *,
+    failed_links: Iterable[int] = (),
+    failed_switches: Iterable[str] = (),
+    probe_down_links: Iterable[int] = (),
+) -> bytes:
+    """The state file's bytes (deterministic: the same state gives the same bytes)."""
+    data = {
+        "topology": topology,
+        "jobs": [j.to_dict() for j in jobs],
+        "failed_links": sorted(int(x) for x in failed_links),
+        "failed_switches": sorted(failed_switches),
+        "probe_down_links": sorted(int(x) for x in probe_down_links),
+    }
+    return json.dumps(data, separators=(",", ":")).encode("utf-8")
 
 
 def save_state(
@@ -34,30 +65,61 @@ def save_state(
     failed_switches: Iterable[str] = (),
     probe_down_links: Iterable[int] = (),
 ) -> None:
-    """Write the state of ``topology`` to ``path`` (never half-written)."""
-    data = {
-        "topology": topology,
-        "jobs": [j.to_dict() for j in jobs],
-        "failed_links": sorted(int(x) for x in failed_links),
-        "failed_switches": sorted(failed_switches),
-        "probe_down_links": sorted(int(x) for x in probe_down_links),
-    }
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
-    tmp.replace(path)
+    """Write the state of ``topology`` to ``path`` (never half-written, mode 0600)."""
+    write_private(
+        path,
+        encode_state(
+            topology,
+            jobs,
+            failed_links=failed_links,
+            failed_switches=failed_switches,
+            probe_down_links=probe_down_links,
+        ),
+    )
 
 
 def load_state(path: Path, topology: str) -> SharedState:
-    """The state saved for ``topology`` (empty when the file is missing or for another one)."""
-    if not path.exists():
+    """The state saved for ``topology``: empty when the file is missing or for another topology;
+    what could be read plus ``errors`` when it is damaged or untrusted."""
+    try:
+        raw = read_private(path, MAX_STATE_BYTES)
+    except OSError as exc:
+        return SharedState(errors=[f"{path}: cannot read the state file: {exc}"])
+    if raw is None:
         return SharedState()
-    data = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        data: Any = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        msg = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        return SharedState(errors=[f"{path}: not a JSON state file ({msg})"])
+    if not isinstance(data, dict):
+        return SharedState(errors=[f"{path}: expected a JSON object at the top level"])
     if data.get("topology") != topology:
-        log.warning("%s: state of topology %r ignored", path, data.get("topology"))
+        log.warning("%s: state of topology %r ignored", path, str(data.get("topology"))[:100])
         return SharedState()
-    return SharedState(
-        jobs=[parse_job(jd, source=str(path)) for jd in data.get("jobs", [])],
-        failed_links=[int(x) for x in data.get("failed_links", [])],
-        failed_switches=[str(x) for x in data.get("failed_switches", [])],
-        probe_down_links=[int(x) for x in data.get("probe_down_links", [])],
-    )
+    state = SharedState()
+    jobs = data.get("jobs", [])
+    if not isinstance(jobs, list):
+        state.errors.append(f"{path}: jobs: expected a list")
+        jobs = []
+    for i, jd in enumerate(jobs):
+        try:
+            state.jobs.append(parse_job(jd, source=f"{path}: jobs[{i}]"))
+        except SpecError as exc:
+            state.errors.append(str(exc).splitlines()[0])
+    state.failed_links = _ints(data, "failed_links", path, state.errors)
+    state.probe_down_links = _ints(data, "probe_down_links", path, state.errors)
+    sw = data.get("failed_switches", [])
+    if isinstance(sw, list) and all(isinstance(x, str) for x in sw):
+        state.failed_switches = list(sw)
+    else:
+        state.errors.append(f"{path}: failed_switches: expected a list of switch names")
+    return state
+
+
+def _ints(data: dict[str, Any], key: str, path: Path, errors: list[str]) -> list[int]:
+    v = data.get(key, [])
+    if isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+        return list(v)
+    errors.append(f"{path}: {key}: expected a list of link ids")
+    return []

@@ -36,6 +36,7 @@ class ControllerViews:
     election_id: int
     active: bool
     lock: threading.RLock
+    state_errors: list[str]
 
     if TYPE_CHECKING:  # provided by LinkFailures
 
@@ -97,6 +98,7 @@ class ControllerViews:
                     for name, conn in self.pool.items()
                 },
                 "history": [h.to_dict() for h in self.history[-10:]],
+                "state_errors": list(self.state_errors),
                 "link_probes": self.links(),
             }
 

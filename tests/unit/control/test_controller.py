@@ -218,3 +218,45 @@ def test_report_log_keeps_the_newest() -> None:
     assert [r["tag"] for r in log.recent()] == [2, 3, 4]
     assert [r["tag"] for r in log.recent(2)] == [3, 4]
     assert log.received == 5
+
+
+def test_backup_takes_over_from_a_truncated_state_file(
+    pipeline: PipelineConfig, ctl: Controller
+) -> None:
+    ctl.add_job(job())
+    assert ctl.state_file is not None
+    data = ctl.state_file.read_bytes()
+    ctl.state_file.write_bytes(data[: len(data) // 2])
+    backup = Controller(SPEC, pipeline, backup=True, state_file=ctl.state_file)
+    backup._load_state()  # reported, not raised
+    assert backup.jobs == {} and len(backup.state_errors) == 1
+    assert "JSON" in backup.state_errors[0]
+    assert backup.status()["state_errors"] == backup.state_errors
+
+
+def test_failed_takeover_is_retried(pipeline: PipelineConfig, tmp_path: Path) -> None:
+    import queue as queue_mod
+    import time
+
+    c = Controller(SPEC, pipeline, backup=True, state_file=tmp_path / "state.json")
+    c.takeover_retry_s = 0.01
+    tries: list[int] = []
+
+    def take_over() -> None:
+        tries.append(1)
+        if len(tries) == 1:
+            raise OSError("switch went away mid-takeover")
+        c.active = True
+
+    c.take_over = take_over  # type: ignore[method-assign]
+    c._take_over_once()  # the first try fails: logged, not raised
+    assert not c.active
+    deadline = time.monotonic() + 10
+    while not c.active and time.monotonic() < deadline:
+        try:
+            item = c._events.get(timeout=0.1)
+        except queue_mod.Empty:
+            continue
+        assert item is not None
+        item()
+    assert c.active and len(tries) == 2
