@@ -1,4 +1,4 @@
-"""icectl plan (dry-run planning with ECMP's expected load beside it) and icectl run (the daemon)."""
+"""icectl plan (dry-run planning with ice.p4 ECMP's load beside it) and icectl run (the daemon)."""
 
 from __future__ import annotations
 
@@ -14,12 +14,26 @@ EXIT_USAGE = 2
 
 
 def plan_report(
-    topo_path: str, job_paths: list[str], *, method: str, budget_s: float
+    topo_path: str,
+    job_paths: list[str],
+    *,
+    method: str,
+    budget_s: float,
+    draws: int = 1000,
+    seed: int = 1,
 ) -> dict[str, Any]:
-    """Plan the jobs on the topology without touching any switch; plain data for JSON/tables."""
+    """Plan the jobs on the topology without touching any switch; plain data for JSON/tables.
+
+    ECMP's figures come from ice.p4's own ECMP (control/planner/ecmp.py): for the flows' actual
+    keys (the real UDP source port and QP where the job gives them, else the stand-ins the
+    controller installs and senders use) and over ``draws`` seeded random source-port draws.
+    """
     from icefabric.control.ccl.demand import demand_from_jobs
     from icefabric.control.ccl.job import load_job
-    from icefabric.control.fabric import allocate_tags
+    from icefabric.control.fabric import FabricOptions, allocate_tags
+    from icefabric.control.planner.ecmp import EcmpModel
+    from icefabric.control.planner.exact import cut_lower_bound
+    from icefabric.control.planner.heuristic import fabric_mask
     from icefabric.control.planner.planner import Planner
     from icefabric.control.topology import Topology
     from icefabric.topo.spec import load_topology
@@ -36,6 +50,13 @@ def plan_report(
     fabric = [row for row in ex.links if row["kind"] == "fabric"]
     max_fabric = max((_num(r["seconds"]) for r in fabric), default=0.0)
     ecmp_fabric = max((_num(r.get("ecmp_seconds", 0.0)) for r in fabric), default=0.0)
+    use_qp = FabricOptions().use_qp_in_hash  # what `icectl run` installs
+    model = EcmpModel(topo, use_qp_in_hash=use_qp)
+    state = planner.state
+    fab_mask = fabric_mask(state)
+    bound = cut_lower_bound(state, fabric_only=True)
+    dist = model.draws(state, n_draws=draws, seed=seed, fabric=fab_mask, bound_s=bound)
+    live = [state.flows[i] for i in state.live_rows().tolist()]
     tagmap = allocate_tags(topo)
     tags = {
         f.flow_id: tagmap.tag(f.src_leaf, f.dst_leaf, f.path_index)
@@ -56,6 +77,25 @@ def plan_report(
         "ecmp_max_load_s": ex.ecmp_max_load_s,
         "fabric_max_load_s": max_fabric,
         "ecmp_fabric_max_load_s": ecmp_fabric,
+        "ecmp": {
+            "model": model.description,
+            "use_qp_in_hash": use_qp,
+            "keys": {
+                "flows": len(live),
+                "known_udp_sport": sum(1 for f in live if f.udp_sport is not None),
+                "known_qp": sum(1 for f in live if f.qp is not None),
+                "stand_in": "49152 + crc32(flow_id) % 16384 / 0x100 + crc32('qp:' + flow_id)",
+            },
+            "actual_keys": {
+                "max_load_s": ex.ecmp_max_load_s,
+                "fabric_max_load_s": ecmp_fabric,
+            },
+            "random_sports": {
+                **dist.summary(),
+                "fabric_bound": "cut lower bound on the max fabric-link load",
+                "max_load_s": list(dist.max_load_s),
+            },
+        },
         "unrouted": dict(plan.unrouted),
         "paths": [{**f, "tag": tags.get(str(f["flow_id"]), -1)} for f in ex.flows],
         "links": ex.links,
@@ -84,15 +124,35 @@ def _check_hosts(spec: Any, jobs: list[Any], paths: list[str]) -> None:
         raise SpecError(errors)
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
 def _cmd_plan(args: argparse.Namespace) -> int:
-    report = plan_report(args.topo, args.job, method=args.method, budget_s=args.budget)
+    report = plan_report(
+        args.topo,
+        args.job,
+        method=args.method,
+        budget_s=args.budget,
+        draws=args.draws,
+        seed=args.seed,
+    )
     if args.json:
         render.emit_json(report)
         return EXIT_OK
     con = render.console()
     ice_f = report["fabric_max_load_s"]
     ecmp_f = report["ecmp_fabric_max_load_s"]
-    ratio = f" (ECMP / ICE = {ecmp_f / ice_f:.2f}x)" if ice_f > 0 else ""
+    ratio = f" = {ecmp_f / ice_f:.2f}x ICE" if ice_f > 0 else ""
+    em = report["ecmp"]
+    keys = em["keys"]
+    rs = em["random_sports"]
     con.print(
         f"[bold]{report['topology']}[/bold]: {report['flows']} flows of "
         f"{', '.join(report['jobs'])}, {render.human_bytes(report['bytes'])}; method "
@@ -100,8 +160,21 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     )
     con.print(
         f"max link load {report['max_load_s'] * 1e3:.3g} ms at line rate (lower bound "
-        f"{report['lower_bound_s'] * 1e3:.3g} ms, gap {report['gap'] * 100:.1f} %); fabric "
-        f"links: ICE {ice_f * 1e3:.3g} ms, ECMP expected {ecmp_f * 1e3:.3g} ms{ratio}"
+        f"{report['lower_bound_s'] * 1e3:.3g} ms, gap {report['gap'] * 100:.1f} %)"
+    )
+    con.print(f"busiest fabric link, ICE (the planner's paths): {ice_f * 1e3:.3g} ms")
+    con.print(
+        f"busiest fabric link, ECMP (model: {em['model']}), these flows' keys "
+        f"({keys['known_udp_sport']}/{keys['flows']} real UDP source ports, "
+        f"{keys['known_qp']}/{keys['flows']} real QPs, the rest stand-ins): "
+        f"{ecmp_f * 1e3:.3g} ms{ratio}"
+    )
+    con.print(
+        f"busiest fabric link, ECMP (same model), {rs['n']} random UDP source-port draws "
+        f"(seed {rs['seed']}): median {rs['median_s'] * 1e3:.3g} ms, p99 "
+        f"{rs['p99_s'] * 1e3:.3g} ms, worst {rs['worst_s'] * 1e3:.3g} ms; "
+        f"P(some fabric link above the bound {rs['bound_s'] * 1e3:.3g} ms) = "
+        f"{rs['p_above_bound'] * 100:.1f} %"
     )
     if not args.no_flows:
         con.print(
@@ -124,7 +197,8 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     rows = [r for r in report["links"] if args.all_links or r["kind"] == "fabric"]
     con.print(
         render.table(
-            "link load (ms at line rate; util = load / busiest host link)",
+            "link load (ms at line rate; util = load / busiest host link; ECMP: ice.p4's hash "
+            "on these flows' keys)",
             ["link", "Gbit/s", "flows", "ICE ms", "ICE util", "ECMP ms", "ECMP util"],
             [
                 (
@@ -149,7 +223,11 @@ def add_plan_parser(sub: Any, add_json: Callable[[argparse.ArgumentParser], None
     """Register `icectl plan`."""
     p = sub.add_parser(
         "plan",
-        help="dry run: plan jobs on a topology, per-link load with ECMP's expected load beside it",
+        help="dry run: plan jobs on a topology, per-link load with ice.p4 ECMP's load beside it",
+        description="Plan jobs without any switch. Beside the plan: ECMP's per-link load as "
+        "ice.p4's ECMP mode would place these flows (its crc32 over the flows' keys: real UDP "
+        "source port and QP when the job gives them, else the stand-ins the controller "
+        "installs), and the busiest fabric link over seeded random source-port draws.",
     )
     p.add_argument("--topo", required=True, help="topology spec (YAML/JSON)")
     p.add_argument(
@@ -162,6 +240,13 @@ def add_plan_parser(sub: Any, add_json: Callable[[argparse.ArgumentParser], None
         help="exact MILP, greedy+repair heuristic, or auto (exact when few flows choose)",
     )
     p.add_argument("--budget", type=float, default=1.0, help="heuristic time budget, seconds")
+    p.add_argument(
+        "--draws",
+        type=_positive_int,
+        default=1000,
+        help="random UDP source-port draws for ECMP's distribution (default 1000)",
+    )
+    p.add_argument("--seed", type=int, default=1, help="seed of the draws (default 1)")
     p.add_argument("--all-links", action="store_true", help="host links too, not only fabric")
     p.add_argument("--no-flows", action="store_true", help="omit the per-flow path table")
     add_json(p)

@@ -3,14 +3,13 @@
 The flow key is what the first hop matches: IPv4 source and destination of the two hosts, the
 RoCEv2 UDP source port and the BTH destination QP. Flows whose job description gives neither
 (the usual case: the NIC picks them per QP) get deterministic stand-ins derived from the flow id
-(:meth:`Flow.entropy_sport`, :func:`flow_qp`), and senders built from the same flows use the
+(:meth:`Flow.entropy_sport`, :meth:`Flow.entropy_qp`), and senders built from the same flows use the
 same values, so what is planned is what matches.
 """
 
 from __future__ import annotations
 
 import logging
-import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -23,8 +22,6 @@ from icefabric.control.planner.plan import Plan, PlannedFlow
 from icefabric.control.topology import Topology
 
 log = logging.getLogger(__name__)
-
-_QP_BASE = 0x100  # QP numbers below this are special (0: SMI, 1: GSI) or low in practice
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)
@@ -48,9 +45,7 @@ class FlowKey:
 
 def flow_qp(flow: Flow) -> int:
     """The destination QP of a flow, or a deterministic 24-bit stand-in from its flow id."""
-    if flow.qp is not None:
-        return flow.qp
-    return _QP_BASE + zlib.crc32(f"qp:{flow.flow_id}".encode()) % ((1 << 24) - _QP_BASE)
+    return flow.entropy_qp()
 
 
 def flow_key(topo: Topology, flow: Flow) -> FlowKey:

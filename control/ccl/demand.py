@@ -27,6 +27,9 @@ from typing import Any
 from icefabric.control.ccl.job import JobSpec, Phase
 
 ROCE_UDP_PORT = 4791
+SPORT_BASE = 49152  # stand-in UDP source ports: SPORT_BASE + crc32(flow_id) % SPORT_SPAN
+SPORT_SPAN = 16384
+QP_BASE = 0x100  # QP numbers below this are special (0: SMI, 1: GSI) or low in practice
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)
@@ -49,7 +52,13 @@ class Flow:
         """The UDP source port, or a deterministic stand-in (49152 + crc32(flow_id) % 16384)."""
         if self.udp_sport is not None:
             return self.udp_sport
-        return 49152 + zlib.crc32(self.flow_id.encode()) % 16384
+        return SPORT_BASE + zlib.crc32(self.flow_id.encode()) % SPORT_SPAN
+
+    def entropy_qp(self) -> int:
+        """The destination QP, or a deterministic 24-bit stand-in from the flow id."""
+        if self.qp is not None:
+            return self.qp
+        return QP_BASE + zlib.crc32(f"qp:{self.flow_id}".encode()) % ((1 << 24) - QP_BASE)
 
 
 @dataclass(slots=True, frozen=True)

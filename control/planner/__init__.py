@@ -1,6 +1,16 @@
 """Global path planning: give every flow a candidate path so the busiest link is as idle as possible."""
 
-from icefabric.control.planner.ecmp import ecmp_choice, ecmp_hash, ecmp_loads
+from icefabric.control.planner.ecmp import (
+    EcmpDraws,
+    EcmpKey,
+    EcmpModel,
+    ecmp_bucket,
+    ecmp_choice,
+    ecmp_hash,
+    ecmp_loads,
+    ecmp_paths,
+    flow_ecmp_key,
+)
 from icefabric.control.planner.exact import (
     ExactSolveError,
     cut_lower_bound,
@@ -14,6 +24,9 @@ from icefabric.control.planner.state import PlanState
 
 __all__ = [
     "METHODS",
+    "EcmpDraws",
+    "EcmpKey",
+    "EcmpModel",
     "ExactSolveError",
     "Explanation",
     "LinkLoad",
@@ -23,10 +36,13 @@ __all__ = [
     "Planner",
     "build_plan",
     "cut_lower_bound",
+    "ecmp_bucket",
     "ecmp_choice",
     "ecmp_hash",
     "ecmp_loads",
+    "ecmp_paths",
     "fabric_mask",
+    "flow_ecmp_key",
     "greedy",
     "improve",
     "link_table",

@@ -10,7 +10,10 @@ fabric (a seeded shuffle of the hosts: the case where hashing hurts most and pla
   100,000 flows over 361 equal-cost paths between pods.
 
 Targets (issue 5): plan in <= 1 s and <= 30 s on one core, max link load within 5 % of the
-lower bound (the load a perfect fractional split would give). ECMP's max load is shown beside.
+lower bound (the load a perfect fractional split would give). Beside it, ECMP's busiest fabric
+link as ice.p4's ECMP places the flows (control/planner/ecmp.py): for the flows' stand-in keys,
+and the median / p99 / worst over seeded random UDP source-port draws with the fraction of draws
+where some fabric link exceeds the fabric lower bound.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import numpy as np
 
 from icefabric.control.ccl.demand import demand_from_job
 from icefabric.control.ccl.job import JobSpec, Phase, Rank
+from icefabric.control.planner.ecmp import EcmpDraws, EcmpModel
 from icefabric.control.planner.exact import cut_lower_bound
 from icefabric.control.planner.heuristic import fabric_mask
 from icefabric.control.planner.planner import Planner
@@ -47,6 +51,8 @@ class BenchResult:
     fabric_bound_s: float
     ecmp_max_load_s: float | None
     target_s: float
+    ecmp_draws: EcmpDraws | None = None
+    ecmp_s: float = 0.0  # time spent on the ECMP figures
 
     @property
     def gap(self) -> float:
@@ -86,7 +92,14 @@ def scattered_ring_job(
 
 
 def run_scenario(
-    name: str, spec: TopologySpec, job: JobSpec, *, target_s: float, ecmp: bool
+    name: str,
+    spec: TopologySpec,
+    job: JobSpec,
+    *,
+    target_s: float,
+    ecmp: bool,
+    draws: int = 100,
+    seed: int = 1,
 ) -> BenchResult:
     """Plan one scenario and measure it."""
     demand = demand_from_job(job)
@@ -95,8 +108,20 @@ def run_scenario(
     t0 = time.perf_counter()
     plan = planner.add(demand)
     plan_s = time.perf_counter() - t0
-    fab = fabric_mask(planner.state)[: topo.n_links]
-    e = float(planner.ecmp_loads()[fab].max()) if ecmp else None
+    mask = fabric_mask(planner.state)
+    fab = mask[: topo.n_links]
+    fabric_bound = cut_lower_bound(planner.state, fabric_only=True)
+    e = None
+    dist = None
+    t1 = time.perf_counter()
+    if ecmp:
+        model = EcmpModel(topo)
+        e = float(model.loads(planner.state)[: topo.n_links][fab].max())
+        if draws > 0:
+            dist = model.draws(
+                planner.state, n_draws=draws, seed=seed, fabric=mask, bound_s=fabric_bound
+            )
+    ecmp_s = time.perf_counter() - t1
     return BenchResult(
         name=name,
         gpus=len(job.ranks),
@@ -105,28 +130,34 @@ def run_scenario(
         max_load_s=plan.max_load_s,
         lower_bound_s=plan.lower_bound_s,
         fabric_max_s=float(planner.state.load[: topo.n_links][fab].max()),
-        fabric_bound_s=cut_lower_bound(planner.state, fabric_only=True),
+        fabric_bound_s=fabric_bound,
         ecmp_max_load_s=e,
         target_s=target_s,
+        ecmp_draws=dist,
+        ecmp_s=ecmp_s,
     )
 
 
-def leaf_spine_scenario(seed: int, ecmp: bool) -> BenchResult:
+def leaf_spine_scenario(seed: int, ecmp: bool, draws: int = 100) -> BenchResult:
     """1,024-GPU leaf-spine ring all-reduce, 8 channels."""
     spec = leaf_spine(leaves=32, spines=16, hosts_per_leaf=32, host_rate_gbps=100.0)
     job = scattered_ring_job(
         spec, servers=1024, gpus_per_server=1, channels=8, size=1 << 30, seed=seed
     )
-    return run_scenario("leaf-spine 32x16", spec, job, target_s=1.0, ecmp=ecmp)
+    return run_scenario(
+        "leaf-spine 32x16", spec, job, target_s=1.0, ecmp=ecmp, draws=draws, seed=seed
+    )
 
 
-def fat_tree_scenario(seed: int, ecmp: bool) -> BenchResult:
+def fat_tree_scenario(seed: int, ecmp: bool, draws: int = 20) -> BenchResult:
     """~100k-GPU fat-tree(38) ring all-reduce, 8 channels."""
     spec = fat_tree(38, rate_gbps=100.0)
     job = scattered_ring_job(
         spec, servers=12_500, gpus_per_server=8, channels=8, size=1 << 30, seed=seed
     )
-    return run_scenario("fat-tree k=38", spec, job, target_s=30.0, ecmp=ecmp)
+    return run_scenario(
+        "fat-tree k=38", spec, job, target_s=30.0, ecmp=ecmp, draws=draws, seed=seed
+    )
 
 
 def _pct(gap: float) -> str:
@@ -151,8 +182,28 @@ def format_table(results: list[BenchResult]) -> str:
         )
     lines.append(
         "loads in ms: the busiest link's planned bytes at line rate (1 GiB all-reduce); max/bound over"
-        " all links, fabric/bound over switch-to-switch links; ECMP = fabric max under hashing"
+        " all links, fabric/bound over switch-to-switch links; ECMP = fabric max as ice.p4's ECMP"
+        " hashes the flows' stand-in keys (model: control/planner/ecmp.py)"
     )
+    drawn = [r for r in results if r.ecmp_draws is not None]
+    if drawn:
+        lines.append("")
+        lines.append(
+            f"{'ECMP, random UDP source ports':<30}{'draws':>6}{'median':>8}{'p99':>8}"
+            f"{'worst':>8}{'bound':>8}{'P(>bound)':>10}{'time s':>8}"
+        )
+        for r in drawn:
+            d = r.ecmp_draws
+            assert d is not None
+            lines.append(
+                f"{r.name:<30}{d.n:>6}{d.median_s * 1e3:>8.1f}{d.p99_s * 1e3:>8.1f}"
+                f"{d.worst_s * 1e3:>8.1f}{d.bound_s * 1e3:>8.1f}{d.p_above_bound * 100:>9.1f}%"
+                f"{r.ecmp_s:>8.2f}"
+            )
+        lines.append(
+            "busiest fabric link (ms) when every flow's UDP source port is drawn at random "
+            "(seeded); bound = fabric lower bound; P = fraction of draws above it"
+        )
     return "\n".join(lines)
 
 
@@ -166,14 +217,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--no-ecmp", dest="ecmp", action="store_false", help="skip ECMP's max load (saves ~10 s)"
     )
+    ap.add_argument(
+        "--draws",
+        type=int,
+        default=None,
+        help="random source-port draws for ECMP (default 100 leaf-spine, 20 fat-tree; 0: none)",
+    )
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING)
     results = []
     if args.only in (None, "leaf-spine"):
-        results.append(leaf_spine_scenario(args.seed, args.ecmp))
+        results.append(
+            leaf_spine_scenario(args.seed, args.ecmp, 100 if args.draws is None else args.draws)
+        )
     if args.only in (None, "fat-tree"):
-        results.append(fat_tree_scenario(args.seed, args.ecmp))
+        results.append(
+            fat_tree_scenario(args.seed, args.ecmp, 20 if args.draws is None else args.draws)
+        )
     sys.stdout.write(format_table(results) + "\n")
     return 0 if all(r.ok for r in results) else 1
 

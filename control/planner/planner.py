@@ -143,12 +143,12 @@ class Planner:
         """The perfect-split lower bound of the current demand (see exact.py)."""
         return cut_lower_bound(self.state)
 
-    def ecmp_loads(self) -> np.ndarray:
-        """Per directed link, the load in seconds if ECMP hashing placed the flows."""
-        return ecmp_loads(self.state)[: self.state.pad]
+    def ecmp_loads(self, *, use_qp_in_hash: bool = True) -> np.ndarray:
+        """Per directed link, the load in seconds if ice.p4's ECMP placed the flows."""
+        return ecmp_loads(self.state, use_qp_in_hash=use_qp_in_hash)[: self.state.pad]
 
     def explain(self, *, ecmp: bool = True) -> Explanation:
-        """Per flow its path (nodes), per link its load, ECMP's expected load beside it."""
+        """Per flow its path (nodes), per link its load, ice.p4 ECMP's load beside it."""
         plan = self.plan()
         e = self.ecmp_loads() if ecmp else None
         flows = [

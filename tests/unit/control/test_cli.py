@@ -113,8 +113,25 @@ def test_plan_dry_run_json_and_table(capsys: pytest.CaptureFixture[str], job_fil
     fabric_links = [lk for lk in rep["links"] if lk["kind"] == "fabric"]
     assert fabric_links and all("ecmp_seconds" in lk for lk in fabric_links)
     assert rep["max_load_s"] >= rep["lower_bound_s"] * 0.999
+    em = rep["ecmp"]
+    assert em["model"].startswith("ice.p4 ECMP") and em["use_qp_in_hash"] is True
+    assert em["keys"]["flows"] == 8 and em["keys"]["known_udp_sport"] == 0
+    assert em["actual_keys"]["fabric_max_load_s"] == rep["ecmp_fabric_max_load_s"]
+    rs = em["random_sports"]
+    assert rs["n"] == 1000 and len(rs["max_load_s"]) == 1000 and rs["seed"] == 1
+    assert rs["bound_s"] <= rs["median_s"] <= rs["p99_s"] <= rs["worst_s"]
+    assert 0.0 <= rs["p_above_bound"] <= 1.0
+    code, out2, _ = run(
+        capsys, "plan", "--topo", EXAMPLE, "--job", str(job_file), "--json", "--draws", "50"
+    )
+    again = json.loads(out2)["ecmp"]["random_sports"]
+    assert again["max_load_s"] == rs["max_load_s"][:50]  # seeded: the same first 50 draws
     code, out, _ = run(capsys, "plan", "--topo", EXAMPLE, "--job", str(job_file))
-    assert code == 0 and "ECMP" in out and "ring/ar/c0/r0->r1" in out
+    assert code == 0 and "ring/ar/c0/r0->r1" in out
+    assert "ECMP (model: ice.p4 ECMP" in out and "random UDP source-port draws" in out
+    assert "expected" not in out
+    code, _, err = run(capsys, "plan", "--topo", EXAMPLE, "--job", str(job_file), "--draws", "0")
+    assert code == 2 and "--draws" in err
 
 
 def test_plan_rejects_unknown_host_naming_the_job_file(
