@@ -123,6 +123,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_plan_parser(sub, _add_json)
     add_run_parser(sub)
 
+    from icefabric.control.experiment.cli import add_experiment_parser
+
+    add_experiment_parser(sub, _add_json)
+
     st = sub.add_parser("status", help="the daemon: role, mode, switches, jobs")
     _add_json(st)
     _add_socket(st)

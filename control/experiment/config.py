@@ -1,0 +1,495 @@
+"""The experiment file: topology + workload + modes + seed + link rates, validated on load.
+
+Format (traffic/README.md, "Experiment files", is the reference)::
+
+    name: ecmp-collides               # required: letters, digits, _ . -
+    description: free text            # optional
+    topology:                         # exactly one of:
+      file: topo/examples/leaf_spine_2x4.yaml      # a spec (relative to this file, then the repo)
+      leaf_spine: {leaves: 4, spines: 2, hosts_per_leaf: 2}   # icefabric.topo.generators
+    workload:                         # exactly one of job / nccl_log / collective:
+      job: control/ccl/examples/mixed_dp_allreduce.yaml  # a job file, or the job inline
+      nccl_log: {file: x.log, collective: all-reduce, message_bytes: 8MiB, host_map: {n1: h1}}
+      collective: all-reduce          # shorthand: one phase over `hosts`
+      algorithm: ring
+      channels: 2
+      message_bytes: 8MiB
+      hosts: interleaved              # interleaved (ring neighbours on other leaves) | all | [h1, ...]
+      slices: 1                       # messages per transfer (pipelining), default 1
+    modes: [ecmp+dcqcn, ice]          # default; also ice-paths, flowlet+dcqcn
+    seed: 1                           # default 1
+    rates:
+      scale: 0.001                    # link rate in the run = spec rate x scale (default 0.001)
+      mtu_bytes: 4096                 # RoCEv2 payload per packet (default 4096)
+    engine: virtual                   # virtual (default) | mininet
+    target: embedded                  # mininet only: embedded (ice-switch) | bmv2
+    limits: {virtual_ms: 2000, wall_s: 300}   # give up (mode fails) past either
+
+Every problem is reported at once as ``file: key: message`` (:class:`ExperimentError`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from icefabric.control.ccl.job import JobError, JobSpec, load_job, parse_job, parse_size
+from icefabric.topo.spec import SpecError, TopologySpec, load_topology, read_data_file
+
+ROOT = Path(__file__).resolve().parents[2]
+ENGINES = ("virtual", "mininet")
+TARGETS = ("embedded", "bmv2")
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+class ExperimentError(SpecError):
+    """An experiment file failed validation; ``errors`` lists every problem."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Mode:
+    """What one mode sets: the first hops' load balancing, planned paths, rate algorithm, caps."""
+
+    name: str
+    lb_mode: str  # the controller's fabric mode: "ice" (planned, else flowlet) or "ecmp"
+    planned: bool  # the job's flows get planned paths installed
+    rate: str  # "dcqcn" | "ice" (icefabric.traffic.rate)
+    caps: bool  # the controller pushes max-min fair caps (global congestion control)
+    about: str
+
+
+MODES: Mapping[str, Mode] = {
+    m.name: m
+    for m in (
+        Mode(
+            name="ecmp+dcqcn",
+            lb_mode="ecmp",
+            planned=False,
+            rate="dcqcn",
+            caps=False,
+            about="baseline: ice.p4 in ECMP mode, ECN marking, DCQCN senders",
+        ),
+        Mode(
+            name="ice",
+            lb_mode="ice",
+            planned=True,
+            rate="ice",
+            caps=True,
+            about="planned paths, INT-driven ICE senders, controller caps",
+        ),
+        Mode(
+            name="ice-paths",
+            lb_mode="ice",
+            planned=True,
+            rate="dcqcn",
+            caps=False,
+            about="ablation: planned paths, DCQCN senders",
+        ),
+        Mode(
+            name="flowlet+dcqcn",
+            lb_mode="ice",
+            planned=False,
+            rate="dcqcn",
+            caps=False,
+            about="ablation: no plan (flowlet switching), DCQCN senders",
+        ),
+    )
+}
+DEFAULT_MODES = ("ecmp+dcqcn", "ice")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rates:
+    """How the topology's link rates map onto the run."""
+
+    scale: float = 1e-3
+    mtu_bytes: int = 4096
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Limits:
+    """When a mode gives up (it then fails with the reason)."""
+
+    virtual_ms: float = 5000.0
+    wall_s: float = 600.0
+
+
+_DEF_RATES = Rates()
+_DEF_LIMITS = Limits()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Experiment:
+    """A validated experiment: everything a run needs, and the plain data it came from."""
+
+    name: str
+    description: str
+    source: str
+    topology: TopologySpec
+    job: JobSpec
+    slices: int
+    modes: tuple[str, ...]
+    seed: int
+    rates: Rates
+    engine: str
+    target: str
+    limits: Limits
+    data: Mapping[str, Any]  # the file's content, for results.json
+
+    def to_dict(self) -> dict[str, Any]:
+        """The normalised config (what results.json records)."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "source": self.source,
+            "topology": self.topology.to_dict(),
+            "job": self.job.to_dict(),
+            "slices": self.slices,
+            "modes": list(self.modes),
+            "seed": self.seed,
+            "rates": {"scale": self.rates.scale, "mtu_bytes": self.rates.mtu_bytes},
+            "engine": self.engine,
+            "target": self.target,
+            "limits": {"virtual_ms": self.limits.virtual_ms, "wall_s": self.limits.wall_s},
+        }
+
+
+def interleaved_hosts(spec: TopologySpec) -> list[str]:
+    """Hosts ordered so that ring neighbours sit on different leaves: the first host of every
+    leaf, then the second of every leaf, ... (all ring traffic crosses the spines)."""
+    leaves = list(dict.fromkeys(h.leaf for h in spec.hosts))
+    per_leaf = [[h.name for h in spec.hosts if h.leaf == leaf] for leaf in leaves]
+    out: list[str] = []
+    for i in range(max((len(x) for x in per_leaf), default=0)):
+        out.extend(x[i] for x in per_leaf if i < len(x))
+    return out
+
+
+def load_experiment(path: str | Path) -> Experiment:
+    """Load and validate an experiment file (YAML or JSON)."""
+    try:
+        data, source = read_data_file(path)
+    except SpecError as e:
+        raise ExperimentError(e.errors) from e
+    return parse_experiment(data, source=source, base=Path(path).resolve().parent)
+
+
+def _resolve(value: str, base: Path | None) -> Path:
+    p = Path(value)
+    if p.is_absolute():
+        return p
+    for root in (base, ROOT):
+        if root is not None and (root / p).exists():
+            return root / p
+    return (base or ROOT) / p
+
+
+def parse_experiment(
+    data: Any, *, source: str = "<experiment>", base: Path | None = None
+) -> Experiment:
+    """Validate plain data and build an :class:`Experiment` (paths relative to ``base``)."""
+    errs: list[str] = []
+
+    def err(key: str, msg: str) -> None:
+        errs.append(f"{source}: {key}: {msg}")
+
+    if not isinstance(data, Mapping):
+        raise ExperimentError(
+            [f"{source}: (top level): expected a mapping, got {type(data).__name__}"]
+        )
+    allowed = {
+        "name",
+        "description",
+        "topology",
+        "workload",
+        "modes",
+        "seed",
+        "rates",
+        "engine",
+        "target",
+        "limits",
+    }
+    for k in data:
+        if k not in allowed:
+            err(str(k), f"unknown key (expected one of {', '.join(sorted(allowed))})")
+    name = data.get("name")
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        err(
+            "name",
+            f"expected 1-64 letters, digits, _ . - (starting with a letter or digit), got {name!r}",
+        )
+        name = "experiment"
+    desc = data.get("description", "")
+    if not isinstance(desc, str):
+        err("description", f"expected a string, got {type(desc).__name__}")
+        desc = ""
+    topo = _topology(data.get("topology"), base, err)
+    job, slices = _workload(data.get("workload"), topo, base, err)
+    modes = _modes(data.get("modes", list(DEFAULT_MODES)), err)
+    seed = data.get("seed", 1)
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
+        err("seed", f"expected an integer 0..2^32-1, got {seed!r}")
+        seed = 1
+    rates = _rates(data.get("rates", {}), err)
+    engine = data.get("engine", "virtual")
+    if engine not in ENGINES:
+        err("engine", f"expected one of {', '.join(ENGINES)}, got {engine!r}")
+        engine = "virtual"
+    target = data.get("target", "embedded")
+    if target not in TARGETS:
+        err("target", f"expected one of {', '.join(TARGETS)}, got {target!r}")
+        target = "embedded"
+    elif target != "embedded" and engine != "mininet":
+        err("target", f"target {target!r} needs engine: mininet (virtual time runs embedded)")
+    limits = _limits(data.get("limits", {}), err)
+    if errs or topo is None or job is None:
+        raise ExperimentError(errs or [f"{source}: (top level): incomplete experiment"])
+    return Experiment(
+        name=name,
+        description=desc,
+        source=source,
+        topology=topo,
+        job=job,
+        slices=slices,
+        modes=modes,
+        seed=seed,
+        rates=rates,
+        engine=engine,
+        target=target,
+        limits=limits,
+        data=dict(data),
+    )
+
+
+def _topology(raw: Any, base: Path | None, err: Any) -> TopologySpec | None:
+    from icefabric.topo import generators
+
+    if (
+        not isinstance(raw, Mapping)
+        or len(raw) != 1
+        or next(iter(raw)) not in ("file", "leaf_spine", "fat_tree")
+    ):
+        err("topology", "expected a mapping with one key: file, leaf_spine or fat_tree")
+        return None
+    kind, value = next(iter(raw.items()))
+    try:
+        if kind == "file":
+            if not isinstance(value, str):
+                err("topology.file", f"expected a path, got {value!r}")
+                return None
+            return load_topology(_resolve(value, base))
+        if not isinstance(value, Mapping):
+            err(f"topology.{kind}", "expected a mapping of generator arguments")
+            return None
+        if kind == "leaf_spine":
+            return generators.leaf_spine(**{str(k): v for k, v in value.items()})
+        k = value.get("k")
+        if isinstance(k, bool) or not isinstance(k, int):
+            err("topology.fat_tree.k", f"expected an even integer, got {k!r}")
+            return None
+        return generators.fat_tree(k, **{str(a): v for a, v in value.items() if a != "k"})
+    except SpecError as e:
+        for line in e.errors:
+            err(f"topology.{kind}", line)
+    except (TypeError, ValueError) as e:
+        err(f"topology.{kind}", str(e))
+    return None
+
+
+_WORKLOAD_KEYS = {
+    "job",
+    "nccl_log",
+    "collective",
+    "algorithm",
+    "channels",
+    "message_bytes",
+    "hosts",
+    "slices",
+    "name",
+}
+
+
+def _workload(
+    raw: Any, topo: TopologySpec | None, base: Path | None, err: Any
+) -> tuple[JobSpec | None, int]:
+    if not isinstance(raw, Mapping):
+        err("workload", "expected a mapping with job, nccl_log or collective")
+        return None, 1
+    for k in raw:
+        if k not in _WORKLOAD_KEYS:
+            err(
+                f"workload.{k}",
+                f"unknown key (expected one of {', '.join(sorted(_WORKLOAD_KEYS))})",
+            )
+    slices = raw.get("slices", 1)
+    if isinstance(slices, bool) or not isinstance(slices, int) or not 1 <= slices <= 64:
+        err("workload.slices", f"expected an integer 1..64, got {slices!r}")
+        slices = 1
+    given = [k for k in ("job", "nccl_log", "collective") if k in raw]
+    if len(given) != 1:
+        err("workload", f"expected exactly one of job, nccl_log, collective; got {given or 'none'}")
+        return None, slices
+    job: JobSpec | None = None
+    try:
+        if given[0] == "job":
+            v = raw["job"]
+            if isinstance(v, str):
+                job = load_job(_resolve(v, base))
+            else:
+                job = parse_job(v, source="workload.job")
+        elif given[0] == "nccl_log":
+            job = _from_nccl_log(raw["nccl_log"], base, err)
+        else:
+            job = _shorthand(raw, topo, err)
+    except JobError as e:
+        for line in e.errors:
+            err(f"workload.{given[0]}", line)
+        return None, slices
+    if job is not None and topo is not None:
+        known = {h.name for h in topo.hosts}
+        for r in job.ranks:
+            if r.host not in known:
+                err(
+                    f"workload.{given[0]}",
+                    f"rank {r.rank}: no host {r.host!r} in topology {topo.name!r}",
+                )
+    return job, slices
+
+
+def _from_nccl_log(v: Any, base: Path | None, err: Any) -> JobSpec | None:
+    from icefabric.control.ccl.nccl_log import load_nccl_log, to_job
+
+    if not isinstance(v, Mapping) or not isinstance(v.get("file"), str):
+        err("workload.nccl_log", "expected {file: PATH, collective, message_bytes, host_map}")
+        return None
+    allowed = {"file", "collective", "algorithm", "message_bytes", "host_map", "name"}
+    for k in v:
+        if k not in allowed:
+            err(
+                f"workload.nccl_log.{k}",
+                f"unknown key (expected one of {', '.join(sorted(allowed))})",
+            )
+    try:
+        size = parse_size(v.get("message_bytes", "8MiB"))
+    except ValueError as e:
+        err("workload.nccl_log.message_bytes", str(e))
+        return None
+    hm = v.get("host_map", {})
+    if not isinstance(hm, Mapping):
+        err("workload.nccl_log.host_map", "expected {log host: topology host}")
+        return None
+    path = _resolve(v["file"], base)
+    try:
+        parsed = load_nccl_log(path)
+        return to_job(
+            parsed,
+            name=str(v.get("name", path.stem.replace("_", "-")))[:64],
+            collective=str(v.get("collective", "all-reduce")),
+            algorithm=v.get("algorithm"),
+            message_bytes=size,
+            host_map={str(a): str(b) for a, b in hm.items()},
+        )
+    except (OSError, ValueError) as e:
+        err("workload.nccl_log.file", str(e).splitlines()[0] if str(e) else type(e).__name__)
+        return None
+
+
+def _shorthand(raw: Mapping[str, Any], topo: TopologySpec | None, err: Any) -> JobSpec | None:
+    hosts_raw = raw.get("hosts", "interleaved")
+    if topo is None:
+        return None
+    if hosts_raw == "interleaved":
+        hosts = interleaved_hosts(topo)
+    elif hosts_raw == "all":
+        hosts = [h.name for h in topo.hosts]
+    elif isinstance(hosts_raw, list) and all(isinstance(h, str) for h in hosts_raw):
+        hosts = list(hosts_raw)
+    else:
+        err(
+            "workload.hosts",
+            f"expected interleaved, all or a list of host names, got {hosts_raw!r}",
+        )
+        return None
+    phase: dict[str, Any] = {
+        "name": str(raw["collective"]).replace("_", "-"),
+        "collective": raw["collective"],
+        "channels": raw.get("channels", 1),
+        "message_bytes": raw.get("message_bytes", "8MiB"),
+    }
+    if "algorithm" in raw:
+        phase["algorithm"] = raw["algorithm"]
+    return parse_job(
+        {"name": raw.get("name", "job"), "hosts": hosts, "phases": [phase]},
+        source="workload",
+    )
+
+
+def _modes(raw: Any, err: Any) -> tuple[str, ...]:
+    if isinstance(raw, str):
+        raw = [raw]
+    if not isinstance(raw, list) or not raw:
+        err("modes", f"expected a non-empty list of {', '.join(MODES)}")
+        return DEFAULT_MODES
+    out = []
+    for i, m in enumerate(raw):
+        if m not in MODES:
+            err(f"modes[{i}]", f"expected one of {', '.join(MODES)}, got {m!r}")
+        elif m in out:
+            err(f"modes[{i}]", f"{m} is listed twice")
+        else:
+            out.append(m)
+    return tuple(out) or DEFAULT_MODES
+
+
+def _number(v: Any, key: str, err: Any, lo: float, hi: float, default: float) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo < v <= hi:
+        err(key, f"expected a number in ({lo:g}, {hi:g}], got {v!r}")
+        return default
+    return float(v)
+
+
+def _rates(raw: Any, err: Any) -> Rates:
+    if not isinstance(raw, Mapping):
+        err("rates", "expected a mapping {scale, mtu_bytes}")
+        return Rates()
+    for k in raw:
+        if k not in ("scale", "mtu_bytes"):
+            err(f"rates.{k}", "unknown key (expected one of mtu_bytes, scale)")
+    scale = _number(
+        raw.get("scale", _DEF_RATES.scale), "rates.scale", err, 0.0, 1.0, _DEF_RATES.scale
+    )
+    mtu = raw.get("mtu_bytes", _DEF_RATES.mtu_bytes)
+    if isinstance(mtu, bool) or not isinstance(mtu, int) or not 256 <= mtu <= 9000:
+        err("rates.mtu_bytes", f"expected an integer 256..9000, got {mtu!r}")
+        mtu = _DEF_RATES.mtu_bytes
+    return Rates(scale=scale, mtu_bytes=mtu)
+
+
+def _limits(raw: Any, err: Any) -> Limits:
+    if not isinstance(raw, Mapping):
+        err("limits", "expected a mapping {virtual_ms, wall_s}")
+        return Limits()
+    for k in raw:
+        if k not in ("virtual_ms", "wall_s"):
+            err(f"limits.{k}", "unknown key (expected one of virtual_ms, wall_s)")
+    return Limits(
+        virtual_ms=_number(
+            raw.get("virtual_ms", _DEF_LIMITS.virtual_ms),
+            "limits.virtual_ms",
+            err,
+            0.0,
+            1e9,
+            _DEF_LIMITS.virtual_ms,
+        ),
+        wall_s=_number(
+            raw.get("wall_s", _DEF_LIMITS.wall_s),
+            "limits.wall_s",
+            err,
+            0.0,
+            86400.0,
+            _DEF_LIMITS.wall_s,
+        ),
+    )

@@ -1,0 +1,195 @@
+"""The measures of one mode's run, from what the engine observed (DESIGN.md, "Measures").
+
+* per phase: time from its first message posted to its last message arrived, nccl-tests'
+  algbw = S / time and busbw = algbw x factor (2(n-1)/n all-reduce, (n-1)/n all-gather,
+  reduce-scatter, all-to-all, 1 send-recv), and the **non-blocking bound**: the time the phase
+  takes when only the hosts' own links limit it (max over hosts of bytes sent or received / host
+  link rate), so busbw / bound_busbw says how close to ideal the fabric got;
+* the job: completion time (first post to last arrival), slowest flow, busbw over all phases
+  (sum of S x factor over the sum of the phase times; equal to the phase's busbw for one phase);
+* per directed link: bytes and utilisation over the run; egress queue depth p50 / p99 / max
+  (packets, sampled by the engine at fixed virtual-time intervals on every switch port) and its
+  CDF; drops by reason; CNPs; ECN-marked packets; data packets.
+
+Rates are those of the run (topology rate x scale); ``*_gbps_full`` fields divide by the scale,
+i.e. what the fabric gives at the topology's own rates (every time constant scales with it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from icefabric.topo.spec import TopologySpec
+from icefabric.traffic.workload import Schedule, WorkloadExecutor
+
+
+@dataclass(slots=True, kw_only=True)
+class Observed:
+    """What an engine hands back for one mode (raw counts; :func:`measure` turns them into the
+    results.json object)."""
+
+    mode: str
+    executor: WorkloadExecutor
+    ok: bool = True
+    error: str | None = None
+    end_us: float = 0.0  # virtual time when the run stopped
+    link_bytes: dict[str, int] = field(default_factory=dict)  # "a>b" -> bytes sent a to b
+    link_bps: dict[str, float] = field(default_factory=dict)  # "a>b" -> rate in the run
+    queue_samples: list[int] = field(default_factory=list)  # egress depth (packets) samples
+    drops: dict[str, int] = field(default_factory=dict)  # reason -> packets
+    cnps: int = 0  # CNPs sent by receivers
+    ecn_marks: int = 0  # CE-marked data packets received
+    packets: int = 0  # data packets sent by the hosts
+    losses: int = 0  # PSN gaps seen by receivers
+    paths: dict[str, list[str]] = field(default_factory=dict)  # flow -> switches (from INT)
+    extra: dict[str, Any] = field(default_factory=dict)  # engine-specific counters
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0..100) by the nearest-rank method (0 for no values)."""
+    if not values:
+        return 0.0
+    s = sorted(values)
+    k = max(1, math.ceil(q / 100.0 * len(s)))
+    return float(s[min(k, len(s)) - 1])
+
+
+def cdf_points(values: Sequence[int], points: int = 50) -> list[list[float]]:
+    """[[value, fraction <= value], ...] at up to ``points`` distinct values (for the plot)."""
+    if not values:
+        return []
+    s = sorted(values)
+    n = len(s)
+    distinct = sorted(set(s))
+    step = max(1, len(distinct) // points)
+    chosen = distinct[::step]
+    if chosen[-1] != distinct[-1]:
+        chosen.append(distinct[-1])
+    import bisect
+
+    return [[float(v), round(bisect.bisect_right(s, v) / n, 6)] for v in chosen]
+
+
+def host_bps(spec: TopologySpec, scale: float) -> dict[str, float]:
+    """Each host's access link rate in the run (bit/s)."""
+    return {h.name: spec.host_rate(h) * 1e9 * scale for h in spec.hosts}
+
+
+def bound_us(schedule: Schedule, phase: str, rates: Mapping[str, float]) -> float:
+    """The non-blocking bound of one phase: max over hosts of bytes sent or received / rate."""
+    sent, recv = schedule.host_bytes(phase)
+    t = 0.0
+    for h in set(sent) | set(recv):
+        t = max(t, max(sent.get(h, 0), recv.get(h, 0)) * 8 / rates[h] * 1e6)
+    return t
+
+
+def _gbps(nbytes: float, us: float) -> float:
+    return nbytes * 8 / us / 1e3 if us > 0 else 0.0
+
+
+def measure(obs: Observed, schedule: Schedule, spec: TopologySpec, scale: float) -> dict[str, Any]:
+    """The results.json object of one mode (traffic/README.md, "results.json")."""
+    ex = obs.executor
+    rates = host_bps(spec, scale)
+    phases = []
+    total_busbytes = total_time = total_bound = 0.0
+    for ph in schedule.phases:
+        times = ex.phase_times(ph)
+        b_us = bound_us(schedule, ph.name, rates)
+        row: dict[str, Any] = {
+            "name": ph.name,
+            "collective": ph.collective,
+            "algorithm": ph.algorithm,
+            "nranks": ph.nranks,
+            "channels": ph.channels,
+            "message_bytes": ph.message_bytes,
+            "busbw_factor": round(ph.busbw_factor, 6),
+            "bound_us": round(b_us, 3),
+            "bound_busbw_gbps": round(_gbps(ph.message_bytes, b_us) * ph.busbw_factor, 6)
+            if b_us
+            else None,
+        }
+        if times is None:
+            row.update(time_us=None, algbw_gbps=None, busbw_gbps=None, busbw_over_bound=None)
+        else:
+            t = times[1] - times[0]
+            alg = _gbps(ph.message_bytes, t)
+            row.update(
+                time_us=round(t, 3),
+                algbw_gbps=round(alg, 6),
+                busbw_gbps=round(alg * ph.busbw_factor, 6),
+                busbw_over_bound=round(b_us / t, 6) if t > 0 and b_us else None,
+            )
+            total_busbytes += ph.message_bytes * ph.busbw_factor
+            total_time += t
+            total_bound += b_us
+        phases.append(row)
+    done = ex.done and obs.ok
+    busbw = _gbps(total_busbytes, total_time) if done else None
+    bound_busbw = _gbps(total_busbytes, total_bound) if done and total_bound else None
+    flows = ex.flow_times()
+    t0 = min(ex.posted_us.values(), default=0.0)
+    fct = {f: round(t1 - t0, 3) for f, (_p, t1) in sorted(flows.items())}
+    slowest: tuple[str | None, float | None] = (None, None)
+    if fct:
+        slowest = max(fct.items(), key=lambda kv: (kv[1], kv[0]))
+    duration = max(ex.arrived_us.values(), default=t0) - t0
+    links: list[dict[str, Any]] = []
+    for name in sorted(obs.link_bps):
+        nbytes = obs.link_bytes.get(name, 0)
+        bps = obs.link_bps[name]
+        util = nbytes * 8 / (duration * 1e-6) / bps if duration > 0 and bps > 0 else 0.0
+        links.append(
+            {
+                "link": name,
+                "rate_gbps": round(bps / 1e9, 9),
+                "bytes": nbytes,
+                "utilisation": round(util, 6),
+            }
+        )
+    q = obs.queue_samples
+    return {
+        "mode": obs.mode,
+        "ok": done,
+        "error": obs.error if not done else None,
+        "completion_us": round(duration, 3) if done else None,
+        "bound_us": round(total_bound, 3) if done else None,
+        "busbw_gbps": round(busbw, 6) if busbw is not None else None,
+        "busbw_gbps_full": round(busbw / scale, 3) if busbw is not None else None,
+        "bound_busbw_gbps": round(bound_busbw, 6) if bound_busbw is not None else None,
+        "busbw_over_bound": round(busbw / bound_busbw, 6) if busbw and bound_busbw else None,
+        "phases": phases,
+        "flows": {
+            "count": len(fct),
+            "slowest": {"flow": slowest[0], "completion_us": slowest[1]},
+            "completion_us": {
+                "p50": round(percentile(list(fct.values()), 50), 3),
+                "p99": round(percentile(list(fct.values()), 99), 3),
+                "max": round(max(fct.values(), default=0.0), 3),
+            },
+            "per_flow_us": fct,
+        },
+        "messages": {"total": len(schedule.messages), "arrived": len(ex.arrived_us)},
+        "links": links,
+        "max_link_utilisation": max((float(ln["utilisation"]) for ln in links), default=0.0),
+        "queue_packets": {
+            "samples": len(q),
+            "p50": percentile(q, 50),
+            "p99": percentile(q, 99),
+            "max": max(q, default=0),
+            "cdf": cdf_points(q),
+        },
+        "drops": sum(obs.drops.values()),
+        "drops_by_reason": dict(sorted(obs.drops.items())),
+        "cnps": obs.cnps,
+        "ecn_marks": obs.ecn_marks,
+        "data_packets": obs.packets,
+        "psn_losses": obs.losses,
+        "virtual_end_us": round(obs.end_us, 3),
+        "paths": {f: list(p) for f, p in sorted(obs.paths.items())},
+        "engine": dict(sorted(obs.extra.items())),
+    }

@@ -1,0 +1,114 @@
+"""results.json: one object per mode plus the config that produced them.
+
+Schema ``icefabric.experiment/1`` (traffic/README.md, "results.json", documents every field)::
+
+    {"schema": "icefabric.experiment/1",
+     "experiment": {...the normalised experiment: topology, job, modes, seed, rates ...},
+     "modes": [{"mode": "ecmp+dcqcn", "ok": true, "busbw_gbps": ..., ...}, ...],
+     "comparison": {"baseline": "ecmp+dcqcn", "speedup": {"ice": 1.8}, "of_bound": {...}},
+     "run": {"started": ISO time, "wall_s": {mode: seconds}, "engine": "virtual"}}
+
+Everything outside ``run`` is a function of the experiment alone in virtual time: two runs of
+the same experiment give byte-identical files once ``run`` is removed (:func:`comparable`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+SCHEMA = "icefabric.experiment/1"
+BASELINE = "ecmp+dcqcn"
+
+
+def comparison(modes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Every mode's busbw over the baseline's (or the first mode's) and over its bound."""
+    by = {m["mode"]: m for m in modes}
+    base = BASELINE if BASELINE in by else (modes[0]["mode"] if modes else None)
+    b = by[base]["busbw_gbps"] if base is not None else None
+    speed = {
+        m["mode"]: (round(m["busbw_gbps"] / b, 6) if m["busbw_gbps"] and b else None) for m in modes
+    }
+    return {
+        "baseline": base,
+        "speedup": speed,
+        "of_bound": {m["mode"]: m["busbw_over_bound"] for m in modes},
+        "all_ok": all(m["ok"] for m in modes),
+    }
+
+
+def build(
+    experiment: Mapping[str, Any],
+    modes: Sequence[Mapping[str, Any]],
+    *,
+    wall_s: Mapping[str, float],
+    started: float,
+) -> dict[str, Any]:
+    """The whole results.json document."""
+    return {
+        "schema": SCHEMA,
+        "experiment": dict(experiment),
+        "modes": list(modes),
+        "comparison": comparison(modes),
+        "run": {
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+            "wall_s": {k: round(v, 3) for k, v in wall_s.items()},
+            "engine": experiment.get("engine", "virtual"),
+        },
+    }
+
+
+def comparable(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The document without what legitimately differs between runs (``run``: timestamps)."""
+    return {k: v for k, v in doc.items() if k != "run"}
+
+
+def results_dir(base: Path, name: str, started: float) -> Path:
+    """A fresh ``base/<name>-<UTC timestamp>`` directory (suffixed -2, -3 ... when taken)."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(started))
+    base.mkdir(parents=True, exist_ok=True)
+    for i in range(1, 1000):
+        p = base / (f"{name}-{stamp}" + (f"-{i}" if i > 1 else ""))
+        try:
+            p.mkdir(mode=0o755)
+            return p
+        except FileExistsError:
+            continue
+    raise OSError(f"{base}: no free results directory for {name}-{stamp}")
+
+
+def write(doc: Mapping[str, Any], directory: Path) -> Path:
+    """Write results.json into ``directory`` (atomically: a temporary file, then rename)."""
+    path = directory / "results.json"
+    tmp = directory / ".results.json.tmp"
+    tmp.write_text(json.dumps(doc, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+MAX_RESULTS_BYTES = 64 * 1024 * 1024
+
+
+def load(directory_or_file: str | Path) -> dict[str, Any]:
+    """Read a results directory's results.json (ValueError naming the file if it is not one)."""
+    p = Path(directory_or_file)
+    if p.is_dir():
+        p = p / "results.json"
+    try:
+        if p.stat().st_size > MAX_RESULTS_BYTES:
+            raise ValueError(f"{p}: larger than {MAX_RESULTS_BYTES} bytes, not a results file")
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ValueError(f"{p}: cannot read: {e.strerror or e}") from e
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{p}: not valid JSON: {e}") from e
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
+        raise ValueError(f"{p}: schema: expected {SCHEMA!r}, got {got!r}")
+    if not isinstance(doc.get("modes"), list):
+        raise ValueError(f"{p}: modes: expected a list of mode objects")
+    return doc

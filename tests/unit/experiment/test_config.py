@@ -1,0 +1,126 @@
+"""Experiment files and presets: validated on load, every problem named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from icefabric.control.experiment.config import (
+    ExperimentError,
+    interleaved_hosts,
+    load_experiment,
+    parse_experiment,
+)
+from icefabric.control.experiment.presets import (
+    DEFAULT_PRESET,
+    load_preset,
+    preset_names,
+    preset_path,
+)
+from icefabric.traffic.workload import build_schedule, check_against_demand
+
+GOOD = {
+    "name": "t",
+    "topology": {"leaf_spine": {"leaves": 2, "spines": 2, "hosts_per_leaf": 1}},
+    "workload": {"collective": "all-reduce", "channels": 1, "message_bytes": "1MiB"},
+}
+
+
+@pytest.mark.parametrize("name", preset_names())
+def test_every_preset_loads_and_its_schedule_matches_the_plan(name: str) -> None:
+    exp = load_preset(name)
+    sched = build_schedule(exp.job, slices=exp.slices)
+    assert check_against_demand(sched, exp.job) == []
+    assert exp.modes and exp.engine == "virtual"
+
+
+def test_default_preset_is_the_issue_fabric() -> None:
+    exp = load_preset(DEFAULT_PRESET)
+    leaves = {h.leaf for h in exp.topology.hosts}
+    assert len(leaves) == 4 and len(exp.topology.hosts) == 8
+    assert sum(1 for s in exp.topology.switches if s.role == "spine") == 2
+    (ph,) = exp.job.phases
+    assert (ph.collective, ph.algorithm, ph.channels) == ("all-reduce", "ring", 2)
+    assert exp.modes == ("ecmp+dcqcn", "ice")
+    hosts = [r.host for r in exp.job.ranks]  # every ring neighbour on another leaf
+    leaf = {h.name: h.leaf for h in exp.topology.hosts}
+    assert all(leaf[a] != leaf[b] for a, b in zip(hosts, hosts[1:] + hosts[:1], strict=True))
+
+
+def test_defaults_and_round_trip() -> None:
+    exp = parse_experiment(GOOD)
+    assert exp.modes == ("ecmp+dcqcn", "ice") and exp.seed == 1
+    assert exp.rates.scale == 0.001 and exp.rates.mtu_bytes == 4096
+    assert interleaved_hosts(exp.topology) == [r.host for r in exp.job.ranks]
+    again = parse_experiment({**GOOD, "workload": {"job": exp.to_dict()["job"]}})
+    assert again.job == exp.job
+
+
+def test_file_paths_resolve_relative_to_the_file(tmp_path: Path) -> None:
+    topo = Path(__file__).resolve().parents[3] / "topo" / "examples" / "leaf_spine_2x2.yaml"
+    (tmp_path / "fab.yaml").write_text(topo.read_text())
+    (tmp_path / "x.yaml").write_text(
+        yaml.safe_dump(
+            {
+                **GOOD,
+                "topology": {"file": "fab.yaml"},
+                "workload": {**GOOD["workload"], "hosts": "all"},
+            }
+        )
+    )
+    exp = load_experiment(tmp_path / "x.yaml")
+    assert exp.topology.name == "ls-2x2"
+
+
+@pytest.mark.parametrize(
+    ("patch", "expect"),
+    [
+        ({"name": "a b"}, "name: expected"),
+        ({"colour": 1}, "colour: unknown key"),
+        ({"modes": ["ice", "ecmp"]}, "modes[1]: expected one of ecmp+dcqcn"),
+        ({"modes": ["ice", "ice"]}, "modes[1]: ice is listed twice"),
+        ({"seed": -1}, "seed: expected an integer"),
+        ({"rates": {"scale": 2}}, "rates.scale: expected a number in (0, 1]"),
+        ({"rates": {"mtu_bytes": 100}}, "rates.mtu_bytes: expected an integer 256..9000"),
+        ({"engine": "ns3"}, "engine: expected one of virtual, mininet"),
+        ({"target": "bmv2"}, "target: target 'bmv2' needs engine: mininet"),
+        (
+            {"topology": {"leaf_spine": {"leaves": 0, "spines": 2, "hosts_per_leaf": 1}}},
+            "topology.leaf_spine",
+        ),
+        ({"topology": {"file": "/nonexistent.yaml"}}, "cannot read"),
+        ({"topology": "x"}, "topology: expected a mapping with one key"),
+        (
+            {"workload": {"collective": "all-reduce", "job": "x.yaml"}},
+            "expected exactly one of job",
+        ),
+        ({"workload": {"collective": "broadcast"}}, "collective: expected one of"),
+        ({"workload": {"collective": "all-reduce", "hosts": ["h1", "h9"]}}, "no host 'h9'"),
+        ({"workload": {"collective": "all-reduce", "slices": 0}}, "workload.slices"),
+        ({"limits": {"wall_s": 0}}, "limits.wall_s"),
+    ],
+)
+def test_bad_input_names_file_key_and_expectation(patch: dict, expect: str) -> None:
+    with pytest.raises(ExperimentError) as ei:
+        parse_experiment({**GOOD, **patch}, source="x.yaml")
+    text = str(ei.value)
+    assert expect in text and text.startswith("x.yaml: "), text
+    assert "\n" not in text.strip() or all(line.startswith("x.yaml: ") for line in ei.value.errors)
+
+
+def test_unknown_preset_lists_the_known_ones() -> None:
+    with pytest.raises(ExperimentError, match="known: ablations"):
+        preset_path("nope")
+    with pytest.raises(ExperimentError):
+        preset_path("../config")
+
+
+def test_not_a_mapping_and_bad_yaml(tmp_path: Path) -> None:
+    with pytest.raises(ExperimentError, match="expected a mapping"):
+        parse_experiment([1, 2])
+    p = tmp_path / "bad.yaml"
+    p.write_text("name: [unclosed\n")
+    with pytest.raises(ExperimentError, match="not valid YAML"):
+        load_experiment(p)
