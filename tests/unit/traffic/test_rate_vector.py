@@ -1,0 +1,120 @@
+"""The array forms of DCQCN and ICE equal the per-flow classes, event by event."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+
+from icefabric.traffic.rate import Dcqcn, DcqcnParams, HopSample, IceParams, IceRate
+from icefabric.traffic.rate.vector import DcqcnArray, IceArray
+
+N = 12
+
+
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-6)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_dcqcn_array_equals_scalar(seed: int) -> None:
+    rng = random.Random(seed)
+    params = DcqcnParams().scaled(100e9)
+    scalars = [Dcqcn(params) for _ in range(N)]
+    arr = DcqcnArray(N, params)
+    now = 0.0
+    for step in range(3000):
+        now += rng.uniform(0.0, 8.0)
+        ev = rng.random()
+        if ev < 0.25:
+            rows = sorted(rng.sample(range(N), rng.randint(1, N)))
+            for r in rows:
+                scalars[r].on_cnp(now)
+            arr.on_cnp(np.array(rows, dtype=np.int64), now)
+        elif ev < 0.6:
+            rows = sorted(rng.sample(range(N), rng.randint(1, N)))
+            nb = [rng.randint(0, 3_000_000) for _ in rows]
+            for r, b in zip(rows, nb, strict=True):
+                scalars[r].on_bytes_sent(now, b)
+            arr.on_bytes_sent(np.array(rows, dtype=np.int64), np.array(nb, dtype=np.float64))
+        elif ev < 0.97:
+            for s in scalars:
+                s.on_timer(now)
+            arr.on_timer(now)
+        else:
+            rows = sorted(rng.sample(range(N), 2))
+            caps = [rng.choice([None, rng.uniform(5e9, 100e9)]) for _ in rows]
+            for r, c in zip(rows, caps, strict=True):
+                scalars[r].set_cap(c)
+            arr.set_caps(
+                np.array([np.inf if c is None else c for c in caps]), np.array(rows, dtype=np.int64)
+            )
+        rates = arr.rates()
+        for i, s in enumerate(scalars):
+            assert _close(s.rate_bps(), rates[i]), (step, i, s.rate_bps(), rates[i])
+            assert _close(s.alpha, arr.alpha[i]) or s.cnps == 0
+            nt = s.next_timer_us()
+            assert (nt is None and np.isnan(arr.next_timer[i])) or _close(
+                nt or 0.0, arr.next_timer[i]
+            )
+    assert sum(s.decreases for s in scalars) > 50  # the sequence exercised decreases
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_ice_array_equals_scalar(seed: int) -> None:
+    rng = random.Random(seed)
+    hops = 4
+    params = IceParams().scaled(100e9, base_rtt_us=8.0)
+    scalars = [IceRate(params) for _ in range(N)]
+    arr = IceArray(N, hops, params)
+    tx = [[0] * hops for _ in range(N)]
+    paths = [[rng.randrange(3) for _ in range(hops)] for _ in range(N)]
+    lengths = [rng.choice([2, 4]) for _ in range(N)]
+    now = 0.0
+    for step in range(1500):
+        now += rng.uniform(0.5, 6.0)
+        if rng.random() < 0.03:
+            rows = sorted(rng.sample(range(N), 2))
+            caps = [rng.choice([None, rng.uniform(5e9, 100e9)]) for _ in rows]
+            for r, c in zip(rows, caps, strict=True):
+                scalars[r].set_cap(c)
+            arr.set_caps(
+                np.array([np.inf if c is None else c for c in caps]), np.array(rows, dtype=np.int64)
+            )
+        rows = sorted(rng.sample(range(N), rng.randint(1, N)))
+        hop_id = np.full((len(rows), hops), -1, dtype=np.int64)
+        bps = np.zeros((len(rows), hops))
+        txa = np.zeros((len(rows), hops))
+        ts = np.zeros((len(rows), hops))
+        q = np.zeros((len(rows), hops))
+        for k, r in enumerate(rows):
+            if rng.random() < 0.05:  # a path change: another switch at some hop
+                paths[r][rng.randrange(hops)] = rng.randrange(3)
+            if rng.random() < 0.05:
+                lengths[r] = rng.choice([2, 4])
+            samples = []
+            for h in range(lengths[r]):
+                tx[r][h] += rng.randint(0, 120_000)
+                sample = HopSample(
+                    switch_id=paths[r][h] + 1,
+                    port=h,
+                    link_bps=rng.choice([100e9, 100e9, 400e9, 0.0]) if h == 3 else 100e9,
+                    tx_bytes=tx[r][h],
+                    ts_us=now - rng.uniform(0, 0.4),
+                    qdepth_bytes=rng.randint(0, 200_000),
+                )
+                samples.append(sample)
+                hop_id[k, h] = sample.switch_id * 1000 + sample.port
+                bps[k, h] = sample.link_bps
+                txa[k, h] = sample.tx_bytes
+                ts[k, h] = sample.ts_us
+                q[k, h] = sample.qdepth_bytes
+            scalars[r].on_feedback(now, samples)
+        arr.on_feedback(np.array(rows, dtype=np.int64), now, hop_id, bps, txa, ts, q)
+        rates = arr.rates()
+        for i, s in enumerate(scalars):
+            assert _close(s.rate_bps(), rates[i]), (step, i, s.rate_bps(), rates[i])
+            assert _close(s.utilisation, arr.u[i])
+    assert sum(s.feedbacks for s in scalars) > 1000

@@ -1,0 +1,261 @@
+"""DCQCN and ICE over arrays of flows: the same algorithms as :class:`Dcqcn` and :class:`IceRate`,
+one numpy array per state variable, for the fluid simulator (``sim/``) where thousands of flows
+step together and per-flow objects would cost a Python call per flow per step.
+
+Same parameters (:class:`DcqcnParams`, :class:`IceParams`, already scaled), same rules, same
+order of updates; ``tests/unit/traffic/test_rate_vector.py`` drives a scalar object per flow and
+one array with the same random event sequences and checks every rate after every event. A flow's
+"no cap" is ``inf`` here (``None`` there); "no timer" / "never" is ``nan``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from icefabric.traffic.rate.dcqcn import DcqcnParams
+from icefabric.traffic.rate.ice import IceParams
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int64]
+
+
+class DcqcnArray:
+    """DCQCN reaction points of ``n`` flows (see :mod:`icefabric.traffic.rate.dcqcn`)."""
+
+    def __init__(self, n: int, params: DcqcnParams | None = None) -> None:
+        p = params if params is not None else DcqcnParams()
+        self.params = p
+        self.n = n
+        self.cap = np.full(n, np.inf)
+        self.rc = np.full(n, p.line_rate_bps * min(1.0, p.initial_rate_fraction))
+        self.rt = self.rc.copy()
+        self.alpha = np.full(n, p.initial_alpha)
+        self.period_start = np.full(n, np.nan)
+        self.cnp_in_period = np.zeros(n, dtype=bool)
+        self.last_decrease = np.full(n, -np.inf)
+        self.timer_stage = np.zeros(n, dtype=np.int64)
+        self.byte_stage = np.zeros(n, dtype=np.int64)
+        self.bytes = np.zeros(n)
+        self.next_timer = np.full(n, np.nan)
+        self.cnps = np.zeros(n, dtype=np.int64)
+        self.decreases = np.zeros(n, dtype=np.int64)
+
+    def ceiling(self) -> FloatArray:
+        """min(line rate, cap) per flow."""
+        out: FloatArray = np.minimum(self.params.line_rate_bps, self.cap)
+        return out
+
+    def rates(self) -> FloatArray:
+        """Current rate Rc per flow, never above the cap."""
+        out: FloatArray = np.minimum(self.rc, self.ceiling())
+        return out
+
+    def set_caps(self, caps: FloatArray, rows: IntArray | None = None) -> None:
+        """Set caps (``inf``: none) of ``rows`` (all by default); Rc and Rt are pulled down."""
+        r = np.arange(self.n) if rows is None else rows
+        if np.any(~(caps > 0)):
+            raise ValueError("DcqcnArray.set_caps: caps must be > 0 (inf for none)")
+        self.cap[r] = caps
+        c = np.minimum(self.params.line_rate_bps, self.cap[r])
+        self.rc[r] = np.minimum(self.rc[r], c)
+        self.rt[r] = np.minimum(self.rt[r], c)
+
+    def at_ceiling(self, rows: IntArray) -> BoolArray:
+        """Rc and Rt both at the ceiling."""
+        c = np.minimum(self.params.line_rate_bps, self.cap[rows])
+        out: BoolArray = (self.rc[rows] >= c) & (self.rt[rows] >= c)
+        return out
+
+    def on_cnp(self, rows: IntArray, now_us: float) -> None:
+        """A CNP for each of ``rows`` (distinct flows) at ``now_us``."""
+        if rows.size == 0:
+            return
+        p = self.params
+        self._advance_alpha(rows, now_us)
+        self.cnps[rows] += 1
+        fresh = np.isnan(self.period_start[rows])
+        self.period_start[rows[fresh]] = now_us
+        self.cnp_in_period[rows] = True
+        r = rows[now_us - self.last_decrease[rows] >= p.decrease_interval_us]
+        if r.size == 0:
+            return
+        self.last_decrease[r] = now_us
+        self.decreases[r] += 1
+        rc = self.rc[r]
+        self.rt[r] = rc
+        cut = rc * (1.0 - self.alpha[r] / 2.0)
+        new = np.maximum(np.maximum(cut, rc * p.min_decrease_factor), p.min_rate_bps)
+        self.rc[r] = np.minimum(new, np.minimum(p.line_rate_bps, self.cap[r]))
+        self.timer_stage[r] = 0
+        self.byte_stage[r] = 0
+        self.bytes[r] = 0.0
+        self.next_timer[r] = now_us + p.timer_us
+
+    def on_bytes_sent(self, rows: IntArray, nbytes: FloatArray) -> None:
+        """``rows`` put ``nbytes`` on the wire; every ``byte_counter_bytes`` is an increase."""
+        if rows.size == 0:
+            return
+        b = float(self.params.byte_counter_bytes)
+        live = ~self.at_ceiling(rows)
+        r = rows[live]
+        self.bytes[r] += nbytes[live]
+        while r.size:
+            r = r[self.bytes[r] >= b]
+            if r.size == 0:
+                break
+            self.bytes[r] -= b
+            self.byte_stage[r] += 1
+            self._increase(r)
+
+    def on_timer(self, now_us: float) -> None:
+        """Run every increase-timer expiry due by ``now_us``."""
+        while True:
+            due = np.flatnonzero(self.next_timer <= now_us)  # nan compares False
+            if due.size == 0:
+                return
+            self.timer_stage[due] += 1
+            self._increase(due)
+            top = self.at_ceiling(due)
+            self.next_timer[due[top]] = np.nan
+            self.next_timer[due[~top]] += self.params.timer_us
+
+    def _advance_alpha(self, rows: IntArray, now_us: float) -> None:
+        start = self.period_start[rows]
+        k = self.params.alpha_interval_us
+        with np.errstate(invalid="ignore"):
+            periods = np.floor((now_us - start) / k)
+        sel = ~np.isnan(start) & (periods > 0)
+        if not sel.any():
+            return
+        r = rows[sel]
+        per = periods[sel]
+        g = self.params.g
+        hit = self.cnp_in_period[r]
+        a = self.alpha[r]
+        a = np.where(hit, (1.0 - g) * a + g, a)
+        per = per - hit
+        self.cnp_in_period[r] = False
+        self.alpha[r] = a * (1.0 - g) ** per
+        self.period_start[r] = start[sel] + np.floor((now_us - start[sel]) / k) * k
+
+    def _increase(self, r: IntArray) -> None:
+        p = self.params
+        f = p.fast_recovery_steps
+        low = np.minimum(self.timer_stage[r], self.byte_stage[r])
+        high = np.maximum(self.timer_stage[r], self.byte_stage[r])
+        step = np.where(
+            high < f, 0.0, np.where(low < f, p.ai_rate_bps, (low - f + 1) * p.hai_rate_bps)
+        )
+        c = np.minimum(p.line_rate_bps, self.cap[r])
+        rt = np.minimum(self.rt[r] + step, c)
+        rc = np.minimum((rt + self.rc[r]) / 2.0, c)
+        rc = np.where(c - rc < 1e-9 * c, c, rc)
+        self.rt[r] = rt
+        self.rc[r] = rc
+
+
+class IceArray:
+    """ICE's HPCC-style rate control of ``n`` flows with paths of up to ``hops`` hops."""
+
+    def __init__(self, n: int, hops: int, params: IceParams | None = None) -> None:
+        p = params if params is not None else IceParams()
+        self.params = p
+        self.n = n
+        self.hops = hops
+        self.cap = np.full(n, np.inf)
+        self.rate = np.full(n, p.line_rate_bps * min(1.0, p.initial_rate_fraction))
+        self.ref = self.rate.copy()
+        self.u = np.zeros(n)
+        self.stage = np.zeros(n, dtype=np.int64)
+        self.last_ref_update = np.full(n, np.nan)
+        self.prev_hop = np.full((n, hops), -1, dtype=np.int64)  # (switch, port) as one id
+        self.prev_tx = np.zeros((n, hops))
+        self.prev_ts = np.zeros((n, hops))
+        self.prev_q = np.zeros((n, hops))
+        self.feedbacks = np.zeros(n, dtype=np.int64)
+
+    def ceiling(self) -> FloatArray:
+        """min(line rate, cap) per flow."""
+        out: FloatArray = np.minimum(self.params.line_rate_bps, self.cap)
+        return out
+
+    def rates(self) -> FloatArray:
+        """Current rate per flow, never above the cap."""
+        out: FloatArray = np.minimum(self.rate, self.ceiling())
+        return out
+
+    def set_caps(self, caps: FloatArray, rows: IntArray | None = None) -> None:
+        """Set caps (``inf``: none) of ``rows`` (all by default); rate and reference follow."""
+        r = np.arange(self.n) if rows is None else rows
+        if np.any(~(caps > 0)):
+            raise ValueError("IceArray.set_caps: caps must be > 0 (inf for none)")
+        self.cap[r] = caps
+        c = np.minimum(self.params.line_rate_bps, self.cap[r])
+        self.rate[r] = np.minimum(self.rate[r], c)
+        self.ref[r] = np.minimum(self.ref[r], c)
+
+    def on_feedback(
+        self,
+        rows: IntArray,
+        now_us: float,
+        hop_id: IntArray,
+        link_bps: FloatArray,
+        tx_bytes: FloatArray,
+        ts_us: FloatArray,
+        qdepth_bytes: FloatArray,
+    ) -> None:
+        """One INT path record per flow of ``rows``; hop arrays are [len(rows), hops] with
+        ``hop_id`` < 0 where the path has no such hop (paths are prefixes of the columns)."""
+        if rows.size == 0:
+            return
+        p = self.params
+        t = p.base_rtt_us
+        present = hop_id >= 0
+        prev_id = self.prev_hop[rows]
+        valid = present & (link_bps > 0)
+        same = present & (prev_id == hop_id)
+        dt = ts_us - self.prev_ts[rows]
+        ok = valid & same & (dt > 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            sent = tx_bytes - self.prev_tx[rows]
+            tx_bps = sent * 8.0 / (dt * 1e-6)
+            queue = np.minimum(qdepth_bytes, self.prev_q[rows])
+            u = queue * 8.0 / (link_bps * t * 1e-6) + tx_bps / link_bps
+        u = np.where(ok, u, -1.0)
+        # remember this record (every present hop; absent hops forget theirs, as the scalar)
+        self.prev_hop[rows] = np.where(present, hop_id, -1)
+        self.prev_tx[rows] = np.where(present, tx_bytes, 0.0)
+        self.prev_ts[rows] = np.where(present, ts_us, 0.0)
+        self.prev_q[rows] = np.where(present, qdepth_bytes, 0.0)
+        best = np.argmax(u, axis=1)
+        u_max = u[np.arange(rows.size), best]
+        tau = np.where(ok[np.arange(rows.size), best], dt[np.arange(rows.size), best], t)
+        upd = u_max >= 0
+        r = rows[upd]
+        if r.size == 0:
+            return
+        self.feedbacks[r] += 1
+        tau = np.minimum(tau[upd], t)
+        self.u[r] = (1.0 - tau / t) * self.u[r] + (tau / t) * u_max[upd]
+        last = self.last_ref_update[r]
+        update_ref = np.isnan(last) | (now_us - last >= t)
+        self._compute(r, update_ref)
+        self.last_ref_update[r[update_ref]] = now_us
+
+    def _compute(self, r: IntArray, update_ref: BoolArray) -> None:
+        p = self.params
+        u = self.u[r]
+        mult = (u >= p.eta) | (self.stage[r] >= p.max_stage)
+        rate = np.where(
+            mult,
+            self.ref[r] / np.maximum(u / p.eta, 1e-9) + p.ai_rate_bps,
+            self.ref[r] + p.ai_rate_bps,
+        )
+        stage = self.stage[r]
+        self.stage[r] = np.where(update_ref, np.where(mult, 0, stage + 1), stage)
+        c = np.minimum(p.line_rate_bps, self.cap[r])
+        rate = np.minimum(np.maximum(rate, p.min_rate_bps), c)
+        self.rate[r] = rate
+        self.ref[r] = np.where(update_ref, rate, self.ref[r])
