@@ -19,8 +19,10 @@ independent flows:
   arrived, so a chain of stages forwards activations stage by stage.
 
 ``slices`` cuts every transfer into that many messages with slice-wise dependencies (NCCL
-pipelines a step in slices the same way). Phases run one after another: a phase's first
-messages wait for every message of the previous phase (a barrier, as a training step's phases).
+pipelines a step in slices the same way). Phases run one after another: a host's first
+messages of a phase wait for every message of the previous phase addressed to that host (it
+has finished its part). Every dependency of a message is an arrival *at its sender*, so each
+host can run its share of a schedule alone (``WorkloadExecutor(host=...)``), as real ranks do.
 Message volumes add up per flow to exactly what :func:`icefabric.control.ccl.demand_from_job`
 plans (flow ids are the same), so the controller plans the flows the hosts then send. Transfers
 between ranks on one host travel over the host's own links: they complete as soon as posted.
@@ -35,7 +37,8 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from icefabric.control.ccl.demand import default_tree, demand_from_job
 from icefabric.control.ccl.job import JobSpec, Phase
@@ -96,6 +99,30 @@ class Schedule:
     messages: tuple[Message, ...]
     phases: tuple[SchedulePhase, ...]
 
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for JSON (what a real-time host process is given)."""
+        return {
+            "job": self.job,
+            "phases": [asdict(p) for p in self.phases],
+            "messages": [asdict(m) for m in self.messages],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Schedule:
+        """The inverse of :meth:`to_dict` (ValueError naming what is wrong)."""
+        try:
+            msgs = tuple(
+                Message(**{**m, "deps": tuple(int(d) for d in m["deps"])}) for m in data["messages"]
+            )
+            phases = tuple(SchedulePhase(**p) for p in data["phases"])
+            sched = cls(job=str(data["job"]), messages=msgs, phases=phases)
+        except (KeyError, TypeError) as e:
+            raise ValueError(f"schedule: expected the fields of Schedule.to_dict: {e}") from e
+        for i, m in enumerate(msgs):
+            if m.id != i or any(not 0 <= d < len(msgs) for d in m.deps):
+                raise ValueError(f"schedule: messages[{i}]: ids out of order or unknown dependency")
+        return sched
+
     def flow_bytes(self) -> dict[str, int]:
         """Bytes per network flow id over the whole schedule."""
         out: dict[str, int] = {}
@@ -123,7 +150,7 @@ class _Builder:
         self.job = job
         self.slices = slices
         self.messages: list[Message] = []
-        self.barrier: tuple[int, ...] = ()  # sinks of the previous phase
+        self.barrier: dict[str, tuple[int, ...]] = {}  # host -> previous phase's arrivals at it
 
     def send(
         self, phase: Phase, ch: int, src: int, dst: int, nbytes: float, deps: list[list[int]]
@@ -136,7 +163,7 @@ class _Builder:
         ids = []
         for j in range(self.slices):
             size = total // self.slices + (1 if j < total % self.slices else 0)
-            d = tuple(sorted(set(deps[j]))) if deps[j] else self.barrier
+            d = tuple(sorted(set(deps[j]))) if deps[j] else self.barrier.get(hs, ())
             mid = len(self.messages)
             self.messages.append(
                 Message(
@@ -274,8 +301,10 @@ def build_schedule(job: JobSpec, *, slices: int = 1) -> Schedule:
                 last=last,
             )
         )
-        depended = {d for m in b.messages[first:last] for d in m.deps}
-        b.barrier = tuple(i for i in range(first, last) if i not in depended)
+        into: dict[str, list[int]] = {}
+        for m in b.messages[first:last]:
+            into.setdefault(m.dst_host, []).append(m.id)
+        b.barrier = {h: tuple(ids) for h, ids in into.items()}
     return Schedule(job=job.name, messages=tuple(b.messages), phases=tuple(phases))
 
 
@@ -303,39 +332,66 @@ PostFn = Callable[[Message, float], None]
 
 @dataclass(slots=True)
 class WorkloadExecutor:
-    """Runs a schedule: posts messages when their dependencies arrived, records the times."""
+    """Runs a schedule: posts messages when their dependencies arrived, records the times.
+
+    With ``host`` it runs only that host's share (what a real-time host process does): it posts
+    the host's own messages and is told of the messages that arrive at the host; ``done`` means
+    all of those arrived and all of its own were posted.
+    """
 
     schedule: Schedule
     post: PostFn  # puts a network message on its flow's queue pair at the given time (us)
+    host: str | None = None
     posted_us: dict[int, float] = field(default_factory=dict)
     arrived_us: dict[int, float] = field(default_factory=dict)
     _waiting: dict[int, int] = field(default_factory=dict)  # message -> deps not yet arrived
     _dependents: dict[int, list[int]] = field(default_factory=dict)
+    _expect: int = 0  # messages this executor must see arrive (and post, for a host)
 
     def __post_init__(self) -> None:
         for m in self.schedule.messages:
+            if self.host is not None and self.host not in (m.src_host, m.dst_host):
+                continue
             self._waiting[m.id] = len(m.deps)
             for d in m.deps:
                 self._dependents.setdefault(d, []).append(m.id)
+        self._expect = len(self._waiting)
+
+    def _sends(self, mid: int) -> bool:
+        return self.host is None or self.schedule.messages[mid].src_host == self.host
 
     @property
     def done(self) -> bool:
-        """Every message has arrived."""
-        return len(self.arrived_us) == len(self.schedule.messages)
+        """Every message has arrived (host: every message to it arrived, all of its own posted)."""
+        if self.host is None:
+            return len(self.arrived_us) == self._expect
+        return all(
+            (mid in self.arrived_us)
+            if self.schedule.messages[mid].dst_host == self.host
+            else (mid in self.posted_us)
+            for mid in self._waiting
+        )
 
     @property
     def remaining(self) -> int:
-        """Messages that have not arrived yet."""
-        return len(self.schedule.messages) - len(self.arrived_us)
+        """Messages that have not arrived yet (of those this executor follows)."""
+        return self._expect - len(self.arrived_us)
 
     def start(self, now_us: float) -> None:
         """Post every message without dependencies."""
-        self._release((m.id for m in self.schedule.messages if not m.deps), now_us)
+        self._release(
+            (mid for mid, n in self._waiting.items() if n == 0 and self._sends(mid)), now_us
+        )
 
     def on_message(self, message_id: int, now_us: float) -> None:
         """A whole message arrived at its receiver (the endpoint's message callback)."""
-        if message_id in self.arrived_us or message_id not in self.posted_us:
-            log.warning("message %d arrived twice or before it was posted: ignored", message_id)
+        known = message_id in self._waiting and (
+            message_id in self.posted_us or not self._sends(message_id)
+        )
+        if message_id in self.arrived_us or not known:
+            log.warning(
+                "message %d arrived twice, unknown or before it was posted: ignored", message_id
+            )
             return
         self._arrive(message_id, now_us)
 
@@ -344,7 +400,7 @@ class WorkloadExecutor:
         ready = []
         for d in self._dependents.get(mid, ()):
             self._waiting[d] -= 1
-            if self._waiting[d] == 0:
+            if self._waiting[d] == 0 and self._sends(d):
                 ready.append(d)
         self._release(ready, now_us)
 

@@ -105,7 +105,7 @@ def test_executor_posts_only_when_dependencies_arrived() -> None:
     assert len(ex.arrived_us) == 1 and ex.arrived_us[first[0].id] == 5.0
 
 
-def test_same_host_transfers_complete_at_once_and_phases_are_barriers() -> None:
+def test_same_host_transfers_complete_at_once_and_phases_follow_per_host() -> None:
     job = parse_job(
         {
             "name": "j",
@@ -121,7 +121,15 @@ def test_same_host_transfers_complete_at_once_and_phases_are_barriers() -> None:
     assert any(m.flow_id is None for m in sched.messages)
     ex = _run_instant(sched)
     a, b = (ex.phase_times(p) for p in sched.phases)
-    assert a is not None and b is not None and b[0] >= a[1]
+    assert a is not None and b is not None and b[0] >= a[0]
+    for h in ("h1", "h2"):  # a host starts phase b once its share of phase a arrived
+        last_a = max(
+            ex.arrived_us[m.id] for m in sched.messages if m.phase == "a" and m.dst_host == h
+        )
+        first_b = min(
+            ex.posted_us[m.id] for m in sched.messages if m.phase == "b" and m.src_host == h
+        )
+        assert first_b >= last_a
 
 
 def test_pipeline_stage_forwards_after_receiving() -> None:
@@ -144,3 +152,54 @@ def test_busbw_factors_are_nccl_tests() -> None:
         busbw_factor("broadcast", 4)
     with pytest.raises(ValueError, match="slices"):
         build_schedule(_job("all-to-all"), slices=0)
+
+
+@pytest.mark.parametrize(
+    ("collective", "algorithm"),
+    [
+        ("all-reduce", "ring"),
+        ("all-reduce", "tree"),
+        ("all-reduce", "halving-doubling"),
+        ("all-to-all", None),
+    ],
+)
+def test_every_dependency_is_an_arrival_at_the_sender(collective, algorithm) -> None:
+    job = parse_job(
+        {
+            "name": "j",
+            "hosts": ["h1", "h2", "h3", "h4"],
+            "phases": [
+                {
+                    "name": "a",
+                    "collective": collective,
+                    "message_bytes": 4096,
+                    **({"algorithm": algorithm} if algorithm else {}),
+                },
+                {"name": "b", "collective": "all-gather", "message_bytes": 4096},
+            ],
+        }
+    )
+    sched = build_schedule(job, slices=2)
+    by_id = {m.id: m for m in sched.messages}
+    assert all(by_id[d].dst_host == m.src_host for m in sched.messages for d in m.deps)
+
+
+def test_per_host_executors_together_run_the_whole_schedule() -> None:
+    job = load_job(ROOT / "control" / "ccl" / "examples" / "mixed_pp_pipeline.yaml")
+    sched = build_schedule(job, slices=2)
+    again = type(sched).from_dict(sched.to_dict())
+    assert again == sched
+    pending: list[int] = []
+    hosts = sorted({m.src_host for m in sched.messages} | {m.dst_host for m in sched.messages})
+    ex = {h: WorkloadExecutor(again, lambda m, t: pending.append(m.id), host=h) for h in hosts}
+    for e in ex.values():
+        e.start(0.0)
+    t = 0.0
+    while pending:
+        t += 1.0
+        mid = pending.pop(0)
+        ex[sched.messages[mid].dst_host].on_message(mid, t)
+    assert all(e.done for e in ex.values())
+    assert sum(len(e.arrived_us) for e in ex.values()) == len(sched.messages)
+    with pytest.raises(ValueError, match="schedule"):
+        type(sched).from_dict({"job": "x"})
