@@ -191,8 +191,14 @@ class FrameBuilder:
         # beyond the frame itself).
         self._payload = bytes((i * 7) & 0xFF for i in range(max_payload))
 
-    def frame(self, opcode: int, psn: int, payload_bytes: int) -> bytes:
-        """One frame: ``payload_bytes`` of payload at ``psn`` with ``opcode``."""
+    def frame(
+        self, opcode: int, psn: int, payload_bytes: int, immediate: int | None = None
+    ) -> bytes:
+        """One frame: ``payload_bytes`` of payload at ``psn`` with ``opcode``.
+
+        ``immediate`` (32 bits) fills the first 4 payload bytes (the ImmDt header of the
+        *_WITH_IMMEDIATE opcodes).
+        """
         buf = self._buf
         ip_len = (
             IPV4_BYTES
@@ -214,7 +220,11 @@ class FrameBuilder:
         bth = ETH_BYTES + IPV4_BYTES + UDP_BYTES
         buf[bth] = opcode
         struct.pack_into("!I", buf, bth + 8, psn & 0xFFFFFF)
-        payload = memoryview(self._payload)[:payload_bytes]
+        payload: bytes | memoryview
+        if immediate is None:
+            payload = memoryview(self._payload)[:payload_bytes]
+        else:
+            payload = struct.pack("!I", immediate) + self._payload[: payload_bytes - 4]
         if not self._with_icrc:
             return bytes(buf) + payload
         return b"".join((buf, payload, icrc(memoryview(buf)[ETH_BYTES:], payload)))
