@@ -1,0 +1,513 @@
+"""The virtual-time engine: embedded switches, host endpoints and agents in one discrete-event loop.
+
+Every switch of the topology is an embedded :class:`~icefabric.target.device.Device` sharing one
+:class:`~icefabric.target.runtime.clock.ManualClock`, with no scheduler thread: the engine
+injects packets and calls ``run_until_idle`` itself.  Each switch serves P4Runtime on
+``127.0.0.1:<free port>`` (:attr:`VirtualFabric.addresses`), so the controller installs the
+pipeline and entries over real P4Runtime before (and between) runs.  Egress ports drain at the
+topology's link rates times ``rate_scale`` (100 Gbit/s x 1e-3 = 100 Mbit/s, so Python is never
+the bottleneck); a frame reaches the peer after its serialisation time plus the link's delay.
+Hosts are :class:`~icefabric.traffic.endpoint.Endpoint` + :class:`~icefabric.traffic.agent.Agent`
+pairs whose NICs send at the host link rate times ``rate_scale``.
+
+Time is integer microseconds (the switches' timestamps).  Ties are broken by a sequence number,
+switches and hosts are visited in topology order: the same inputs give the same results to the
+last digit.  Keep anything that writes to the switches from other threads (the controller's
+link probes: ``probe_interval_s=0``) out of a run.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from icefabric.control.agents.protocol import FlowKey
+from icefabric.control.fabric import switch_mac
+from icefabric.topo.spec import TopologySpec
+from icefabric.traffic.agent import Agent, RateFactory
+from icefabric.traffic.endpoint import DEFAULT_MTU, Endpoint, FlowStats
+from icefabric.traffic.rate import DcqcnParams
+from icefabric.traffic.roce import ECN_CE, ETH_BYTES, HEADER_BYTES, ICRC_BYTES
+
+log = logging.getLogger(__name__)
+
+CPU_PORT = 255
+FEEDBACK_FRAME_BYTES = 14 + 20 + 8 + 36 + 5 * 36  # a feedback packet with a full path record
+
+MessageHook = Callable[[str, FlowKey, int, int, int], None]  # host, key, tag, nbytes, now_us
+CpuHook = Callable[[str, bytes, int], None]  # switch, packet_in header + payload, now_us
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class VirtualConfig:
+    """How the topology becomes a virtual-time fabric."""
+
+    rate_scale: float = 1e-3  # link rates from the spec x this
+    queue_packets: int = 1024  # egress queue capacity per port and priority (tail drop)
+    mtu: int = DEFAULT_MTU  # RoCE payload bytes per packet
+    kind: str = "ice"  # rate algorithm of every host agent ("ice" | "dcqcn")
+    seed: int = 0  # seeds the agents' QP numbering
+    base_rtt_us: float | None = None  # ICE's T; None: computed from the topology
+    cnp_interval_us: float | None = None  # None: DCQCN's 50 us scaled to the host rate
+
+    def __post_init__(self) -> None:
+        if not self.rate_scale > 0:
+            raise ValueError(f"VirtualConfig: rate_scale must be > 0, got {self.rate_scale!r}")
+        if self.queue_packets < 1:
+            raise ValueError(f"VirtualConfig: queue_packets must be >= 1, got {self.queue_packets}")
+
+
+@dataclass(slots=True)
+class PortStats:
+    """What left one switch port: packets, bytes, CE-marked frames, queue depth at departures."""
+
+    switch: str
+    port: int
+    rate_bps: float
+    tx_packets: int = 0
+    tx_bytes: int = 0
+    ce_packets: int = 0
+    max_queue: int = 0
+    queue_hist: dict[int, int] = field(default_factory=dict)  # depth after a departure -> count
+
+    def utilisation(self, elapsed_us: float) -> float:
+        """Fraction of the port's rate used over ``elapsed_us``."""
+        if elapsed_us <= 0 or self.rate_bps <= 0:
+            return 0.0
+        return self.tx_bytes * 8e6 / (elapsed_us * self.rate_bps)
+
+    def queue_percentile(self, q: float) -> int:
+        """Depth (packets) at quantile ``q`` in [0, 1] of the departures (0 when none)."""
+        total = sum(self.queue_hist.values())
+        if total == 0:
+            return 0
+        need = q * total
+        seen = 0
+        for depth in sorted(self.queue_hist):
+            seen += self.queue_hist[depth]
+            if seen >= need:
+                return depth
+        return max(self.queue_hist)
+
+    def to_dict(self, elapsed_us: float) -> dict[str, Any]:
+        """Plain data (JSON)."""
+        return {
+            "switch": self.switch,
+            "port": self.port,
+            "rate_bps": self.rate_bps,
+            "tx_packets": self.tx_packets,
+            "tx_bytes": self.tx_bytes,
+            "ce_packets": self.ce_packets,
+            "max_queue": self.max_queue,
+            "queue_p50": self.queue_percentile(0.5),
+            "queue_p99": self.queue_percentile(0.99),
+            "utilisation": self.utilisation(elapsed_us),
+        }
+
+
+@dataclass(slots=True)
+class _Switch:
+    name: str
+    device: Any
+    server: Any
+    port: int
+
+
+@dataclass(slots=True)
+class VirtualHost:
+    """One host of the fabric: its endpoint, agent and attachment."""
+
+    name: str
+    leaf: str
+    port: int
+    endpoint: Endpoint
+    line_rate_bps: float
+    delay_us: float
+
+    @property
+    def agent(self) -> Agent:
+        """The host's rate agent."""
+        return self.endpoint.agent
+
+
+_TO_SWITCH = 0
+_TO_HOST = 1
+
+
+class VirtualFabric:
+    """The discrete-event engine over a topology (see the module docstring); a context manager."""
+
+    def __init__(
+        self,
+        spec: TopologySpec,
+        config: VirtualConfig | None = None,
+        *,
+        rate_factories: Mapping[str, RateFactory] | None = None,
+    ) -> None:
+        from icefabric.target.runtime.clock import ManualClock
+
+        self.spec = spec
+        self.config = cfg = config or VirtualConfig()
+        self.clock = ManualClock()
+        self.switches: dict[str, _Switch] = {}
+        self.ports: dict[tuple[str, int], PortStats] = {}
+        self.on_message: MessageHook | None = None
+        self.on_cpu_packet: CpuHook | None = None
+        self._events: list[tuple[int, int, int, str, int, bytes]] = []
+        self._seq = 0
+        self._cut: set[tuple[str, int]] = set()
+        self._started = False
+        self._rate_factories = dict(rate_factories or {})
+        self.frame_bytes = HEADER_BYTES + cfg.mtu + ICRC_BYTES + 4
+        self.base_rtt_us = cfg.base_rtt_us or self._base_rtt()
+        self.hosts: dict[str, VirtualHost] = {}
+        self._by_ip: dict[str, str] = {}
+        for h in spec.hosts:
+            self.hosts[h.name] = self._make_host(h)
+            self._by_ip[h.address] = h.name
+
+    # ---- lifecycle --------------------------------------------------------------------------
+    def __enter__(self) -> VirtualFabric:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Create every switch, serve it over P4Runtime and wire its ports."""
+        from icefabric.target.device import Device
+        from icefabric.target.server import serve
+
+        if self._started:
+            return
+        self._started = True
+        for s in self.spec.switches:
+            device = Device(
+                device_id=s.device_id,
+                cpu_port=CPU_PORT,
+                clock=self.clock,
+                log=logging.getLogger(f"icefabric.target.device.{s.name}"),
+                priority_queues=self.spec.defaults.priority_queues,
+            )
+            device.collect_limit = 0
+            server, port, _service = serve(device, "127.0.0.1:0")
+            self.switches[s.name] = _Switch(name=s.name, device=device, server=server, port=port)
+            device.packet_in_handlers.append(self._cpu_handler(s.name))
+        for ln in self.spec.links:
+            rate = self.spec.link_rate(ln) * 1e9 * self.config.rate_scale
+            delay = self.spec.link_delay(ln)
+            for here, there in ((ln.a, ln.b), (ln.b, ln.a)):
+                self._attach(here.node, here.port, rate, delay, _TO_SWITCH, there.node, there.port)
+        for h in self.spec.hosts:
+            vh = self.hosts[h.name]
+            self._attach(h.leaf, h.port, vh.line_rate_bps, vh.delay_us, _TO_HOST, h.name, 0)
+
+    def stop(self) -> None:
+        """Stop every P4Runtime server."""
+        for sw in self.switches.values():
+            sw.server.stop(grace=None)
+        self.switches.clear()
+        self._started = False
+
+    @property
+    def addresses(self) -> dict[str, str]:
+        """P4Runtime address of every switch (for ``Controller(addresses=...)``)."""
+        return {name: f"127.0.0.1:{sw.port}" for name, sw in self.switches.items()}
+
+    def device(self, switch: str) -> Any:
+        """The embedded Device of ``switch``."""
+        return self.switches[switch].device
+
+    # ---- hosts and flows --------------------------------------------------------------------
+    def host(self, name: str) -> VirtualHost:
+        """The host called ``name``."""
+        return self.hosts[name]
+
+    def host_of_ip(self, ip: str) -> str:
+        """The host name owning ``ip``."""
+        return self._by_ip[ip]
+
+    def open_flow(self, src: str, dst: str, *, job: str = "", flow_id: str = "") -> FlowKey:
+        """Open a QP from host ``src`` to host ``dst`` (the agent picks QP and source port)."""
+        dst_ip = self.spec.host(dst).address
+        return self.hosts[src].endpoint.open_flow(dst_ip, job=job, flow_id=flow_id)
+
+    def post(self, key: FlowKey, nbytes: int, tag: int) -> None:
+        """Queue a message of ``nbytes`` on flow ``key`` now; ``on_message`` fires at its receiver."""
+        self.hosts[self._by_ip[key.src_ip]].endpoint.post_send(key, nbytes, tag, now_us=self.now_us)
+
+    def apply_caps(self, caps: Mapping[FlowKey, float]) -> None:
+        """Caps for flows anywhere in the fabric (each host gets its complete set)."""
+        per_host: dict[str, dict[FlowKey, float]] = {name: {} for name in self.hosts}
+        for key, bps in caps.items():
+            host = self._by_ip.get(key.src_ip)
+            if host is not None:
+                per_host[host][key] = bps
+        for name, host_caps in per_host.items():
+            self.hosts[name].agent.apply_caps(host_caps)
+
+    # ---- time -------------------------------------------------------------------------------
+    @property
+    def now_us(self) -> int:
+        """Current virtual time in microseconds."""
+        return self.clock.now_us()
+
+    def run_until(self, t_us: int) -> None:
+        """Process every event up to ``t_us`` and leave the clock there."""
+        while True:
+            t = self._next_time(timers=True)
+            if t is None or t > t_us:
+                break
+            self._step(t)
+        if t_us > self.now_us:
+            self.clock.set(t_us)
+
+    def run_until_idle(self, max_us: int | None = None) -> int:
+        """Run until no packet is queued, in flight or due from a host; returns the time.
+
+        Rate-algorithm timers alone do not keep the fabric busy.  ``max_us`` bounds the run
+        (RuntimeError naming what is still pending if it is reached).
+        """
+        while True:
+            t = self._next_time(timers=False)
+            if t is None:
+                return self.now_us
+            if max_us is not None and t > max_us:
+                raise RuntimeError(
+                    f"virtual fabric not idle at {max_us} us: {len(self._events)} frames in flight, "
+                    f"backlog {sum(h.endpoint.backlog_bytes() for h in self.hosts.values())} bytes"
+                )
+            timer = self._next_timer()
+            while timer is not None and timer < t:  # timers before the next packet event
+                self._step(timer)
+                timer = self._next_timer()
+            self._step(t)
+
+    # ---- stats ------------------------------------------------------------------------------
+    def flow_stats(self) -> dict[FlowKey, FlowStats]:
+        """Every flow: sender-side figures from its source, receiver-side from its destination."""
+        out: dict[FlowKey, FlowStats] = {}
+        for h in self.hosts.values():
+            for key, st in h.endpoint.tx_stats().items():
+                out[key] = FlowStats(
+                    key=key,
+                    bytes_sent=st.bytes_sent,
+                    packets_sent=st.packets_sent,
+                    messages_posted=st.messages_posted,
+                    messages_sent=st.messages_sent,
+                    first_tx_us=st.first_tx_us,
+                    last_tx_us=st.last_tx_us,
+                    cnps_received=st.cnps_received,
+                    feedback_received=st.feedback_received,
+                )
+        for h in self.hosts.values():
+            for key, rx in h.endpoint.rx_stats().items():
+                st = out.setdefault(key, FlowStats(key=key))
+                st.bytes_received = rx.bytes_received
+                st.packets_received = rx.packets_received
+                st.messages_received = rx.messages_received
+                st.first_rx_us = rx.first_rx_us
+                st.last_rx_us = rx.last_rx_us
+                st.psn_gap_losses = rx.psn_gap_losses
+                st.out_of_order = rx.out_of_order
+                st.ecn_marks = rx.ecn_marks
+                st.cnps_sent = rx.cnps_sent
+        return out
+
+    def port_stats(self) -> dict[tuple[str, int], PortStats]:
+        """Every switch port's figures (host ports and fabric ports)."""
+        return self.ports
+
+    def drops(self) -> dict[str, dict[str, int]]:
+        """Packets each switch dropped, by reason (queue_full, egress_drop, ...)."""
+        return {name: sw.device.drop_counts() for name, sw in self.switches.items()}
+
+    # ---- links --------------------------------------------------------------------------------
+    def cut_link(self, a: str, b: str) -> None:
+        """Drop everything on the link(s) between switches ``a`` and ``b``, both ways."""
+        for ln in self.spec.links:
+            if {ln.a.node, ln.b.node} == {a, b}:
+                self._cut.update({(ln.a.node, ln.a.port), (ln.b.node, ln.b.port)})
+
+    def heal_link(self, a: str, b: str) -> None:
+        """Undo :meth:`cut_link`."""
+        for ln in self.spec.links:
+            if {ln.a.node, ln.b.node} == {a, b}:
+                self._cut.difference_update({(ln.a.node, ln.a.port), (ln.b.node, ln.b.port)})
+
+    # ---- internals --------------------------------------------------------------------------
+    def _make_host(self, h: Any) -> VirtualHost:
+        cfg = self.config
+        rate = self.spec.host_rate(h) * 1e9 * cfg.rate_scale
+        factory = self._rate_factories.get(h.name)
+        agent = Agent(
+            h.name,
+            h.address,
+            line_rate_bps=rate,
+            kind=cfg.kind,
+            base_rtt_us=self.base_rtt_us,
+            seed=cfg.seed,
+            rate_factory=factory,
+        )
+        cnp_interval = cfg.cnp_interval_us
+        if cnp_interval is None:
+            cnp_interval = DcqcnParams().scaled(rate).cnp_interval_us
+        leaf = self.spec.switch(h.leaf)
+        endpoint = Endpoint(
+            agent,
+            mac=h.mac,
+            gateway_mac=switch_mac(leaf.switch_id),
+            mtu=cfg.mtu,
+            cnp_interval_us=cnp_interval,
+            link_rate_scale=cfg.rate_scale,
+            on_message=self._message_handler(h.name),
+        )
+        return VirtualHost(
+            name=h.name,
+            leaf=h.leaf,
+            port=h.port,
+            endpoint=endpoint,
+            line_rate_bps=rate,
+            delay_us=self.spec.defaults.link_delay_us,
+        )
+
+    def _base_rtt(self) -> float:
+        """Longest host-to-host path, there (full frames) and back (feedback), unloaded."""
+        spec = self.spec
+        tiers = max((s.tier for s in spec.switches), default=0)
+        links = 2 + 2 * tiers
+        rates = [spec.link_rate(ln) for ln in spec.links] + [spec.host_rate(h) for h in spec.hosts]
+        slowest = min(rates) * 1e9 * self.config.rate_scale if rates else 1e9
+        delays = [spec.link_delay(ln) for ln in spec.links] + [spec.defaults.link_delay_us]
+        per_link = (self.frame_bytes + FEEDBACK_FRAME_BYTES) * 8e6 / slowest + 2 * max(delays)
+        return links * per_link
+
+    def _message_handler(self, host: str) -> Callable[[FlowKey, int, int, float], None]:
+        def handle(key: FlowKey, tag: int, nbytes: int, now_us: float) -> None:
+            if self.on_message is not None:
+                self.on_message(host, key, tag, nbytes, int(now_us))
+
+        return handle
+
+    def _cpu_handler(self, switch: str) -> Callable[[bytes], None]:
+        def handle(data: bytes) -> None:
+            if self.on_cpu_packet is not None:
+                self.on_cpu_packet(switch, data, self.now_us)
+
+        return handle
+
+    def _attach(
+        self,
+        switch: str,
+        port: int,
+        rate: float,
+        delay_us: float,
+        kind: int,
+        peer: str,
+        peer_port: int,
+    ) -> None:
+        device = self.switches[switch].device
+        device.set_queue_rate(port, bps=round(rate))
+        device.set_queue_depth(port, self.config.queue_packets)
+        stats = PortStats(switch=switch, port=port, rate_bps=rate)
+        self.ports[(switch, port)] = stats
+        tm = device.tm
+        cut = self._cut
+        push = self._push
+        clock = self.clock
+
+        def send(data: bytes) -> None:
+            n = len(data)
+            stats.tx_packets += 1
+            stats.tx_bytes += n
+            if (
+                n > ETH_BYTES + 1
+                and data[12] == 0x08
+                and data[13] == 0
+                and data[ETH_BYTES + 1] & 3 == ECN_CE
+            ):
+                stats.ce_packets += 1
+            depth = tm.depth(port)
+            stats.queue_hist[depth] = stats.queue_hist.get(depth, 0) + 1
+            if depth > stats.max_queue:
+                stats.max_queue = depth
+            if (switch, port) in cut:
+                return
+            arrive = clock.now_us() + math.ceil(n * 8e6 / rate + delay_us)
+            push(arrive, kind, peer, peer_port, data)
+
+        device.attach_port(port, send)
+
+    def _push(self, t: int, kind: int, target: str, port: int, data: bytes) -> None:
+        self._seq += 1
+        heapq.heappush(self._events, (t, self._seq, kind, target, port, data))
+
+    def _send_from_host(self, vh: VirtualHost, now: int, frames: list[bytes]) -> None:
+        t = float(now)
+        for frame in frames:
+            # The NIC paces data; replies (CNPs) go out back to back after it.
+            t_arrive = math.ceil(t + len(frame) * 8e6 / vh.line_rate_bps + vh.delay_us)
+            self._push(t_arrive, _TO_SWITCH, vh.leaf, vh.port, frame)
+
+    def _next_timer(self) -> int | None:
+        best: float | None = None
+        for vh in self.hosts.values():
+            t = vh.agent.next_timer_us()
+            if t is not None and (best is None or t < best):
+                best = t
+        return None if best is None else max(self.now_us, math.ceil(best))
+
+    def _next_time(self, *, timers: bool) -> int | None:
+        now = self.now_us
+        cands: list[int] = []
+        if self._events:
+            cands.append(self._events[0][0])
+        for sw in self.switches.values():
+            t = sw.device.next_departure_us()
+            if t is not None:
+                cands.append(t)
+            if sw.device.backlog():
+                cands.append(now)
+        for vh in self.hosts.values():
+            t_send = vh.endpoint.next_send_us()
+            if t_send is not None:
+                cands.append(math.ceil(t_send))
+        if timers:
+            t_timer = self._next_timer()
+            if t_timer is not None:
+                cands.append(t_timer)
+        if not cands:
+            return None
+        return max(now, min(cands))
+
+    def _step(self, t: int) -> None:
+        if t > self.now_us:
+            self.clock.set(t)
+        events = self._events
+        switches = self.switches
+        while events and events[0][0] <= t:
+            _, _, kind, target, port, data = heapq.heappop(events)
+            if kind == _TO_SWITCH:
+                sw = switches.get(target)
+                if sw is not None:
+                    sw.device.inject(port, data)
+            else:
+                vh = self.hosts[target]
+                replies = vh.endpoint.receive(float(t), data)
+                if replies:
+                    self._send_from_host(vh, t, replies)
+        for vh in self.hosts.values():
+            agent = vh.agent
+            due = agent.next_timer_us()
+            if due is not None and due <= t:
+                agent.on_timer(float(t))
+            frames = vh.endpoint.poll(float(t))
+            if frames:
+                self._send_from_host(vh, t, frames)
+        for sw in switches.values():
+            sw.device.run_until_idle()
