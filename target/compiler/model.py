@@ -64,6 +64,8 @@ class TableInfo:
     direct_meter: ExternInst | None = None
     idle_timeout: bool = False
     applied: bool = False
+    # actions whose directional parameters the actions list binds: action name -> wrapper
+    bound: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(eq=False)

@@ -117,9 +117,15 @@ class ParserGen(StmtGen):
             raise err(f"lookahead of type {t} is not supported", e.loc)
         if name == "advance":
             n = self.scalar(e.args[0].expr, Bits(32))
-            em.line(f"pos += {n.code}")
-            with em.block("if pos > nbits:"):
-                em.line(f"raise ParserError({self.perr('PacketTooShort')}, nbits)")
+            adv = em.tmp("adv")
+            em.line(f"{adv} = {n.code}")
+            # BMv2 advances whole bytes: another amount is ParserInvalidArgument
+            with em.block(f"if {adv} & 7:"):
+                em.line(f"raise ParserError({self.perr('ParserInvalidArgument')}, pos)")
+            # as BMv2: a failed advance leaves the cursor, the rest is payload
+            with em.block(f"if pos + {adv} > nbits:"):
+                em.line(f"raise ParserError({self.perr('PacketTooShort')}, pos)")
+            em.line(f"pos += {adv}")
             return V("", VOID)
         if name == "length":
             return V("(nbits >> 3)", Bits(32))
@@ -136,9 +142,12 @@ class ParserGen(StmtGen):
             n = em.tmp("n")
             vb = next(f for f, w, _ in layout if w < 0)
             assert isinstance(vb.type, Varbit)
+            # BMv2 (extract_VL): a size that is not whole bytes is ParserInvalidArgument; then
+            # a packet too short is PacketTooShort before a size over the maximum is
+            # HeaderTooShort.
             em.line(f"{n} = {nbits.code}")
-            with em.block(f"if {n} > {vb.type.max_width}:"):
-                em.line(f"raise ParserError({self.perr('HeaderTooShort')}, pos)")
+            with em.block(f"if {n} & 7:"):
+                em.line(f"raise ParserError({self.perr('ParserInvalidArgument')}, pos)")
             em.line(f"{end} = pos + {fixed} + {n}")
             total = f"({fixed} + {n})"
         else:
@@ -147,6 +156,9 @@ class ParserGen(StmtGen):
             total = str(fixed)
         with em.block(f"if {end} > nbits:"):
             em.line(f"raise ParserError({self.perr('PacketTooShort')}, pos)")
+        if nbits is not None:
+            with em.block(f"if {n} > {vb.type.max_width}:"):
+                em.line(f"raise ParserError({self.perr('HeaderTooShort')}, pos)")
         em.line(f"{val} = int.from_bytes(data[pos >> 3:({end} + 7) >> 3], 'big') >> (-{end} & 7)")
         if nbits is not None:
             em.line(f"{val} &= (1 << {total}) - 1")

@@ -12,6 +12,7 @@ from icefabric.target.p4 import ast as A
 from icefabric.target.runtime.model import ActionCall, Match, TableEntry
 
 DEFAULT_TABLE_SIZE = 1024
+BM_MAX_PRIORITY = (1 << 31) - 1  # PI's pivot between P4Runtime and BMv2 priorities
 
 
 def expr_text(e: A.Expr) -> str:
@@ -60,7 +61,7 @@ class TableGenMixin:
         finally:
             self.em = saved
         self.funcs.append("\n".join(em.lines))
-        disp = ", ".join(f"{a.name!r}: {a.pyfunc}" for a, _ in info.actions)
+        disp = ", ".join(f"{a.name!r}: {info.bound.get(a.name, a.pyfunc)}" for a, _ in info.actions)
         if info.default_action is not None and all(
             a is not info.default_action for a, _ in info.actions
         ):
@@ -103,8 +104,48 @@ class TableGenMixin:
         info: ActionInfo = self.action_info(obj.obj)
         return info
 
+    def _bound_action(self: Any, info: TableInfo, act: ActionInfo, ref: A.ActionRef) -> str:
+        """A wrapper running ``act`` with the directional arguments the actions list binds
+        (evaluated each time the table runs the action) and the control-plane data."""
+        dirs = [p for p in act.decl.params if p.direction]
+        cps = [p for p in act.decl.params if not p.direction]
+        if len(ref.args) > len(dirs):
+            raise err(
+                f"{act.local_name}: an actions list binds only the directional parameters "
+                f"({len(dirs)}), the others are action data",
+                ref.loc,
+            )
+        if any(a.name is not None for a in ref.args):
+            raise err("named arguments are not supported in an actions list", ref.loc)
+        scope: dict[str, Any] = {}
+        args = list(ref.args)
+        for p in cps:
+            assert p.type is not None
+            scope[f" {p.name}"] = V(f"p_{p.name}", self.unit.resolve_type(p.type))
+            args.append(A.Arg(ref.loc, None, A.Name(ref.loc, f" {p.name}")))
+        call = A.Call(ref.loc, A.Name(ref.loc, ref.name, ref.top), [], args)
+        fname: str = self.unit.pyname(f"AB_{info.name}_{act.local_name}")
+        em = self.new_func()
+        saved = self.em
+        self.em = em
+        self.scopes.append(scope)
+        try:
+            with em.block(f"def {fname}({', '.join(['S'] + [f'p_{p.name}' for p in cps])}):"):
+                code: str = self.call_with_params(act.decl.params, act.pyfunc, act, call)
+                if code != "None":
+                    em.line(code)
+        finally:
+            self.scopes.pop()
+            self.em = saved
+        self.funcs.append("\n".join(em.lines))
+        return fname
+
     def _const_args(self: Any, ref: A.ActionRef, act: ActionInfo) -> tuple[int, ...]:
         dparams = [p for p in act.decl.params if p.direction == ""]
+        nd = len(act.decl.params) - len(dparams)
+        if nd and len(ref.args) == len(act.decl.params):
+            # the directional arguments repeat what the actions list binds
+            ref = A.ActionRef(ref.loc, ref.name, ref.args[nd:], ref.annos, ref.top)
         if len(ref.args) != len(dparams):
             raise err(f"action {act.local_name} needs {len(dparams)} arguments", ref.loc)
         vals: list[int] = []
@@ -123,9 +164,10 @@ class TableGenMixin:
         if prop is None:
             raise err(f"table {decl.name} has no actions property", decl.loc)
         for ref in prop.value:
+            act = self._resolve_action(ref)
             if ref.args:
-                raise err("action arguments in an actions list are not supported", ref.loc)
-            info.actions.append((self._resolve_action(ref), ref.annos))
+                info.bound[act.name] = self._bound_action(info, act, ref)
+            info.actions.append((act, ref.annos))
         dprop = decl.prop("default_action")
         if dprop is not None:
             ref = dprop.value
@@ -148,9 +190,9 @@ class TableGenMixin:
             elif n == "entries":
                 if prop.const:
                     info.has_const_entries = True
-                    info.const_entries = self._entries(prop.value, info)
+                    info.const_entries = self._entries(prop.value, info, True)
                 else:  # P4_16 1.2.4 initial entries: installed at start, then mutable
-                    info.initial_entries = self._entries(prop.value, info)
+                    info.initial_entries = self._entries(prop.value, info, False)
             elif n in ("implementation", "counters", "meters"):
                 inst = self._table_extern(prop.value, info, prefix, n)
                 if n == "implementation":
@@ -188,11 +230,20 @@ class TableGenMixin:
         inst: ExternInst = obj.obj
         return inst
 
-    def _entries(self: Any, entries: list[A.EntryDecl], info: TableInfo) -> list[TableEntry]:
+    def _entries(
+        self: Any, entries: list[A.EntryDecl], info: TableInfo, const: bool
+    ) -> list[TableEntry]:
         out: list[TableEntry] = []
-        explicit = any(e.priority is not None for e in entries)
         needs_prio = any(k.match_kind in ("ternary", "range", "optional") for k in info.keys)
-        n = len(entries)
+        with_prio = next((e for e in entries if e.priority is not None), None)
+        if with_prio is not None and with_prio.priority is not None:
+            # p4c's front end (EntryPriorities) rules for the `priority =` syntax
+            if const:
+                raise err("a table with 'const' entries cannot have priorities", with_prio.loc)
+            if not needs_prio:
+                raise err("the key match kinds of this table do not use priorities", with_prio.loc)
+            if entries[0].priority is None:
+                raise err("the first entry must have a priority", entries[0].loc)
         for i, ent in enumerate(entries):
             keys = ent.keys
             if len(keys) == 1 and isinstance(keys[0], A.Default) and len(info.keys) > 1:
@@ -202,11 +253,22 @@ class TableGenMixin:
             match = tuple(self._match(k, ki) for k, ki in zip(keys, info.keys, strict=True))
             act = self._resolve_action(ent.action)
             args = self._const_args(ent.action, act)
-            prio = self.unit.const_int(ent.priority) if ent.priority is not None else None
-            if prio is None:
-                prio = 0 if explicit or not needs_prio else n - i
-            elif not needs_prio:
-                prio = 0
+            if ent.priority is not None:
+                self.unit.const_int(ent.priority)  # checked, then unused: see below
+            prio = 0
+            if needs_prio:
+                # p4c-bm2-ss 1.2.4.8 gives BMv2 each entry's @priority(N) or else its position
+                # (1, 2, ...), lower first, and ignores `priority =`; BMv2's P4Runtime shows
+                # priority INT32_MAX - that value, highest first, as this table stores it.
+                bm = i + 1
+                a = A.anno(ent.annos, "priority")
+                if a is not None:
+                    if len(a.args) != 1 or not isinstance(a.args[0], A.Expr):
+                        raise err("@priority needs one constant integer", a.loc)
+                    bm = self.unit.const_int(a.args[0])
+                if not 0 <= bm < BM_MAX_PRIORITY:
+                    raise err(f"entry priority {bm} out of range 0..{BM_MAX_PRIORITY - 1}", ent.loc)
+                prio = BM_MAX_PRIORITY - bm
             out.append(TableEntry(match=match, priority=prio, action=ActionCall(act.name, args)))
         return out
 

@@ -33,7 +33,7 @@ def _tag(out: list[tuple[int, bytes]]) -> tuple[int, int, int]:
 
 def test_priorities_of_const_entries(make_switch) -> None:  # type: ignore[no-untyped-def]
     dev = make_switch("stateful")
-    assert _tag(send(dev, 1, _frame(0x0800, 15, 1)))[0] == 2  # both match: priority 20 wins
+    assert _tag(send(dev, 1, _frame(0x0800, 15, 1)))[0] == 2  # both match: @priority(10) wins
     assert _tag(send(dev, 1, _frame(0x0800, 30, 1)))[0] == 1
     assert _tag(send(dev, 1, _frame(0x0806, 30, 0x77)))[0] == 3
     assert _tag(send(dev, 1, _frame(0x0806, 30, 0x78)))[0] == 0  # miss: NoAction

@@ -28,9 +28,11 @@ control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm
         actions = { set_cls; NoAction; }
         counters = cls_hits;
         const entries = {
-            priority = 10: (0x0800 &&& 0xFFFF, 0 .. 255, _) : set_cls(1);
-            priority = 20: (0x0800 &&& 0xFF00, 10 .. 20, _) : set_cls(2);
-            priority = 5: (_, _, 0x77) : set_cls(3);
+            // p4c refuses `priority =` in const entries; its BMv2 back end orders them by
+            // @priority (lowest first) or else by position
+            @priority(20) (0x0800 &&& 0xFFFF, 0 .. 255, _) : set_cls(1);
+            @priority(10) (0x0800 &&& 0xFF00, 10 .. 20, _) : set_cls(2);
+            @priority(30) (_, _, 0x77) : set_cls(3);
         }
         default_action = NoAction();
     }
