@@ -6,7 +6,7 @@ P4C     ?= p4c-bm2-ss
 BUILD   := build
 P4SRC   := $(wildcard p4src/*.p4 p4src/include/*.p4 p4src/include/control/*.p4)
 
-.PHONY: setup test test-unit test-dataplane test-e2e demo bench p4 lint clean
+.PHONY: setup test test-unit test-dataplane test-e2e demo bench p4 p4-tna lint clean
 
 setup:
 	@scripts/setup.sh
@@ -42,6 +42,29 @@ $(BUILD)/%.json $(BUILD)/%.p4info.txtpb: p4src/%.p4 $(P4SRC)
 	@mkdir -p $(BUILD)
 	$(P4C) --arch v1model --std p4-16 -o $(BUILD)/$*.json \
 		--p4runtime-files $(BUILD)/$*.p4info.txtpb $<
+
+# Check the Tofino program (p4src/tna/ice.p4) for Tofino 1 and 2 with p4test and the TNA headers
+# in $(ICE_TNA_INCLUDE); compile it with bf-p4c into build/tna/ when bf-p4c is installed.
+P4TEST ?= p4test
+BF_P4C ?= bf-p4c
+p4-tna:
+	@if command -v $(P4TEST) >/dev/null 2>&1 && [ -n "$(ICE_TNA_INCLUDE)" ]; then \
+		for t in 1 2; do \
+			echo "p4test -D__TARGET_TOFINO__=$$t p4src/tna/ice.p4"; \
+			$(P4TEST) --std p4-16 -D__TARGET_TOFINO__=$$t -I $(ICE_TNA_INCLUDE) p4src/tna/ice.p4 \
+				|| exit 1; \
+		done; \
+	else \
+		echo "p4-tna: $(P4TEST) not on PATH or ICE_TNA_INCLUDE unset; skipping the p4test check"; \
+	fi
+	@if command -v $(BF_P4C) >/dev/null 2>&1; then \
+		$(BF_P4C) --target tofino --arch tna -o $(BUILD)/tna/tofino \
+			--p4runtime-files $(BUILD)/tna/tofino/p4info.txt p4src/tna/ice.p4 && \
+		$(BF_P4C) --target tofino2 --arch t2na -o $(BUILD)/tna/tofino2 \
+			--p4runtime-files $(BUILD)/tna/tofino2/p4info.txt p4src/tna/ice.p4; \
+	else \
+		echo "p4-tna: $(BF_P4C) not on PATH; skipping the Tofino compile"; \
+	fi
 
 lint: setup
 	$(PY) -m ruff check .

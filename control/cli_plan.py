@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from icefabric.control import render
+from icefabric.control.p4rt.tofino import TOFINO_FORMATS
 
 EXIT_OK = 0
 EXIT_RUNTIME = 1
@@ -277,13 +278,40 @@ def add_run_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--target",
-        choices=("embedded", "bmv2"),
+        choices=("embedded", "bmv2", "tofino"),
         default="embedded",
         help="device config to push (default embedded)",
     )
     p.add_argument("--p4", default=None, help="P4 program (default: the packaged p4src/ice.p4)")
     p.add_argument("--bmv2-json", default=None, help="with --target bmv2: p4c's BMv2 JSON")
-    p.add_argument("--p4info", default=None, help="with --target bmv2: p4c's P4Info text")
+    p.add_argument(
+        "--p4info",
+        default=None,
+        help="with --target bmv2: p4c's P4Info text; with --target tofino: bf-p4c's "
+        "(default: p4info.txt in --tofino-out)",
+    )
+    p.add_argument(
+        "--tofino-out",
+        default=None,
+        metavar="DIR",
+        help="with --target tofino: bf-p4c's output folder for p4src/tna/ice.p4 (the .conf, "
+        "bf-rt.json, <pipe>/context.json and tofino.bin); ports follow each switch's sdk_ports",
+    )
+    p.add_argument(
+        "--tofino-format",
+        choices=TOFINO_FORMATS,
+        default=TOFINO_FORMATS[0],
+        help="p4_device_config packing for Tofino: bfrt (Stratum BfPipelineConfig, default) or "
+        "legacy (PI's length-prefixed name/tofino.bin/context.json)",
+    )
+    p.add_argument(
+        "--cpu-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="the switches' CPU port for telemetry reports (default 255; 64 with --target "
+        "tofino, as p4src/tna/ice.p4 is built unless -DICE_TNA_CPU_PORT says otherwise)",
+    )
     p.add_argument(
         "--mode",
         choices=("ice", "planned-ecmp", "ecmp"),

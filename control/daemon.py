@@ -13,7 +13,14 @@ from typing import Any
 
 from icefabric.control.api import ApiServer, ApiUnavailable, Handler, RequestError
 from icefabric.control.controller import Controller, JobRejected
-from icefabric.control.fabric import MODES, FabricError, FabricOptions
+from icefabric.control.fabric import (
+    MODES,
+    TOFINO_CLONE_PACKET_LENGTH,
+    TOFINO_DEFAULT_CPU_PORT,
+    FabricError,
+    FabricOptions,
+)
+from icefabric.control.ice_names import CPU_PORT
 from icefabric.control.paths import default_state_file, ensure_private_dir
 from icefabric.control.topology import TopologyError
 
@@ -126,6 +133,7 @@ def run_daemon(args: argparse.Namespace) -> int:
     from icefabric.topo.spec import load_topology
 
     spec = load_topology(args.topo)
+    cpu_port = args.cpu_port
     if args.target == "bmv2":
         if not args.bmv2_json or not args.p4info:
             print(
@@ -134,8 +142,30 @@ def run_daemon(args: argparse.Namespace) -> int:
             )
             return 2
         pipeline = PipelineConfig.for_bmv2(args.bmv2_json, args.p4info)
+    elif args.target == "tofino":
+        from icefabric.topo.sdk_ports import to_device_ports
+
+        if not args.tofino_out:
+            print(
+                "icectl: run --target tofino needs --tofino-out (bf-p4c's output folder)",
+                file=sys.stderr,
+            )
+            return 2
+        pipeline = PipelineConfig.for_tofino(args.tofino_out, args.p4info, fmt=args.tofino_format)
+        spec = to_device_ports(spec)  # every entry names device (SDK) ports
+        if cpu_port is None:
+            cpu_port = TOFINO_DEFAULT_CPU_PORT
     else:
         pipeline = PipelineConfig.for_embedded(args.p4 or ICE_P4)
+    if cpu_port is not None and not 0 <= cpu_port <= 511:
+        print(f"icectl: run: --cpu-port must be 0..511, got {cpu_port}", file=sys.stderr)
+        return 2
+    tofino = args.target == "tofino"
+    options = FabricOptions(
+        mode=args.mode,
+        cpu_port=CPU_PORT if cpu_port is None else cpu_port,
+        clone_packet_length=TOFINO_CLONE_PACKET_LENGTH if tofino else 0,
+    )
     if args.probe_interval < 0 or args.probe_misses < 1:
         print(
             "icectl: run: --probe-interval must be >= 0 ms and --probe-misses >= 1 "
@@ -156,7 +186,7 @@ def run_daemon(args: argparse.Namespace) -> int:
         pipeline,
         election_id=args.election_id,
         backup=args.backup,
-        options=FabricOptions(mode=args.mode),
+        options=options,
         method=args.method,
         state_file=state_file,
         connect_timeout=args.connect_timeout,

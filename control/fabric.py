@@ -46,6 +46,13 @@ class FabricError(ValueError):
     """The topology cannot be programmed (too many tags, table overflow, bad option)."""
 
 
+# Tofino (p4src/tna/ice.p4): the CPU port of its default build (-DICE_TNA_CPU_PORT), and what the
+# last-hop mirror sessions keep of a copy: mirror header 16 + Ethernet 14 + shim 8 + 4 INT records
+# 144 + IPv4 with options 60 + UDP 8 + BTH 12 = 262 bytes, rounded up; TNA has no truncate().
+TOFINO_DEFAULT_CPU_PORT = 64
+TOFINO_CLONE_PACKET_LENGTH = 272
+
+
 @dataclass(slots=True, frozen=True, kw_only=True)
 class FabricOptions:
     """Knobs of base forwarding; the defaults are what ``icectl run`` installs."""
@@ -63,6 +70,10 @@ class FabricOptions:
     ecn_kmax: int = 20
     ecn_pmax_mask: int = 0
     cpu_port: int = n.CPU_PORT
+    # Bytes the last-hop clone sessions keep (0: the whole packet).  The v1model program cuts
+    # the copy itself (truncate); TNA has no truncate, so on Tofino the mirror session must
+    # (see p4src/tna/include/control/feedback.p4 and TOFINO_CLONE_PACKET_LENGTH).
+    clone_packet_length: int = 0
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -71,7 +82,13 @@ class FabricOptions:
             raise FabricError(
                 f"ecn: expected 0 <= kmin <= kmax, got kmin={self.ecn_kmin} kmax={self.ecn_kmax}"
             )
-        for name in ("flowlet_timeout_us", "feedback_every_n", "report_every_n", "hop_limit"):
+        for name in (
+            "flowlet_timeout_us",
+            "feedback_every_n",
+            "report_every_n",
+            "hop_limit",
+            "clone_packet_length",
+        ):
             if getattr(self, name) < 0:
                 raise FabricError(f"{name}: expected >= 0, got {getattr(self, name)}")
 
@@ -457,14 +474,27 @@ def _telemetry_entries(
                     dst_mac=macs[neigh],
                 )
             )
-            ents.append(CloneSessionEntry(session_id=n.ICE_SESSION_FEEDBACK, replicas=[port]))
+            ents.append(
+                CloneSessionEntry(
+                    session_id=n.ICE_SESSION_FEEDBACK,
+                    replicas=[port],
+                    packet_length_bytes=opts.clone_packet_length,
+                )
+            )
             ents.append(
                 CloneSessionEntry(
                     session_id=n.ICE_SESSION_FEEDBACK_REPORT,
                     replicas=[Replica(port), *report],
+                    packet_length_bytes=opts.clone_packet_length,
                 )
             )
-        ents.append(CloneSessionEntry(session_id=n.ICE_SESSION_REPORT, replicas=report))
+        ents.append(
+            CloneSessionEntry(
+                session_id=n.ICE_SESSION_REPORT,
+                replicas=report,
+                packet_length_bytes=opts.clone_packet_length,
+            )
+        )
 
 
 def _check_sizes(out: Mapping[str, Iterable[Entity]]) -> None:

@@ -16,6 +16,7 @@
 #include "include/defines.p4"
 #include "include/sizes.p4"
 #include "include/headers.p4"
+#include "include/metadata.p4"
 #include "include/parser.p4"
 #include "include/control/verify_checksum.p4"
 #include "include/control/ingress.p4"

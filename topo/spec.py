@@ -59,6 +59,9 @@ class Switch:
     device_id: int
     grpc_port: int
     switch_id: int
+    # Tofino: front-panel port -> device (SDK) port, sorted by front-panel port; empty means the
+    # spec's port numbers are the device's (BMv2, embedded).  See topo/sdk_ports.py.
+    sdk_ports: tuple[tuple[int, int], ...] = ()
 
     @property
     def tier(self) -> int:
@@ -154,19 +157,21 @@ class TopologySpec:
                 "grpc_base_port": d.grpc_base_port,
                 "priority_queues": d.priority_queues,
             },
-            "switches": [
-                {
-                    "name": s.name,
-                    "role": s.role,
-                    "device_id": s.device_id,
-                    "grpc_port": s.grpc_port,
-                    "switch_id": s.switch_id,
-                }
-                for s in self.switches
-            ],
+            "switches": [],
             "hosts": [],
             "links": [],
         }
+        for s in self.switches:
+            sd: dict[str, Any] = {
+                "name": s.name,
+                "role": s.role,
+                "device_id": s.device_id,
+                "grpc_port": s.grpc_port,
+                "switch_id": s.switch_id,
+            }
+            if s.sdk_ports:
+                sd["sdk_ports"] = dict(s.sdk_ports)
+            out["switches"].append(sd)
         for h in self.hosts:
             hd: dict[str, Any] = {
                 "name": h.name,
@@ -342,6 +347,7 @@ def parse_topology(data: Any, source: str = "<topology>") -> TopologySpec:
     hosts = _parse_hosts(r, r.seq(top, "hosts", ""), by_name)
     links = _parse_links(r, r.seq(top, "links", ""), by_name, {h.name for h in hosts})
     _check_ports(r, hosts, links)
+    _check_sdk_ports(r, switches, hosts, links)
     if not switches:
         r.err("switches", "expected at least one switch")
     if not r.errors:
@@ -399,7 +405,7 @@ def _parse_switches(r: _Reader, raw: list[Any], defaults: Defaults) -> list[Swit
         m = r.mapping(item, key)
         if m is None:
             continue
-        r.unknown(m, key, ("name", "role", "device_id", "grpc_port", "switch_id"))
+        r.unknown(m, key, ("name", "role", "device_id", "grpc_port", "switch_id", "sdk_ports"))
         name = r.string(m, "name", key)
         if name and not _NAME_RE.match(name):
             r.err(f"{key}.name", f"expected letters, digits, '_', '-', '.', got {name!r}")
@@ -421,8 +427,47 @@ def _parse_switches(r: _Reader, raw: list[Any], defaults: Defaults) -> list[Swit
             _first_use(r, ports, port, f"{key}.grpc_port", "grpc port")
         if swid >= 0:
             _first_use(r, sw_ids, swid, f"{key}.switch_id", "switch_id")
-        out.append(Switch(name=name, role=role, device_id=dev, grpc_port=port, switch_id=swid))
+        sdk = _parse_sdk_ports(r, m.get("sdk_ports"), f"{key}.sdk_ports")
+        out.append(
+            Switch(
+                name=name,
+                role=role,
+                device_id=dev,
+                grpc_port=port,
+                switch_id=swid,
+                sdk_ports=sdk,
+            )
+        )
     return out
+
+
+# Tofino device ports are 9 bits wide.
+MAX_SDK_PORT = 511
+
+
+def _parse_sdk_ports(r: _Reader, raw: Any, key: str) -> tuple[tuple[int, int], ...]:
+    """`sdk_ports: {front-panel port: device port}`; both integers, device ports unique."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, Mapping):
+        r.err(key, f"expected a mapping of front-panel port to device port, got {raw!r}")
+        return ()
+    out: dict[int, int] = {}
+    seen: dict[int, int] = {}
+    for fp, dp in raw.items():
+        ok = True
+        for what, v in (("front-panel port", fp), ("device port", dp)):
+            if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= MAX_SDK_PORT:
+                r.err(f"{key}.{fp}", f"expected a {what} 0..{MAX_SDK_PORT}, got {v!r}")
+                ok = False
+        if not ok:
+            continue
+        if dp in seen:
+            r.err(f"{key}.{fp}", f"device port {dp} is already the port of front-panel {seen[dp]}")
+            continue
+        seen[dp] = fp
+        out[fp] = dp
+    return tuple(sorted(out.items()))
 
 
 def _parse_hosts(r: _Reader, raw: list[Any], switches: Mapping[str, Switch]) -> list[Host]:
@@ -533,6 +578,24 @@ def _check_connected(r: _Reader, switches: list[Switch], links: list[Link]) -> N
             r.err(
                 f"switches[{i}]",
                 f"{s.name} is not connected to {switches[0].name} (expected links joining every switch)",
+            )
+
+
+def _check_sdk_ports(
+    r: _Reader, switches: list[Switch], hosts: list[Host], links: list[Link]
+) -> None:
+    """A switch with sdk_ports must map every port the topology uses on it."""
+    maps = {s.name: dict(s.sdk_ports) for s in switches if s.sdk_ports}
+    index = {s.name: i for i, s in enumerate(switches)}
+    used: list[tuple[str, int, str]] = [(h.leaf, h.port, f"host {h.name}") for h in hosts]
+    for ln in links:
+        used.append((ln.a.node, ln.a.port, f"link to {ln.b.node}"))
+        used.append((ln.b.node, ln.b.port, f"link to {ln.a.node}"))
+    for node, port, what in used:
+        if node in maps and port not in maps[node]:
+            r.err(
+                f"switches[{index[node]}].sdk_ports",
+                f"no device port for front-panel port {port} ({what})",
             )
 
 

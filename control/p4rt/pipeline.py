@@ -14,7 +14,10 @@ from p4.v1 import p4runtime_pb2
 from .errors import P4RtError
 from .p4info import P4InfoIndex, load_p4info
 
-TargetKind = Literal["bmv2", "embedded"]
+TargetKind = Literal["bmv2", "embedded", "tofino"]
+
+# Where bf-p4c --p4runtime-files usually puts the P4Info inside its output folder.
+TOFINO_P4INFO_NAMES = ("p4info.txt", "p4info.txtpb", "p4info.pb.txt")
 
 
 class PipelineConfigError(P4RtError, ValueError):
@@ -82,6 +85,45 @@ class PipelineConfig:
         )
 
     @classmethod
+    def for_tofino(
+        cls,
+        out_dir: str | Path,
+        p4info_path: str | Path | None = None,
+        *,
+        fmt: str = "bfrt",
+        program: str | None = None,
+        cookie: int | None = None,
+    ) -> PipelineConfig:
+        """bf-p4c's output folder packed for Stratum (``bfrt``: BfPipelineConfig, or ``legacy``:
+        PI's packing; see control/p4rt/tofino.py), with the P4Info bf-p4c wrote (``p4info_path``,
+        else ``p4info.txt``/``.txtpb`` in the folder)."""
+        from .tofino import TofinoConfigError, load_bf_p4c_output
+
+        root = Path(out_dir)
+        if not root.is_dir():
+            raise PipelineConfigError(f"{root}: not a folder (expected bf-p4c's output folder)")
+        if p4info_path is None:
+            found = [root / n for n in TOFINO_P4INFO_NAMES if (root / n).is_file()]
+            if not found:
+                raise PipelineConfigError(
+                    f"{root}: no P4Info ({', '.join(TOFINO_P4INFO_NAMES)}); give the file "
+                    "bf-p4c --p4runtime-files wrote with --p4info"
+                )
+            p4info_path = found[0]
+        try:
+            device_config = load_bf_p4c_output(root, program=program).pack(fmt)
+        except TofinoConfigError as exc:
+            raise PipelineConfigError(str(exc)) from exc
+        p4info = load_p4info(p4info_path)
+        return cls(
+            p4info=p4info,
+            device_config=device_config,
+            cookie=_cookie(device_config) if cookie is None else cookie,
+            kind="tofino",
+            source=str(root),
+        )
+
+    @classmethod
     def from_target(
         cls,
         kind: str,
@@ -89,9 +131,11 @@ class PipelineConfig:
         p4_main: str | Path | None = None,
         bmv2_json: str | Path | None = None,
         p4info: str | Path | None = None,
+        tofino_out: str | Path | None = None,
+        tofino_format: str = "bfrt",
     ) -> PipelineConfig:
         """The config for one switch's target kind: "embedded" needs p4_main, "bmv2" the
-        JSON and P4Info files."""
+        JSON and P4Info files, "tofino" bf-p4c's output folder (and its P4Info)."""
         if kind == "embedded":
             if p4_main is None:
                 raise PipelineConfigError("target 'embedded' needs p4_main (the P4 program)")
@@ -100,7 +144,13 @@ class PipelineConfig:
             if bmv2_json is None or p4info is None:
                 raise PipelineConfigError("target 'bmv2' needs bmv2_json and p4info (p4c outputs)")
             return cls.for_bmv2(bmv2_json, p4info)
-        raise PipelineConfigError(f"unknown target kind {kind!r} (expected 'embedded' or 'bmv2')")
+        if kind == "tofino":
+            if tofino_out is None:
+                raise PipelineConfigError("target 'tofino' needs tofino_out (bf-p4c's output)")
+            return cls.for_tofino(tofino_out, p4info, fmt=tofino_format)
+        raise PipelineConfigError(
+            f"unknown target kind {kind!r} (expected 'embedded', 'bmv2' or 'tofino')"
+        )
 
     def encode(self) -> p4runtime_pb2.ForwardingPipelineConfig:
         """The p4.v1.ForwardingPipelineConfig message."""

@@ -351,3 +351,27 @@ def test_int_follow_prints_only_new_reports(
     lines = [json.loads(x) for x in out.splitlines()]
     assert [x["flow"] for x in lines] == ["f2", "f3"]
     assert code == 1 and "controller stopped" in err
+
+
+def test_run_target_tofino_validates_its_options(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    sock = str(tmp_path / "r.sock")
+    code, _, err = run(capsys, "run", "--topo", EXAMPLE, "--target", "tofino", "--socket", sock)
+    assert code == 2 and "--tofino-out" in err
+    missing = str(tmp_path / "no-such-out")
+    code, _, err = run(
+        capsys,
+        "run",
+        "--topo",
+        EXAMPLE,
+        "--target",
+        "tofino",
+        "--tofino-out",
+        missing,
+        "--socket",
+        sock,
+    )
+    assert code == 2 and "no-such-out" in err
+    code, _, err = run(capsys, "run", "--topo", EXAMPLE, "--cpu-port", "999", "--socket", sock)
+    assert code == 2 and "--cpu-port" in err

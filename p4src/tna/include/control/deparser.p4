@@ -1,0 +1,56 @@
+#ifndef ICE_TNA_DEPARSER_P4
+#define ICE_TNA_DEPARSER_P4
+
+// Ingress deparser: the last-hop mirror (with its header) and the packet with its bridged
+// header in front.  The IPv4 checksum is recomputed once, in the egress deparser, after every
+// change (TTL in ingress, ECN and the feedback rewrite in egress).
+control IceIngressDeparser(packet_out pkt,
+                           inout ice_ingress_headers_t hdr,
+                           in ice_ingress_metadata_t md,
+                           in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
+
+    Mirror(ICE_MIRROR_TYPE_LAST_HOP) last_hop_mirror;
+
+    apply {
+        if (ig_dprsr_md.mirror_type == ICE_MIRROR_TYPE_LAST_HOP) {
+            last_hop_mirror.emit<ice_mirror_md_t>(md.mirror_session, md.mirror_md);
+        }
+        pkt.emit(hdr);
+    }
+}
+
+// Egress deparser: headers in ice_egress_headers_t order (only valid ones appear), IPv4
+// checksums computed by the deparser's checksum unit.  The option words of a header without
+// options are invalid and add nothing to the sum.
+control IceEgressDeparser(packet_out pkt,
+                          inout ice_egress_headers_t hdr,
+                          in ice_egress_metadata_t md,
+                          in egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
+
+    Checksum() ipv4_checksum;
+    Checksum() feedback_checksum;
+
+    apply {
+        if (hdr.ipv4.isValid()) {
+            hdr.ipv4.hdr_checksum = ipv4_checksum.update({
+                hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
+                hdr.ipv4.total_len, hdr.ipv4.identification, hdr.ipv4.flags,
+                hdr.ipv4.frag_offset, hdr.ipv4.ttl, hdr.ipv4.protocol,
+                hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
+                hdr.ipv4_options[0].data, hdr.ipv4_options[1].data, hdr.ipv4_options[2].data,
+                hdr.ipv4_options[3].data, hdr.ipv4_options[4].data, hdr.ipv4_options[5].data,
+                hdr.ipv4_options[6].data, hdr.ipv4_options[7].data, hdr.ipv4_options[8].data,
+                hdr.ipv4_options[9].data });
+        }
+        if (hdr.fb_ipv4.isValid()) {
+            hdr.fb_ipv4.hdr_checksum = feedback_checksum.update({
+                hdr.fb_ipv4.version, hdr.fb_ipv4.ihl, hdr.fb_ipv4.dscp, hdr.fb_ipv4.ecn,
+                hdr.fb_ipv4.total_len, hdr.fb_ipv4.identification, hdr.fb_ipv4.flags,
+                hdr.fb_ipv4.frag_offset, hdr.fb_ipv4.ttl, hdr.fb_ipv4.protocol,
+                hdr.fb_ipv4.src_addr, hdr.fb_ipv4.dst_addr });
+        }
+        pkt.emit(hdr);
+    }
+}
+
+#endif  // ICE_TNA_DEPARSER_P4

@@ -1,0 +1,100 @@
+#ifndef ICE_TNA_FEEDBACK_P4
+#define ICE_TNA_FEEDBACK_P4
+
+// Turns a last-hop copy leaving on a fabric port into the feedback packet for the sender, with
+// the v1model FeedbackBuilder's wire format:
+//   Ethernet / IPv4 (flow dst -> flow src) / UDP (UDP_PORT_ICE_FEEDBACK) / ice_feedback_t /
+//   int_hop_t * hop_count (last hop first)
+// The new IPv4/UDP headers are fb_ipv4/fb_udp, emitted in front of the records (see
+// ice_egress_headers_t); the packet's own shim, IPv4, UDP and BTH are removed.  There is no
+// truncate() in TNA: the mirror session cuts the copy (P4Runtime CloneSessionEntry
+// packet_length_bytes, which the controller sets for Tofino), and the bytes that remain after
+// the records are Ethernet padding beyond the IPv4 total length.
+control FeedbackBuilder(inout ice_egress_headers_t hdr,
+                        inout ice_egress_metadata_t md) {
+
+    action set_feedback_config(mac_addr_t src_mac, mac_addr_t dst_mac) {
+        md.feedback_src_mac = src_mac;
+        md.feedback_dst_mac = dst_mac;
+    }
+
+    // Keyless: the MACs of the feedback frame on the link the clone session sends it out of.
+    table feedback_config {
+        key = { }
+        actions = {
+            set_feedback_config;
+            NoAction;
+        }
+        default_action = NoAction();
+        size = 1;
+    }
+
+    action build_feedback() {
+        bit<16> records_bytes = ((bit<16>)md.fb_hop_count << 5) + ((bit<16>)md.fb_hop_count << 2);
+        bit<16> udp_len = (bit<16>)UDP_BYTES + (bit<16>)ICE_FEEDBACK_BYTES + records_bytes;
+
+        hdr.ice_feedback.setValid();
+        hdr.ice_feedback.version = ICE_VERSION;
+        hdr.ice_feedback.path_kind = hdr.ice_shim.path_kind;
+        hdr.ice_feedback._reserved0 = 0;
+        hdr.ice_feedback.hop_count = md.fb_hop_count;
+        hdr.ice_feedback.path_tag = hdr.ice_shim.path_tag;
+        hdr.ice_feedback.switch_id = hdr.mirror_md.switch_id;
+        hdr.ice_feedback.flow_src_addr = hdr.ipv4.src_addr;
+        hdr.ice_feedback.flow_dst_addr = hdr.ipv4.dst_addr;
+        hdr.ice_feedback.flow_src_port = hdr.udp.src_port;
+        hdr.ice_feedback.flow_dst_port = hdr.udp.dst_port;
+        hdr.ice_feedback._reserved1 = 0;
+        hdr.ice_feedback.flow_dst_qp = hdr.bth.dst_qp;
+        hdr.ice_feedback.bth_opcode = hdr.bth.opcode;
+        hdr.ice_feedback.bth_psn = hdr.bth.psn;
+        hdr.ice_feedback.timestamp = (bit<64>)hdr.mirror_md.last_hop_ts_us;
+
+        hdr.fb_ipv4.setValid();
+        hdr.fb_ipv4.version = 4;
+        hdr.fb_ipv4.ihl = 5;
+        hdr.fb_ipv4.dscp = ICE_FEEDBACK_DSCP;
+        hdr.fb_ipv4.ecn = 0;
+        hdr.fb_ipv4.total_len = (bit<16>)IPV4_MIN_BYTES + udp_len;
+        hdr.fb_ipv4.identification = 0;
+        hdr.fb_ipv4.flags = 0;
+        hdr.fb_ipv4.frag_offset = 0;
+        hdr.fb_ipv4.ttl = ICE_FEEDBACK_TTL;
+        hdr.fb_ipv4.protocol = IP_PROTO_UDP;
+        hdr.fb_ipv4.hdr_checksum = 0;
+        hdr.fb_ipv4.src_addr = hdr.ipv4.dst_addr;
+        hdr.fb_ipv4.dst_addr = hdr.ipv4.src_addr;
+
+        hdr.fb_udp.setValid();
+        hdr.fb_udp.src_port = UDP_PORT_ICE_FEEDBACK;
+        hdr.fb_udp.dst_port = UDP_PORT_ICE_FEEDBACK;
+        hdr.fb_udp.length = udp_len;
+        hdr.fb_udp.checksum = 0;   // optional over IPv4
+
+        hdr.ethernet.src_addr = md.feedback_src_mac;
+        hdr.ethernet.dst_addr = md.feedback_dst_mac;
+        hdr.ethernet.ether_type = ETHERTYPE_IPV4;
+
+        hdr.ice_shim.setInvalid();
+        hdr.ipv4.setInvalid();
+        hdr.ipv4_options[0].setInvalid();
+        hdr.ipv4_options[1].setInvalid();
+        hdr.ipv4_options[2].setInvalid();
+        hdr.ipv4_options[3].setInvalid();
+        hdr.ipv4_options[4].setInvalid();
+        hdr.ipv4_options[5].setInvalid();
+        hdr.ipv4_options[6].setInvalid();
+        hdr.ipv4_options[7].setInvalid();
+        hdr.ipv4_options[8].setInvalid();
+        hdr.ipv4_options[9].setInvalid();
+        hdr.udp.setInvalid();
+        hdr.bth.setInvalid();
+    }
+
+    apply {
+        feedback_config.apply();
+        build_feedback();
+    }
+}
+
+#endif  // ICE_TNA_FEEDBACK_P4

@@ -1,0 +1,167 @@
+#ifndef ICE_TNA_INGRESS_P4
+#define ICE_TNA_INGRESS_P4
+
+#include "switch_config.p4"
+#include "arp.p4"
+#include "path_select.p4"
+#include "tag_switch.p4"
+#include "routing.p4"
+#include "last_hop.p4"
+
+// Ingress wiring, the same decisions in the same order as the v1model IceIngress: every drop
+// only sets md.drop_reason, the one place at the end drops and counts.  Differences forced by
+// TNA: the ingress pipeline does not know the packet's length, so "IPv4 longer than the frame"
+// is checked in IceEgress (counted there); queues are chosen by qid instead of priority; the
+// drop is drop_ctl; everything egress needs is bridged in front of the packet.
+control IceIngress(inout ice_ingress_headers_t hdr,
+                   inout ice_ingress_metadata_t md,
+                   in ingress_intrinsic_metadata_t ig_intr_md,
+                   in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
+                   inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
+                   inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
+
+    // Indexed by ingress port: every packet that arrives, good or bad.
+    Counter<bit<64>, PortId_t>(PORT_SLOTS, CounterType_t.PACKETS_AND_BYTES) port_rx_counter;
+    // Indexed by DROP_REASON_*.
+    Counter<bit<64>, drop_reason_t>(DROP_REASON_SLOTS, CounterType_t.PACKETS_AND_BYTES)
+        drop_reason_counter;
+
+    Hash<bit<12>>(HashAlgorithm_t.CRC32) flow_slot_hash;
+
+    SwitchConfig() config;
+    ArpResponder() arp;
+    PathSelect() path_select;
+    TagSwitch() tag_switch;
+    Ipv4Routing() routing;
+    LastHop() last_hop;
+
+    action send_packet_out() {
+        ig_tm_md.ucast_egress_port = hdr.packet_out.egress_port;
+        ig_tm_md.qid = md.control_qid;
+        hdr.packet_out.setInvalid();
+    }
+
+    action punt_link_probe() {
+        ig_tm_md.ucast_egress_port = ICE_TNA_CPU_PORT;
+        ig_tm_md.qid = md.control_qid;
+        hdr.packet_in.setValid();
+        hdr.packet_in.ingress_port = ig_intr_md.ingress_port;
+        hdr.packet_in._pad0 = 0;
+        hdr.packet_in.egress_port = 0;
+        hdr.packet_in._pad1 = 0;
+        hdr.packet_in.reason = PUNT_REASON_LINK_PROBE;
+    }
+
+    action set_queue_priorities(bit<3> control_prio, bit<3> feedback_prio) {
+        md.control_qid = (QueueId_t)control_prio;
+        md.feedback_qid = (QueueId_t)feedback_prio;
+    }
+
+    // Keyless; same parameters as v1model's (queue numbers 0..7).  On Tofino they are queue ids
+    // (qid) of the egress port, which the switch's queue configuration must map to strict
+    // priority for the probes to overtake data.
+    table queue_config {
+        key = { }
+        actions = {
+            set_queue_priorities;
+            NoAction;
+        }
+        default_action = NoAction();
+        size = 1;
+    }
+
+    // Ingress time in microseconds from the 48-bit nanosecond global timestamp, without a
+    // divider: t = ns >> 10 (1.024 us units), then us = t * 1.024 ~ t + t/64 + t/128 + t/2048
+    // (error below 0.01 %).  32 bits: wraps every ~71 minutes; INT records and feedback carry it
+    // in their 64-bit fields, so consumers must take differences modulo 2^32 on Tofino.
+    action take_time() {
+        bit<32> t = ig_prsr_md.global_tstamp[41:10];
+        md.now_us = t + (t >> 6) + (t >> 7) + (t >> 11);
+    }
+
+    action compute_flow_slot() {
+        md.flow_slot = (bit<32>)flow_slot_hash.get({
+            hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
+            hdr.udp.src_port, hdr.udp.dst_port, hdr.bth.dst_qp });
+    }
+
+    action bridge() {
+        hdr.bridged.setValid();
+        hdr.bridged.md_kind = ICE_MD_BRIDGED;
+        hdr.bridged.strip_shim = (bit<1>)md.strip_shim;
+        hdr.bridged.to_cpu = (bit<1>)hdr.packet_in.isValid();
+        hdr.bridged.ingress_port = ig_intr_md.ingress_port;
+        hdr.bridged.switch_id = md.switch_id;
+        hdr.bridged.flow_slot = md.flow_slot;
+        hdr.bridged.now_us = md.now_us;
+    }
+
+    apply {
+        take_time();
+        queue_config.apply();
+        port_rx_counter.count(ig_intr_md.ingress_port);
+        if (hdr.packet_out.isValid()) {
+            send_packet_out();
+        } else if (ig_prsr_md.parser_err != 0) {
+            md.drop_reason = DROP_REASON_TRUNCATED;
+        } else if (md.drop_reason != DROP_REASON_NONE) {
+            // a parser check failed (IceTnaIngressParser.malformed)
+        } else if (md.checksum_error) {
+            md.drop_reason = DROP_REASON_BAD_CHECKSUM;
+        } else if (hdr.ethernet.ether_type == ETHERTYPE_LLDP) {
+            punt_link_probe();
+        } else {
+            config.apply(md, ig_intr_md);
+            md.flowlet_cutoff_us = md.now_us - md.flowlet_timeout_us;
+            if (hdr.arp.isValid()) {
+                arp.apply(hdr, md, ig_intr_md, ig_tm_md);
+            } else if (hdr.ipv4.isValid()) {
+                if (hdr.ipv4.total_len < ((bit<16>)hdr.ipv4.ihl << 2)) {
+                    md.drop_reason = DROP_REASON_PARSER_ERROR;
+                } else if (hdr.udp.isValid() && (bit<32>)hdr.udp.length
+                        + ((bit<32>)hdr.ipv4.ihl << 2) > (bit<32>)hdr.ipv4.total_len) {
+                    md.drop_reason = DROP_REASON_BAD_LENGTH;
+                } else if (hdr.ice_shim.isValid() && md.ingress_port_kind == PORT_KIND_HOST) {
+                    md.drop_reason = DROP_REASON_SHIM_FROM_HOST;
+                }
+
+                if (md.drop_reason == DROP_REASON_NONE) {
+                    if (hdr.udp.isValid() && hdr.udp.dst_port == UDP_PORT_ICE_FEEDBACK
+                            && md.ingress_port_kind == PORT_KIND_FABRIC) {
+                        ig_tm_md.qid = md.feedback_qid;
+                    }
+                    if (hdr.bth.isValid()) {
+                        compute_flow_slot();
+                    }
+                    if (hdr.ice_shim.isValid()) {
+                        md.path_tag = hdr.ice_shim.path_tag;
+                        md.has_path = true;
+                    } else if (hdr.bth.isValid() && md.switch_role == SWITCH_ROLE_LEAF
+                            && md.ingress_port_kind == PORT_KIND_HOST) {
+                        path_select.apply(hdr, md);
+                    }
+                    if (md.has_path) {
+                        tag_switch.apply(hdr, md, ig_tm_md);
+                    }
+                    if (md.drop_reason == DROP_REASON_NONE && (!md.has_path || md.end_path)) {
+                        routing.apply(hdr, md, ig_intr_md, ig_tm_md);
+                    }
+                    if (md.drop_reason == DROP_REASON_NONE && md.strip_shim && md.routed) {
+                        last_hop.apply(hdr, md, ig_intr_md, ig_dprsr_md, ig_tm_md);
+                    }
+                }
+            } else {
+                md.drop_reason = DROP_REASON_UNSUPPORTED;
+            }
+        }
+
+        if (md.drop_reason != DROP_REASON_NONE) {
+            ig_dprsr_md.drop_ctl = 1;
+            drop_reason_counter.count(md.drop_reason);
+        } else {
+            bridge();
+        }
+    }
+}
+
+#endif  // ICE_TNA_INGRESS_P4

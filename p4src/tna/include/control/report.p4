@@ -1,0 +1,114 @@
+#ifndef ICE_TNA_REPORT_P4
+#define ICE_TNA_REPORT_P4
+
+// Turns a last-hop copy sent to the CPU port into a telemetry report (packet_in /
+// telemetry_report_t / records) or drops it when none is due: the v1model ReportBuilder's
+// format, sampling and alarm, with the count kept by one RegisterAction and the copy cut by the
+// mirror session instead of truncate() (see FeedbackBuilder).
+control ReportBuilder(inout ice_egress_headers_t hdr,
+                      inout ice_egress_metadata_t md,
+                      inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
+
+    Register<bit<32>, bit<12>>(FLOW_STATE_SLOTS, 0) report_pkt_count;
+
+    RegisterAction<bit<32>, bit<12>, bit<1>>(report_pkt_count) count_for_report = {
+        void apply(inout bit<32> seen, out bit<1> due) {
+            if (seen >= md.report_every_n_minus_1) {
+                seen = 0;
+                due = 1;
+            } else {
+                seen = seen + 1;
+                due = 0;
+            }
+        }
+    };
+
+    action set_report_config(bit<32> report_every_n, bit<32> qdepth_threshold) {
+        md.report_every_n = report_every_n;
+        md.report_qdepth_threshold = qdepth_threshold;
+    }
+
+    // Keyless: sample 1 in report_every_n (0: none), alarm above this queue depth (0: none).
+    table report_config {
+        key = { }
+        actions = {
+            set_report_config;
+            NoAction;
+        }
+        default_action = NoAction();
+        size = 1;
+    }
+
+    // Called directly only (never from a table), so it is not in the P4Info's table actions.
+    action build_report() {
+        hdr.packet_in.setValid();
+        hdr.packet_in.ingress_port = hdr.mirror_md.orig_ingress_port;
+        hdr.packet_in._pad0 = 0;
+        hdr.packet_in.egress_port = hdr.mirror_md.host_port;
+        hdr.packet_in._pad1 = 0;
+        hdr.packet_in.reason = PUNT_REASON_TELEMETRY;
+
+        hdr.telemetry_report.setValid();
+        hdr.telemetry_report.version = ICE_VERSION;
+        hdr.telemetry_report.reason = md.report_reason;
+        hdr.telemetry_report.hop_count = md.fb_hop_count;
+        hdr.telemetry_report.path_tag = hdr.ice_shim.path_tag;
+        hdr.telemetry_report.switch_id = hdr.mirror_md.switch_id;
+        hdr.telemetry_report.flow_src_addr = hdr.ipv4.src_addr;
+        hdr.telemetry_report.flow_dst_addr = hdr.ipv4.dst_addr;
+        hdr.telemetry_report.flow_src_port = hdr.udp.src_port;
+        hdr.telemetry_report.flow_dst_port = hdr.udp.dst_port;
+        hdr.telemetry_report._reserved1 = 0;
+        hdr.telemetry_report.flow_dst_qp = hdr.bth.dst_qp;
+        hdr.telemetry_report.bth_opcode = hdr.bth.opcode;
+        hdr.telemetry_report.bth_psn = hdr.bth.psn;
+        hdr.telemetry_report.timestamp = (bit<64>)hdr.mirror_md.last_hop_ts_us;
+
+        hdr.ethernet.setInvalid();
+        hdr.ice_shim.setInvalid();
+        hdr.ipv4.setInvalid();
+        hdr.ipv4_options[0].setInvalid();
+        hdr.ipv4_options[1].setInvalid();
+        hdr.ipv4_options[2].setInvalid();
+        hdr.ipv4_options[3].setInvalid();
+        hdr.ipv4_options[4].setInvalid();
+        hdr.ipv4_options[5].setInvalid();
+        hdr.ipv4_options[6].setInvalid();
+        hdr.ipv4_options[7].setInvalid();
+        hdr.ipv4_options[8].setInvalid();
+        hdr.ipv4_options[9].setInvalid();
+        hdr.udp.setInvalid();
+        hdr.bth.setInvalid();
+    }
+
+    apply {
+        report_config.apply();
+        md.report_reason = 0;
+        if (md.report_every_n != 0) {
+            md.report_every_n_minus_1 = md.report_every_n - 1;
+            if (count_for_report.execute(hdr.mirror_md.flow_slot[11:0]) == 1) {
+                md.report_reason = md.report_reason | REPORT_REASON_SAMPLED;
+            }
+        }
+        if (md.report_qdepth_threshold != 0) {
+            if ((hdr.new_hop.isValid() && hdr.new_hop.enq_qdepth > md.report_qdepth_threshold)
+                    || (hdr.int_hops[0].isValid()
+                        && hdr.int_hops[0].enq_qdepth > md.report_qdepth_threshold)
+                    || (hdr.int_hops[1].isValid()
+                        && hdr.int_hops[1].enq_qdepth > md.report_qdepth_threshold)
+                    || (hdr.int_hops[2].isValid()
+                        && hdr.int_hops[2].enq_qdepth > md.report_qdepth_threshold)
+                    || (hdr.int_hops[3].isValid()
+                        && hdr.int_hops[3].enq_qdepth > md.report_qdepth_threshold)) {
+                md.report_reason = md.report_reason | REPORT_REASON_QUEUE_ALARM;
+            }
+        }
+        if (md.report_reason == 0) {
+            eg_dprsr_md.drop_ctl = 1;
+        } else {
+            build_report();
+        }
+    }
+}
+
+#endif  // ICE_TNA_REPORT_P4

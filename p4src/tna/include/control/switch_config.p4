@@ -1,0 +1,88 @@
+#ifndef ICE_TNA_SWITCH_CONFIG_P4
+#define ICE_TNA_SWITCH_CONFIG_P4
+
+// Per-switch and per-port settings: the same tables, keys, actions and parameters as the v1model
+// SwitchConfig (p4src/include/control/switch_config.p4), so the controller writes both alike.
+control SwitchConfig(inout ice_ingress_metadata_t md,
+                     in ingress_intrinsic_metadata_t ig_intr_md) {
+
+    action set_port_kind(bit<8> kind) {
+        md.ingress_port_kind = kind;
+    }
+
+    // Written by the controller for every port: PORT_KIND_HOST towards servers,
+    // PORT_KIND_FABRIC towards other switches.  Ports are device (SDK) port numbers.
+    table port_kind {
+        key = {
+            ig_intr_md.ingress_port : exact @name("ingress_port");
+        }
+        actions = {
+            set_port_kind;
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction();
+        size = PORT_KIND_TABLE_SIZE;
+    }
+
+    action set_switch_config(switch_id_t switch_id, bit<8> role, bit<8> hop_limit) {
+        md.switch_id = switch_id;
+        md.switch_role = role;
+        md.initial_hop_limit = hop_limit;
+    }
+
+    // Keyless: switch id, SWITCH_ROLE_*, initial shim hop limit (0 means ICE_DEFAULT_HOP_LIMIT).
+    table switch_config {
+        key = { }
+        actions = {
+            set_switch_config;
+            NoAction;
+        }
+        default_action = NoAction();
+        size = 1;
+    }
+
+    action set_lb_config(bit<8> mode, bit<1> use_qp_in_hash, bit<32> flowlet_timeout_us) {
+        md.lb_mode = mode;
+        md.use_qp_in_hash = use_qp_in_hash;
+        md.flowlet_timeout_us = flowlet_timeout_us;
+    }
+
+    // Keyless: LB_MODE_*, E-ECMP, flowlet idle gap.
+    table lb_config {
+        key = { }
+        actions = {
+            set_lb_config;
+            NoAction;
+        }
+        default_action = NoAction();
+        size = 1;
+    }
+
+    action set_telemetry_config(bit<16> feedback_every_n, bit<1> report_enabled) {
+        md.feedback_every_n = feedback_every_n;
+        md.report_enabled = report_enabled;
+    }
+
+    // Keyless, used by the last hop: feedback every Nth packet of a flow, report copies.
+    table telemetry_config {
+        key = { }
+        actions = {
+            set_telemetry_config;
+            NoAction;
+        }
+        default_action = NoAction();
+        size = 1;
+    }
+
+    apply {
+        port_kind.apply();
+        switch_config.apply();
+        lb_config.apply();
+        telemetry_config.apply();
+        if (md.initial_hop_limit == 0) {
+            md.initial_hop_limit = ICE_DEFAULT_HOP_LIMIT;
+        }
+    }
+}
+
+#endif  // ICE_TNA_SWITCH_CONFIG_P4

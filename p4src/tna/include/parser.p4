@@ -1,0 +1,315 @@
+#ifndef ICE_TNA_PARSER_P4
+#define ICE_TNA_PARSER_P4
+
+// Ingress parser.  The same headers and checks as the v1model IceParser, written for a Tofino
+// parser: no verify() (a failed check moves to a state that records the drop reason, and
+// ingress drops and counts it as v1model does for parser_error), no arithmetic in select
+// (value/mask and ranges only), a ParserCounter for the IPv4 option words, and the IPv4
+// checksum verified by the parser's checksum unit.
+parser IceTnaIngressParser(packet_in pkt,
+                           out ice_ingress_headers_t hdr,
+                           out ice_ingress_metadata_t md,
+                           out ingress_intrinsic_metadata_t ig_intr_md) {
+
+    Checksum() ipv4_checksum;
+    ParserCounter() option_words;
+
+    state start {
+        pkt.extract(ig_intr_md);
+        pkt.advance(PORT_METADATA_SIZE);
+        // Tofino does not zero metadata: start every field ingress reads before writing it.
+        md.checksum_error = false;
+        md.drop_reason = DROP_REASON_NONE;
+        md.switch_id = 0;
+        md.switch_role = SWITCH_ROLE_UNSET;
+        md.ingress_port_kind = PORT_KIND_UNSET;
+        md.initial_hop_limit = 0;
+        md.lb_mode = LB_MODE_ECMP;
+        md.use_qp_in_hash = 0;
+        md.flowlet_timeout_us = 0;
+        md.feedback_every_n = 0;
+        md.report_enabled = 0;
+        md.control_qid = 0;
+        md.feedback_qid = 0;
+        md.flow_slot = 0;
+        md.has_path = false;
+        md.push_shim = false;
+        md.end_path = false;
+        md.int_enabled = 0;
+        md.path_tag = 0;
+        md.path_kind = PATH_KIND_PLANNED;
+        md.dst_leaf_hit = false;
+        md.dst_leaf = 0;
+        md.path_bucket = 0;
+        md.routed = false;
+        md.strip_shim = false;
+        md.mirror_session = 0;
+        transition select(ig_intr_md.ingress_port) {
+            ICE_TNA_CPU_PORT: parse_packet_out;
+            default: parse_ethernet;
+        }
+    }
+
+    state parse_packet_out {
+        pkt.extract(hdr.packet_out);
+        transition parse_ethernet;
+    }
+
+    state parse_ethernet {
+        pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) {
+            ETHERTYPE_ICE: parse_ice_shim;
+            ETHERTYPE_IPV4: parse_ipv4;
+            ETHERTYPE_ARP: parse_arp;
+            default: accept;
+        }
+    }
+
+    state parse_arp {
+        pkt.extract(hdr.arp);
+        transition accept;
+    }
+
+    state parse_ice_shim {
+        pkt.extract(hdr.ice_shim);
+        transition select(hdr.ice_shim.version, hdr.ice_shim.orig_ether_type,
+                          hdr.ice_shim.int_hop_count) {
+            (ICE_VERSION, ETHERTYPE_IPV4, 0): parse_ipv4;
+            (ICE_VERSION, ETHERTYPE_IPV4, 1): parse_int_1;
+            (ICE_VERSION, ETHERTYPE_IPV4, 2): parse_int_2;
+            (ICE_VERSION, ETHERTYPE_IPV4, 3): parse_int_3;
+            (ICE_VERSION, ETHERTYPE_IPV4, 4): parse_int_4;
+            (ICE_VERSION, ETHERTYPE_IPV4, 5): parse_int_5;
+            default: malformed;   // bad version, inner type, or more than INT_MAX_HOPS records
+        }
+    }
+
+    // One state per number of records left: a fixed, unrolled chain (no loop over a counter).
+    state parse_int_5 {
+        pkt.extract(hdr.int_hops.next);
+        transition parse_int_4;
+    }
+
+    state parse_int_4 {
+        pkt.extract(hdr.int_hops.next);
+        transition parse_int_3;
+    }
+
+    state parse_int_3 {
+        pkt.extract(hdr.int_hops.next);
+        transition parse_int_2;
+    }
+
+    state parse_int_2 {
+        pkt.extract(hdr.int_hops.next);
+        transition parse_int_1;
+    }
+
+    state parse_int_1 {
+        pkt.extract(hdr.int_hops.next);
+        transition parse_ipv4;
+    }
+
+    state parse_ipv4 {
+        pkt.extract(hdr.ipv4);
+        ipv4_checksum.add(hdr.ipv4);
+        transition select(hdr.ipv4.version, hdr.ipv4.ihl) {
+            (4, 5): parse_ipv4_done;
+            (4, 0 .. 4): malformed;
+            (4, _): parse_ipv4_options;
+            default: malformed;
+        }
+    }
+
+    // ihl - 5 words of options: load the counter with ihl (4 bits) plus -5.
+    state parse_ipv4_options {
+        option_words.set(hdr.ipv4.ihl, 15, 0, 3, 8w251);
+        transition parse_ipv4_option_word;
+    }
+
+    state parse_ipv4_option_word {
+        pkt.extract(hdr.ipv4_options.next);
+        ipv4_checksum.add(hdr.ipv4_options.last);
+        option_words.decrement(1);
+        transition select(option_words.is_zero()) {
+            true: parse_ipv4_done;
+            false: parse_ipv4_option_word;
+        }
+    }
+
+    state parse_ipv4_done {
+        md.checksum_error = !ipv4_checksum.verify();
+        // Only the first fragment carries the UDP header.
+        transition select(hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
+            (0, IP_PROTO_UDP): parse_udp;
+            default: accept;
+        }
+    }
+
+    state parse_udp {
+        pkt.extract(hdr.udp);
+        transition select(hdr.udp.length, hdr.udp.dst_port) {
+            (0 .. 7, _): malformed;
+            (_, UDP_PORT_ROCEV2): parse_bth;
+            default: accept;
+        }
+    }
+
+    state parse_bth {
+        pkt.extract(hdr.bth);
+        transition accept;
+    }
+
+    state malformed {
+        md.drop_reason = DROP_REASON_PARSER_ERROR;
+        transition accept;
+    }
+}
+
+// Egress parser: what ingress put in front of the packet says what it is (a data packet with
+// its bridged header, or the last hop's copy with its mirror header), then the same headers as
+// ingress, without the checks ingress already made.
+parser IceTnaEgressParser(packet_in pkt,
+                          out ice_egress_headers_t hdr,
+                          out ice_egress_metadata_t md,
+                          out egress_intrinsic_metadata_t eg_intr_md) {
+
+    ParserCounter() option_words;
+
+    state start {
+        pkt.extract(eg_intr_md);
+        md.is_copy = false;
+        md.ecn_enabled = false;
+        md.ecn_kmin = 0;
+        md.ecn_kmax = 0;
+        md.ecn_pmax_mask = 0;
+        md.link_rate_mbps = 0;
+        md.report_every_n = 0;
+        md.report_qdepth_threshold = 0;
+        md.feedback_src_mac = 0;
+        md.feedback_dst_mac = 0;
+        transition select(pkt.lookahead<bit<8>>()) {
+            ICE_MD_BRIDGED: parse_bridged;
+            ICE_MD_MIRROR: parse_mirror;
+            default: reject;
+        }
+    }
+
+    state parse_bridged {
+        pkt.extract(hdr.bridged);
+        transition select(hdr.bridged.to_cpu) {
+            1: parse_packet_in;
+            default: parse_ethernet;
+        }
+    }
+
+    // A punt: ingress built the packet_in header; egress passes the frame on untouched.
+    state parse_packet_in {
+        pkt.extract(hdr.packet_in);
+        transition accept;
+    }
+
+    // The mirror engine puts the mirror header in front of the packet ingress deparsed (bridged
+    // metadata is not part of a mirrored copy).
+    state parse_mirror {
+        pkt.extract(hdr.mirror_md);
+        md.is_copy = true;
+        transition parse_ethernet;
+    }
+
+    state parse_ethernet {
+        pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) {
+            ETHERTYPE_ICE: parse_ice_shim;
+            ETHERTYPE_IPV4: parse_ipv4;
+            ETHERTYPE_ARP: parse_arp;
+            default: accept;
+        }
+    }
+
+    state parse_arp {
+        pkt.extract(hdr.arp);
+        transition accept;
+    }
+
+    state parse_ice_shim {
+        pkt.extract(hdr.ice_shim);
+        transition select(hdr.ice_shim.int_hop_count) {
+            0: parse_ipv4;
+            1: parse_int_1;
+            2: parse_int_2;
+            3: parse_int_3;
+            4: parse_int_4;
+            default: parse_int_5;
+        }
+    }
+
+    state parse_int_5 {
+        pkt.extract(hdr.int_hops.next);
+        transition parse_int_4;
+    }
+
+    state parse_int_4 {
+        pkt.extract(hdr.int_hops.next);
+        transition parse_int_3;
+    }
+
+    state parse_int_3 {
+        pkt.extract(hdr.int_hops.next);
+        transition parse_int_2;
+    }
+
+    state parse_int_2 {
+        pkt.extract(hdr.int_hops.next);
+        transition parse_int_1;
+    }
+
+    state parse_int_1 {
+        pkt.extract(hdr.int_hops.next);
+        transition parse_ipv4;
+    }
+
+    state parse_ipv4 {
+        pkt.extract(hdr.ipv4);
+        transition select(hdr.ipv4.ihl) {
+            5: parse_ipv4_done;
+            default: parse_ipv4_options;
+        }
+    }
+
+    state parse_ipv4_options {
+        option_words.set(hdr.ipv4.ihl, 15, 0, 3, 8w251);
+        transition parse_ipv4_option_word;
+    }
+
+    state parse_ipv4_option_word {
+        pkt.extract(hdr.ipv4_options.next);
+        option_words.decrement(1);
+        transition select(option_words.is_zero()) {
+            true: parse_ipv4_done;
+            false: parse_ipv4_option_word;
+        }
+    }
+
+    state parse_ipv4_done {
+        transition select(hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
+            (0, IP_PROTO_UDP): parse_udp;
+            default: accept;
+        }
+    }
+
+    state parse_udp {
+        pkt.extract(hdr.udp);
+        transition select(hdr.udp.dst_port) {
+            UDP_PORT_ROCEV2: parse_bth;
+            default: accept;
+        }
+    }
+
+    state parse_bth {
+        pkt.extract(hdr.bth);
+        transition accept;
+    }
+}
+
+#endif  // ICE_TNA_PARSER_P4

@@ -1,0 +1,183 @@
+"""Tofino device configs: bf-p4c output folder -> Stratum BfPipelineConfig / PI legacy bytes."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import pytest
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+from icefabric.control.p4rt import PipelineConfig
+from icefabric.control.p4rt.pipeline import PipelineConfigError
+from icefabric.control.p4rt.tofino import (
+    TofinoConfigError,
+    TofinoProfile,
+    TofinoProgram,
+    decode_bf_pipeline_config,
+    decode_legacy,
+    encode_bf_pipeline_config,
+    encode_legacy,
+    load_bf_p4c_output,
+)
+
+
+def _program() -> TofinoProgram:
+    return TofinoProgram(
+        name="ice",
+        bfrt=b'{"t":1}',
+        profiles=(
+            TofinoProfile(name="pipe", context=b"{}", binary=b"\x00\x01", pipe_scope=(0, 1)),
+        ),
+    )
+
+
+def test_bf_pipeline_config_bytes_follow_the_proto_field_by_field() -> None:
+    # Built by hand from bf.proto: key = field number << 3 | 2 (length-delimited), then length.
+    profile = (
+        b"\x0a\x04pipe"  # 1 profile_name
+        + b"\x12\x02{}"  # 2 context
+        + b"\x1a\x02\x00\x01"  # 3 binary
+        + b"\x22\x02\x00\x01"  # 4 pipe_scope, packed varints 0, 1
+    )
+    want = b"\x0a\x03ice" + b"\x12\x07" + b'{"t":1}' + b"\x1a" + bytes([len(profile)]) + profile
+    assert encode_bf_pipeline_config(_program()) == want
+
+
+def test_bf_pipeline_config_parses_with_a_protobuf_built_from_the_proto() -> None:
+    # An independent reader: the message described with protobuf's own descriptors.
+    f = descriptor_pb2.FileDescriptorProto(name="bf_test.proto", package="t", syntax="proto3")
+    msg = f.message_type.add(name="BfPipelineConfig")
+    T = descriptor_pb2.FieldDescriptorProto
+    prof = msg.nested_type.add(name="Profile")
+    for num, name, typ in (
+        (1, "profile_name", T.TYPE_STRING),
+        (2, "context", T.TYPE_BYTES),
+        (3, "binary", T.TYPE_BYTES),
+    ):
+        prof.field.add(name=name, number=num, type=typ, label=T.LABEL_OPTIONAL)
+    prof.field.add(name="pipe_scope", number=4, type=T.TYPE_UINT32, label=T.LABEL_REPEATED)
+    msg.field.add(name="p4_name", number=1, type=T.TYPE_STRING, label=T.LABEL_OPTIONAL)
+    msg.field.add(name="bfruntime_info", number=2, type=T.TYPE_BYTES, label=T.LABEL_OPTIONAL)
+    msg.field.add(
+        name="profiles",
+        number=3,
+        type=T.TYPE_MESSAGE,
+        label=T.LABEL_REPEATED,
+        type_name=".t.BfPipelineConfig.Profile",
+    )
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(f)
+    cls = message_factory.MessageFactory(pool).GetPrototype(
+        pool.FindMessageTypeByName("t.BfPipelineConfig")
+    )
+    m = cls()
+    m.ParseFromString(encode_bf_pipeline_config(_program()))
+    assert m.p4_name == "ice" and m.bfruntime_info == b'{"t":1}'
+    assert [(p.profile_name, p.context, p.binary, list(p.pipe_scope)) for p in m.profiles] == [
+        ("pipe", b"{}", b"\x00\x01", [0, 1])
+    ]
+    # ... and what protobuf writes, the decoder reads.
+    assert decode_bf_pipeline_config(m.SerializeToString()) == _program()
+
+
+def test_legacy_packing_is_three_little_endian_length_prefixed_fields() -> None:
+    data = encode_legacy(_program())
+    assert data == (
+        struct.pack("<I", 3)
+        + b"ice"
+        + struct.pack("<I", 2)
+        + b"\x00\x01"
+        + struct.pack("<I", 2)
+        + b"{}"
+    )
+    assert decode_legacy(data) == ("ice", b"\x00\x01", b"{}")
+    with pytest.raises(TofinoConfigError, match="runs past the end"):
+        decode_legacy(data[:-1])
+    two = TofinoProgram(name="x", bfrt=b"", profiles=(_program().profiles[0],) * 2)
+    with pytest.raises(TofinoConfigError, match="exactly one pipeline"):
+        encode_legacy(two)
+
+
+def _bf_out(tmp: Path, *, conf: bool = True, chip: str = "tofino") -> Path:
+    out = tmp / "ice.tofino"
+    (out / "pipe").mkdir(parents=True)
+    (out / "bf-rt.json").write_bytes(b'{"tables":[]}')
+    (out / "pipe" / "context.json").write_bytes(b'{"ctx":1}')
+    (out / "pipe" / f"{chip}.bin").write_bytes(b"BIN")
+    if conf:
+        # As bf-p4c writes it: paths as installed under the SDE, not as in this folder.
+        doc = {
+            "chip_list": [{"chip_family": chip, "instance": 0}],
+            "p4_devices": [
+                {
+                    "device-id": 0,
+                    "p4_programs": [
+                        {
+                            "program-name": "ice",
+                            "bfrt-config": "share/tofinopd/ice/bf-rt.json",
+                            "p4_pipelines": [
+                                {
+                                    "p4_pipeline_name": "pipe",
+                                    "context": "share/tofinopd/ice/pipe/context.json",
+                                    "config": f"share/tofinopd/ice/pipe/{chip}.bin",
+                                    "pipe_scope": [0, 1, 2, 3],
+                                }
+                            ],
+                        }
+                    ],
+                }
+            ],
+        }
+        (out / "ice.conf").write_text(json.dumps(doc))
+    return out
+
+
+def test_output_folder_with_conf_resolves_sde_paths_inside_the_folder(tmp_path: Path) -> None:
+    prog = load_bf_p4c_output(_bf_out(tmp_path))
+    assert prog.name == "ice" and prog.bfrt == b'{"tables":[]}'
+    (p,) = prog.profiles
+    assert (p.name, p.context, p.binary, p.pipe_scope) == (
+        "pipe",
+        b'{"ctx":1}',
+        b"BIN",
+        (0, 1, 2, 3),
+    )
+
+
+def test_output_folder_without_conf_uses_the_layout_tofino2_too(tmp_path: Path) -> None:
+    prog = load_bf_p4c_output(_bf_out(tmp_path, conf=False, chip="tofino2"), program="ice")
+    assert prog.name == "ice" and prog.profiles[0].binary == b"BIN"
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda out: (out / "pipe" / "context.json").unlink(), "context.json"),
+        (lambda out: (out / "ice.conf").write_text("{not json"), "not JSON"),
+        (lambda out: (out / "ice.conf").write_text('{"p4_devices": 3}'), "p4_devices"),
+    ],
+)
+def test_damaged_output_folders_are_named_errors(tmp_path: Path, damage, message: str) -> None:  # type: ignore[no-untyped-def]
+    out = _bf_out(tmp_path)
+    damage(out)
+    with pytest.raises(TofinoConfigError, match=message):
+        load_bf_p4c_output(out)
+    with pytest.raises(TofinoConfigError, match="not a folder"):
+        load_bf_p4c_output(tmp_path / "nothing")
+
+
+def test_pipeline_config_for_tofino_packs_the_folder_with_its_p4info(tmp_path: Path) -> None:
+    out = _bf_out(tmp_path)
+    (out / "p4info.txt").write_text('pkg_info { arch: "tna" }\n')
+    cfg = PipelineConfig.for_tofino(out)
+    assert cfg.kind == "tofino" and cfg.p4info.pkg_info.arch == "tna"
+    assert decode_bf_pipeline_config(cfg.device_config).profiles[0].binary == b"BIN"
+    legacy = PipelineConfig.from_target("tofino", tofino_out=out, tofino_format="legacy")
+    assert decode_legacy(legacy.device_config) == ("ice", b"BIN", b'{"ctx":1}')
+    (out / "p4info.txt").unlink()
+    with pytest.raises(PipelineConfigError, match="no P4Info"):
+        PipelineConfig.for_tofino(out)
+    with pytest.raises(PipelineConfigError, match="unknown Tofino config format"):
+        PipelineConfig.for_tofino(out, tmp_path / "x", fmt="zip")
