@@ -8,6 +8,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,8 @@ from icefabric.control.fabric import (
     MODES,
     TOFINO_CLONE_PACKET_LENGTH,
     TOFINO_DEFAULT_CPU_PORT,
+    TOFINO_ECN_KMAX_CELLS,
+    TOFINO_ECN_KMIN_CELLS,
     FabricError,
     FabricOptions,
 )
@@ -160,12 +163,14 @@ def run_daemon(args: argparse.Namespace) -> int:
     if cpu_port is not None and not 0 <= cpu_port <= 511:
         print(f"icectl: run: --cpu-port must be 0..511, got {cpu_port}", file=sys.stderr)
         return 2
-    tofino = args.target == "tofino"
-    options = FabricOptions(
-        mode=args.mode,
-        cpu_port=CPU_PORT if cpu_port is None else cpu_port,
-        clone_packet_length=TOFINO_CLONE_PACKET_LENGTH if tofino else 0,
-    )
+    options = FabricOptions(mode=args.mode, cpu_port=CPU_PORT if cpu_port is None else cpu_port)
+    if args.target == "tofino":
+        options = replace(
+            options,
+            clone_packet_length=TOFINO_CLONE_PACKET_LENGTH,
+            ecn_kmin=TOFINO_ECN_KMIN_CELLS,
+            ecn_kmax=TOFINO_ECN_KMAX_CELLS,
+        )
     if args.probe_interval < 0 or args.probe_misses < 1:
         print(
             "icectl: run: --probe-interval must be >= 0 ms and --probe-misses >= 1 "

@@ -51,6 +51,11 @@ class FabricError(ValueError):
 # 144 + IPv4 with options 60 + UDP 8 + BTH 12 = 262 bytes, rounded up; TNA has no truncate().
 TOFINO_DEFAULT_CPU_PORT = 64
 TOFINO_CLONE_PACKET_LENGTH = 272
+# Tofino queue depths are in cells (80 bytes on Tofino 1), not packets, and its ECN ramp uses
+# Kmax - Kmin as a mask (p4src/tna/include/control/ecn.p4): 65 cells ~ 5 packets of 1 KB (the
+# v1model Kmin), 65 + 255 cells ~ 25 packets.
+TOFINO_ECN_KMIN_CELLS = 65
+TOFINO_ECN_KMAX_CELLS = 65 + 255
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)
