@@ -142,7 +142,9 @@ def test_pipeline_errors_name_what_is_missing(tmp_path: Path) -> None:
         PipelineConfig.for_bmv2(js, tmp_path / "missing.txtpb")
     with pytest.raises(PipelineConfigError, match="no such P4 program"):
         PipelineConfig.for_embedded(tmp_path / "absent.p4")
-    with pytest.raises(PipelineConfigError, match="unknown target kind 'tofino'"):
+    with pytest.raises(PipelineConfigError, match="unknown target kind 'psa'"):
+        PipelineConfig.from_target("psa")
+    with pytest.raises(PipelineConfigError, match="'tofino' needs tofino_out"):
         PipelineConfig.from_target("tofino")
     with pytest.raises(PipelineConfigError, match="'embedded' needs p4_main"):
         PipelineConfig.from_target("embedded")
