@@ -1,10 +1,10 @@
-"""Who is on the other end of an agent connection: peer credentials of a Unix-domain socket
-(SO_PEERCRED: the same user or root) and the shared token of a TCP connection."""
+"""Who is on the other end of an agent connection: the shared token of a TCP connection (the
+Unix-domain peer check, SO_PEERCRED same user or root, is :func:`icefabric.control.paths.check_peer`,
+shared with the API socket)."""
 
 from __future__ import annotations
 
 import hmac
-import os
 import secrets
 import socket
 import stat
@@ -14,29 +14,10 @@ from pathlib import Path
 _UCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 
 
-class PeerRefused(Exception):
-    """The peer is not who may talk on this channel (one-line reason)."""
-
-
-def peer_uid(sock: socket.socket) -> int:
-    """The uid of the process at the other end of a connected Unix-domain socket."""
-    raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size)
-    _pid, uid, _gid = _UCRED.unpack(raw)
-    return int(uid)
-
-
 def peer_pid(sock: socket.socket) -> int:
     """The pid of the process at the other end of a connected Unix-domain socket."""
     raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size)
     return int(_UCRED.unpack(raw)[0])
-
-
-def check_peer(sock: socket.socket, *, what: str) -> None:
-    """Refuse a Unix-domain peer that is neither this user nor root (PeerRefused)."""
-    uid = peer_uid(sock)
-    me = os.geteuid()
-    if uid not in (me, 0):
-        raise PeerRefused(f"{what}: peer runs as uid {uid}, expected uid {me} or root")
 
 
 def token_matches(expected: str | None, given: str | None) -> bool:

@@ -23,7 +23,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from icefabric.control.agents.auth import PeerRefused, check_peer
 from icefabric.control.agents.protocol import (
     MAX_FLOWS_PER_FRAME,
     AgentAddress,
@@ -42,6 +41,7 @@ from icefabric.control.agents.protocol import (
     encode,
     parse_address,
 )
+from icefabric.control.paths import PeerRejected, check_peer
 
 log = logging.getLogger(__name__)
 
@@ -178,7 +178,7 @@ class AgentClient:
         while not self._stop.is_set():
             try:
                 sock, reader = self._handshake()
-            except (OSError, ProtocolError, PeerRefused) as exc:
+            except (OSError, ProtocolError, PeerRejected) as exc:
                 self.stats.connect_failures += 1
                 level = logging.WARNING if attempt in (0, 5) else logging.DEBUG
                 log.log(level, "agent %s: cannot connect to %s: %s", self.host, self.address, exc)
@@ -209,7 +209,7 @@ class AgentClient:
             sock.settimeout(self._connect_timeout)
             try:
                 sock.connect(str(addr.path))
-                check_peer(sock, what=f"controller at {addr.path}")
+                check_peer(sock, f"controller at {addr.path}")
             except BaseException:
                 sock.close()
                 raise

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from icefabric.control.agents.auth import PeerRefused, check_peer, peer_pid, token_matches
+from icefabric.control.agents.auth import peer_pid, token_matches
 from icefabric.control.agents.protocol import (
     MAX_FLOWS_PER_FRAME,
     AgentAddress,
@@ -42,6 +42,7 @@ from icefabric.control.agents.protocol import (
     encode,
     parse_address,
 )
+from icefabric.control.paths import PeerRejected, check_peer
 
 log = logging.getLogger(__name__)
 
@@ -364,9 +365,9 @@ class AgentServer:
             return
         if is_unix:
             try:
-                check_peer(sock, what="agent socket")
+                check_peer(sock, "agent socket")
                 peer = f"unix pid {peer_pid(sock)}"
-            except (PeerRefused, OSError) as exc:
+            except (PeerRejected, OSError) as exc:
                 self.stats.refused += 1
                 log.warning("agent channel: %s", exc)
                 sock.close()

@@ -274,3 +274,30 @@ def test_refuses_to_replace_a_live_socket_or_a_file(tmp_path: Path) -> None:
     path.write_text("not a socket")
     with pytest.raises(AgentServerError, match="not a socket"):
         AgentServer(path).start()
+
+
+def test_another_users_processes_are_refused_both_ways(
+    server: AgentServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from icefabric.control import paths
+
+    monkeypatch.setattr(paths, "peer_uid", lambda sock: 4242)
+    monkeypatch.setattr(paths.os, "geteuid", lambda: 1000)
+    c = _client(server.unix_path, "h1")
+    try:
+        # the client refuses the "controller" (another uid) before sending a hello
+        assert _until(lambda: c.stats.connect_failures >= 2)
+        assert server.hosts() == [] and not c.connected
+    finally:
+        c.close()
+    assert server.unix_path is not None
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(str(server.unix_path))
+    s.settimeout(5)
+    with s:
+        try:
+            s.sendall(encode(Hello(host="h1")))
+            assert s.recv(10) == b""  # the server closes a peer of another uid at once
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # closed before the hello arrived
+    assert server.stats.refused >= 1 and server.hosts() == []
