@@ -151,6 +151,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_json(lsj)
     _add_socket(lsj)
     lsj.set_defaults(func=cmd_jobs_ls)
+    from icefabric.control.cli_agents import add_agent_parsers
+
+    add_agent_parsers(sub, jsub, _add_json, _add_socket)
 
     paths = sub.add_parser("paths", help="planned path of every flow (or one FLOW)")
     paths.add_argument("flow", metavar="FLOW", nargs="?", help="flow id (job/phase/cN/rA->rB)")

@@ -358,4 +358,7 @@ def add_run_parser(sub: Any) -> None:
         "again after N intervals with probes both ways (default 3)",
     )
     p.add_argument("--socket", default=argparse.SUPPRESS, help="serve the API on this socket")
+    from icefabric.control.agents.options import add_agent_options
+
+    add_agent_options(p)
     p.set_defaults(func=_cmd_run)

@@ -27,8 +27,10 @@ from typing import Any
 
 from icefabric.control import fabric
 from icefabric.control import ice_names as n
+from icefabric.control.agents.hub import AgentHub
 from icefabric.control.ccl.demand import Flow, demand_from_job
 from icefabric.control.ccl.job import JobSpec, check_hosts, parse_job
+from icefabric.control.congestion.allocator import DEFAULT_TARGET, RateAllocator
 from icefabric.control.fabric import FabricOptions, TagMap, entity_key
 from icefabric.control.install import (
     ChangeReport,
@@ -87,6 +89,7 @@ class Controller(ControllerViews, LinkFailures):
         switch_dead_s: float | None = None,
         probe_interval_s: float = DEFAULT_INTERVAL_S,
         probe_misses: int = DEFAULT_MISSES,
+        rate_target: float = DEFAULT_TARGET,
     ) -> None:
         self.spec = spec
         self.topo = Topology(spec)
@@ -103,6 +106,8 @@ class Controller(ControllerViews, LinkFailures):
             s.name: {} for s in spec.switches
         }
         self.reports = ReportLog(report_buffer, flow_of=self._flow_of_key)
+        self.rates = RateAllocator(self.topo, target=rate_target)  # max-min fair caps
+        self.agents = AgentHub(self)  # host agents: real flow keys, caps (icectl run listens)
         self.state_file = Path(state_file) if state_file else None
         self.state_errors: list[str] = []  # what the last state-file load could not read
         self._state_written = b""  # bytes last written, so an unchanged state is not rewritten
@@ -154,8 +159,7 @@ class Controller(ControllerViews, LinkFailures):
             conn.on("packet", functools.partial(self._on_packet, name))
             conn.on("connection", functools.partial(self._on_connection, name))
             conn.on("arbitration", functools.partial(self._on_arbitration, name))
-        self._worker = threading.Thread(target=self._work, name="icectl-worker", daemon=True)
-        self._worker.start()
+        self.start_worker()
         self.pool.connect_all(self.connect_timeout)
         primaries = self.pool.primaries()
         if len(primaries) == len(self.pool):
@@ -173,9 +177,16 @@ class Controller(ControllerViews, LinkFailures):
                 ", ".join(others),
             )
 
+    def start_worker(self) -> None:
+        """Start the thread that runs queued events (switch, link and agent events)."""
+        if self._worker is None:
+            self._worker = threading.Thread(target=self._work, name="icectl-worker", daemon=True)
+            self._worker.start()
+
     def stop(self) -> None:
         """Close every connection and stop the worker."""
         self._stopping = True
+        self.agents.stop()
         if self.linkmon is not None:
             self.linkmon.stop()
         self._events.put(None)
@@ -201,6 +212,7 @@ class Controller(ControllerViews, LinkFailures):
             self._applied_base = self._base_key()
             self.active = True
             self._start_link_monitor()
+            self.agents.reallocate("takeover")
             writes = sum(s.writes for s in summaries.values())
             log.info(
                 "active on %d switches: %d writes to reach the desired state in %.1f ms",
@@ -238,7 +250,12 @@ class Controller(ControllerViews, LinkFailures):
 
     def _flow_entries(self, plan: Plan | None = None) -> dict[str, list[Entity]]:
         p = plan if plan is not None else self.planner.plan()
-        return plan_entries(self.topo, p, self.flows, self.tags)
+        return plan_entries(self.topo, p, self.flows, self.tags, self.agents.flows.install_keys())
+
+    def apply_flow_entries(self) -> int:
+        """Write the flow_path difference only (real keys reported, plan unchanged)."""
+        with self.lock:
+            return self._apply(self._flow_entries(), tables={n.TABLE_FLOW_PATH})
 
     def _apply(
         self, desired: Mapping[str, Iterable[Entity]], *, tables: set[str] | None = None
@@ -296,6 +313,10 @@ class Controller(ControllerViews, LinkFailures):
             max_load=plan.max_load_s,
         )
         self.history.append(rep)
+        try:
+            self.agents.reallocate(what)
+        except Exception:  # the new paths are installed; caps follow on the next change
+            log.exception("%s: rate allocation failed", what)
         log.info(
             "%s: %d flow(s) moved, %d entries; plan %.1f ms, install %.1f ms, base %.1f ms",
             what,
@@ -334,6 +355,7 @@ class Controller(ControllerViews, LinkFailures):
             self.planner.add(demand)
             plan_s = time.perf_counter() - t0
             self._register(job, demand.flows)
+            self.agents.job_added(job.name, job.phases[0].name)
             rep = self._install_change(f"job {job.name} added", plan_s)
             self._save_state()
             return {
@@ -356,8 +378,10 @@ class Controller(ControllerViews, LinkFailures):
             self.planner.remove_job(name)
             plan_s = time.perf_counter() - t0
             del self.jobs[name]
-            for fid in [f for f, fl in self.flows.items() if fl.job == name]:
+            gone = [f for f, fl in self.flows.items() if fl.job == name]
+            for fid in gone:
                 del self.flows[fid]
+            self.agents.job_removed(name, gone)
             self._keys = {k: v for k, v in self._keys.items() if v in self.flows}
             rep = self._install_change(f"job {name} removed", plan_s)
             self._save_state()
@@ -538,7 +562,11 @@ class Controller(ControllerViews, LinkFailures):
             )
 
     def _flow_of_key(self, src: str, dst: str, sport: int, qp: int) -> str | None:
-        return self._keys.get((src, dst, sport, qp))
+        return self.agents.flow_of(src, dst, sport, qp) or self._keys.get((src, dst, sport, qp))
+
+    def post(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on the controller's worker thread (events from other threads)."""
+        self._events.put(fn)
 
     def _work(self) -> None:
         while True:
@@ -573,6 +601,7 @@ class Controller(ControllerViews, LinkFailures):
                 failed_links=failed,
                 failed_switches=self.failed_switches,
                 probe_down_links=self._probe_down,
+                flow_keys=self.agents.flows.to_state(),
             )
             if data == self._state_written and self.state_file.exists():
                 return
@@ -609,6 +638,10 @@ class Controller(ControllerViews, LinkFailures):
                 state.errors.append(f"{self.state_file}: job {job.name!r}: {exc}")
                 continue
             self._register(job, demand.flows)
+            self.agents.job_added(job.name, job.phases[0].name)
+        for fid, key in state.flow_keys.items():  # real keys agents reported to the old primary
+            if fid in self.flows:
+                self.agents.flows.set_key(fid, key)
         self.state_errors = state.errors
         for e in state.errors:
             log.error("state file: %s", e)

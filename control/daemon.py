@@ -12,6 +12,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from icefabric.control.agents.options import (
+    AgentOptionError,
+    check_agent_options,
+    start_agent_channel,
+)
+from icefabric.control.agents.server import AgentServerError
 from icefabric.control.api import ApiServer, ApiUnavailable, Handler, RequestError
 from icefabric.control.controller import Controller, JobRejected
 from icefabric.control.fabric import (
@@ -111,6 +117,18 @@ def api_handlers(ctl: Controller) -> dict[str, Handler]:
 
         return wrapped
 
+    def agents(_args: dict[str, Any]) -> Any:
+        return ctl.agents.view_agents()
+
+    def caps(args: dict[str, Any]) -> Any:
+        return ctl.agents.view_caps(_str_arg(args, "host", required=False))
+
+    def jobs_phase(args: dict[str, Any]) -> Any:
+        try:
+            return ctl.agents.set_phase(str(_str_arg(args, "job")), str(_str_arg(args, "phase")))
+        except KeyError as exc:
+            raise RequestError(str(exc.args[0])) from exc
+
     ops: dict[str, Callable[[dict[str, Any]], Any]] = {
         "status": lambda _a: ctl.status(),
         "links": lambda _a: ctl.links(),
@@ -118,6 +136,9 @@ def api_handlers(ctl: Controller) -> dict[str, Handler]:
         "jobs.add": primary_only(jobs_add),
         "jobs.rm": primary_only(jobs_rm),
         "jobs.ls": lambda _a: ctl.list_jobs(),
+        "jobs.phase": primary_only(jobs_phase),
+        "agents": agents,
+        "caps": caps,
         "paths": paths,
         "stats": stats,
         "int": telemetry,
@@ -178,6 +199,11 @@ def run_daemon(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    try:
+        check_agent_options(args)
+    except AgentOptionError as exc:
+        print(f"icectl: run: {exc}", file=sys.stderr)
+        return 2
     jobs = [load_job(p) for p in args.job]
     state_file = Path(args.state) if args.state else default_state_file(spec.name)
     try:
@@ -198,6 +224,7 @@ def run_daemon(args: argparse.Namespace) -> int:
         switch_dead_s=args.switch_dead,
         probe_interval_s=args.probe_interval / 1e3,
         probe_misses=args.probe_misses,
+        rate_target=args.rate_target,
     )
     server = ApiServer(args.socket, api_handlers(ctl))
     stop = threading.Event()
@@ -215,6 +242,11 @@ def run_daemon(args: argparse.Namespace) -> int:
         return 1
     try:
         ctl.start()
+        try:
+            start_agent_channel(ctl, args, args.socket)
+        except (AgentOptionError, AgentServerError) as exc:
+            print(f"icectl: run: agent channel: {exc}", file=sys.stderr)
+            return 2 if isinstance(exc, AgentOptionError) else 1
         for job in jobs:
             ctl.add_job(job)
         role = "primary" if ctl.active else "backup"

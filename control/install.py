@@ -48,8 +48,13 @@ def flow_qp(flow: Flow) -> int:
     return flow.entropy_qp()
 
 
-def flow_key(topo: Topology, flow: Flow) -> FlowKey:
-    """The match key of ``flow`` (addresses from the topology's hosts)."""
+def flow_key(topo: Topology, flow: Flow, keys: Mapping[str, FlowKey] | None = None) -> FlowKey:
+    """The match key of ``flow``: the real key its agent reported (``keys``, by flow id), else
+    addresses from the topology's hosts with the job's or stand-in port and QP."""
+    if keys is not None:
+        real = keys.get(flow.flow_id)
+        if real is not None:
+            return real
     src = topo.spec.host(flow.src_host).address
     dst = topo.spec.host(flow.dst_host).address
     return FlowKey(src_ip=src, dst_ip=dst, udp_sport=flow.entropy_sport(), dst_qp=flow_qp(flow))
@@ -77,9 +82,14 @@ def _tag_of(pf: PlannedFlow, tags: TagMap) -> int | None:
 
 
 def plan_entries(
-    topo: Topology, plan: Plan, flows: Mapping[str, Flow], tags: TagMap
+    topo: Topology,
+    plan: Plan,
+    flows: Mapping[str, Flow],
+    tags: TagMap,
+    keys: Mapping[str, FlowKey] | None = None,
 ) -> dict[str, list[Entity]]:
-    """Per first-hop leaf, the flow_path entries of every routed inter-leaf flow of ``plan``.
+    """Per first-hop leaf, the flow_path entries of every routed inter-leaf flow of ``plan``
+    (matching the real key an agent reported for it, when ``keys`` has one).
 
     Flows on one leaf need no entry (they are routed by IPv4) and unrouted flows get none (they
     fall back to flowlets/ECMP). Two flows with the same key (a stand-in collision) share the
@@ -94,7 +104,7 @@ def plan_entries(
         flow = flows.get(pf.flow_id)
         if flow is None:
             raise KeyError(f"plan names flow {pf.flow_id!r} that the controller does not know")
-        key = flow_key(topo, flow)
+        key = flow_key(topo, flow, keys)
         first = seen.get((pf.src_leaf, key))
         if first is not None:
             log.warning(
@@ -112,7 +122,11 @@ def plan_entries(
 
 
 def explain(
-    topo: Topology, plan: Plan, flows: Mapping[str, Flow], tags: TagMap
+    topo: Topology,
+    plan: Plan,
+    flows: Mapping[str, Flow],
+    tags: TagMap,
+    keys: Mapping[str, FlowKey] | None = None,
 ) -> list[dict[str, Any]]:
     """Per planned flow: first hop, tag, switch path, match key and bytes (plain data)."""
     rows = []
@@ -130,10 +144,20 @@ def explain(
                 "path_index": pf.path_index,
                 "path": list(pf.nodes),
                 "bytes": pf.bytes,
-                "key": flow_key(topo, flow).to_dict() if flow is not None else None,
+                "key": flow_key(topo, flow, keys).to_dict() if flow is not None else None,
+                "key_source": _key_source(flow, keys),
             }
         )
     return rows
+
+
+def _key_source(flow: Flow | None, keys: Mapping[str, FlowKey] | None) -> str | None:
+    """Where a flow's match key comes from: its agent, the job file, or stand-ins."""
+    if flow is None:
+        return None
+    if keys is not None and flow.flow_id in keys:
+        return "agent"
+    return "job" if flow.udp_sport is not None and flow.qp is not None else "stand-in"
 
 
 def diff_updates(old: Iterable[Entity], new: Iterable[Entity]) -> list[Update]:

@@ -1,4 +1,5 @@
-"""The state file a primary and its backup share: running jobs and failed links, written
+"""The state file a primary and its backup share: running jobs, failed links and the real flow
+keys agents reported, written
 atomically (a fresh 0600 temp file renamed into place, see ``paths.write_private``), so a standby
 that takes over plans exactly what the primary planned.
 
@@ -12,11 +13,12 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from icefabric.control.agents.protocol import FlowKey, ProtocolError
 from icefabric.control.ccl.job import JobSpec, parse_job
 from icefabric.control.paths import read_private, write_private
 from icefabric.topo.spec import SpecError
@@ -34,6 +36,7 @@ class SharedState:
     failed_links: list[int] = field(default_factory=list)  # directed link ids
     failed_switches: list[str] = field(default_factory=list)
     probe_down_links: list[int] = field(default_factory=list)  # taken down by link probes
+    flow_keys: dict[str, FlowKey] = field(default_factory=dict)  # real keys agents reported
     errors: list[str] = field(default_factory=list)  # what could not be read, one line each
 
 
@@ -44,15 +47,18 @@ def encode_state(
     failed_links: Iterable[int] = (),
     failed_switches: Iterable[str] = (),
     probe_down_links: Iterable[int] = (),
+    flow_keys: Mapping[str, Mapping[str, object]] | None = None,
 ) -> bytes:
     """The state file's bytes (deterministic: the same state gives the same bytes)."""
-    data = {
+    data: dict[str, Any] = {
         "topology": topology,
         "jobs": [j.to_dict() for j in jobs],
         "failed_links": sorted(int(x) for x in failed_links),
         "failed_switches": sorted(failed_switches),
         "probe_down_links": sorted(int(x) for x in probe_down_links),
     }
+    if flow_keys:
+        data["flow_keys"] = {k: dict(v) for k, v in sorted(flow_keys.items())}
     return json.dumps(data, separators=(",", ":")).encode("utf-8")
 
 
@@ -109,6 +115,15 @@ def load_state(path: Path, topology: str) -> SharedState:
             state.errors.append(str(exc).splitlines()[0])
     state.failed_links = _ints(data, "failed_links", path, state.errors)
     state.probe_down_links = _ints(data, "probe_down_links", path, state.errors)
+    keys = data.get("flow_keys", {})
+    if isinstance(keys, dict):
+        for fid, kd in keys.items():
+            try:
+                state.flow_keys[str(fid)] = FlowKey.from_dict(kd, where=f"flow_keys[{fid!r}]")
+            except ProtocolError as exc:
+                state.errors.append(f"{path}: {exc}")
+    else:
+        state.errors.append(f"{path}: flow_keys: expected an object of flow id -> key")
     sw = data.get("failed_switches", [])
     if isinstance(sw, list) and all(isinstance(x, str) for x in sw):
         state.failed_switches = list(sw)

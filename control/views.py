@@ -10,6 +10,7 @@ from icefabric.control.stats import read_stats
 from icefabric.control.topology import TopologyError
 
 if TYPE_CHECKING:
+    from icefabric.control.agents.hub import AgentHub
     from icefabric.control.ccl.demand import Flow
     from icefabric.control.ccl.job import JobSpec
     from icefabric.control.fabric import FabricOptions, TagMap
@@ -36,6 +37,7 @@ class ControllerViews:
     election_id: int
     active: bool
     lock: threading.RLock
+    agents: AgentHub
     state_errors: list[str]
 
     if TYPE_CHECKING:  # provided by LinkFailures
@@ -63,7 +65,8 @@ class ControllerViews:
     def paths(self, flow: str | None = None, job: str | None = None) -> list[dict[str, Any]]:
         """Per planned flow: first hop, tag, switch path, match key (optionally one flow/job)."""
         with self.lock:
-            rows = explain(self.topo, self.planner.plan(), self.flows, self.tags)
+            keys = self.agents.flows.install_keys()
+            rows = explain(self.topo, self.planner.plan(), self.flows, self.tags, keys)
         if flow is not None:
             rows = [r for r in rows if r["flow"] == flow]
         if job is not None:

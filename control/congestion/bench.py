@@ -61,11 +61,11 @@ def run(seed: int = 1, repeat: int = 3) -> WaterfillResult:
     plan = planner.add(demand)
     plan_s = time.perf_counter() - t0
     paths = {pf.flow_id: pf.links for pf in plan.flows}
-    capacity = {i: float(c) for i, c in enumerate(topo.capacity.tolist())}
+    cap = np.asarray(topo.capacity, dtype=np.float64) * 8.0  # bytes/s -> bit/s
+    capacity = {i: float(c) for i, c in enumerate(cap.tolist())}
     lengths = np.array([len(p) for p in paths.values()], dtype=np.int64)
     fe = np.repeat(np.arange(len(paths), dtype=np.int64), lengths)
     le = np.fromiter((lk for p in paths.values() for lk in p), dtype=np.int64, count=len(fe))
-    cap = np.asarray(topo.capacity, dtype=np.float64)
     fill_s = rates_s = float("inf")
     rates: dict[str, float] = {}
     for _ in range(repeat):

@@ -1,0 +1,302 @@
+"""The controller's side of the host agents, as one object the :class:`Controller` owns.
+
+* the channel (:class:`AgentServer`), started by ``icectl run``;
+* what the agents report (:class:`AgentFlows`): real flow keys are installed as ``flow_path``
+  entries in place of the stand-ins (insert the real key, then delete the stand-in), and kept
+  in the state file so a restarted controller or a backup installs them from the start;
+* the active flows of every job (the job's current phase plus what agents report pending or
+  active, less the flows of hosts whose agent was lost), their max-min fair rates
+  (the controller's :class:`RateAllocator`) and the caps pushed to each connected host,
+  recomputed on job and phase changes, replans, agents joining, reporting and leaving, and
+  links telemetry shows above target.
+
+Events from the channel's thread are queued on the controller's worker; everything here runs
+under the controller's lock.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from icefabric.control.agents.protocol import AgentAddress, FlowKey
+from icefabric.control.agents.registry import AgentFlows, agent_key
+from icefabric.control.agents.server import AgentServer, EventKind
+from icefabric.control.install import flow_key
+
+if TYPE_CHECKING:
+    from icefabric.control.controller import Controller
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class KeyInstall:
+    """Real keys written to the switches after agents reported them."""
+
+    why: str
+    flows: int
+    entries: int
+    ms: float
+    at: float  # wall clock
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for JSON."""
+        return {
+            "why": self.why,
+            "flows": self.flows,
+            "entries": self.entries,
+            "ms": round(self.ms, 3),
+            "at": self.at,
+        }
+
+
+class AgentHub:
+    """Agents, real keys, active flows and caps of one controller."""
+
+    def __init__(self, ctl: Controller) -> None:
+        self.ctl = ctl
+        self.flows = AgentFlows()
+        self.server: AgentServer | None = None
+        self.phases: dict[str, str] = {}  # job -> the phase it runs now
+        self.pushed: dict[str, dict[FlowKey, float]] = {}  # host -> caps last pushed
+        self.key_installs: deque[KeyInstall] = deque(maxlen=100)
+
+    # -- channel ---------------------------------------------------------------------------
+
+    def listen(
+        self,
+        unix_path: str | Path | None,
+        *,
+        tcp: str | AgentAddress | None = None,
+        token: str | None = None,
+        heartbeat_s: float = 1.0,
+    ) -> AgentServer:
+        """Start accepting agents (AgentServerError when the channel cannot listen)."""
+        hosts = {h.name for h in self.ctl.spec.hosts}
+        server = AgentServer(
+            unix_path,
+            tcp=tcp,
+            token=token,
+            heartbeat_s=heartbeat_s,
+            on_event=self._on_event,
+            accepting=lambda: self.ctl.active,
+            known_host=hosts.__contains__,
+            name="backup" if self.ctl.backup else "primary",
+        )
+        server.start()
+        self.server = server
+        return server
+
+    def stop(self) -> None:
+        """Close the channel."""
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+
+    def _on_event(self, host: str, kind: EventKind) -> None:
+        self.ctl.post(functools.partial(self.sync, host, kind))
+
+    def sync(self, host: str, kind: EventKind) -> None:
+        """Take a host's event: join / flows (re-read its table) / lost."""
+        ctl = self.ctl
+        with ctl.lock:
+            if kind == "lost":
+                self.flows.lose(host)
+                self.pushed.pop(host, None)
+                changed: list[str] = []
+            else:
+                if kind == "joined":
+                    self.pushed.pop(host, None)  # a new session has no caps yet
+                reports = self.server.flows(host).get(host, []) if self.server else []
+                changed = self.flows.update(host, reports, ctl.flows, self._address)
+            if changed:
+                self.install_keys(f"agent {host}: {len(changed)} real key(s)", len(changed))
+                ctl._save_state()  # a backup or a restart installs the real keys at once
+            self.reallocate(f"agent {host} {kind}")
+
+    # -- real keys -------------------------------------------------------------------------
+
+    def _address(self, host: str) -> str:
+        return self.ctl.spec.host(host).address
+
+    def refresh(self) -> list[str]:
+        """Re-check every connected host's reports (after a job was added): changed flow ids."""
+        changed: list[str] = []
+        if self.server is None:
+            return changed
+        for host, reports in self.server.flows().items():
+            changed += self.flows.update(host, reports, self.ctl.flows, self._address)
+        return changed
+
+    def install_keys(self, why: str, flows: int) -> int:
+        """Write the flow_path difference now that real keys changed; entries written."""
+        t0 = time.perf_counter()
+        written = self.ctl.apply_flow_entries()
+        ms = (time.perf_counter() - t0) * 1e3
+        self.key_installs.append(
+            KeyInstall(why=why, flows=flows, entries=written, ms=ms, at=time.time())
+        )
+        log.info("%s: %d entries written in %.1f ms", why, written, ms)
+        return written
+
+    def flow_of(self, src: str, dst: str, sport: int, qp: int) -> str | None:
+        """The flow whose real key this is (telemetry names its reports with it)."""
+        from icefabric.control.install import FlowKey as MatchKey
+
+        return self.flows.flow_of(MatchKey(src_ip=src, dst_ip=dst, udp_sport=sport, dst_qp=qp))
+
+    # -- jobs and phases -------------------------------------------------------------------
+
+    def job_added(self, job: str, first_phase: str) -> None:
+        """A job starts in its first phase; reports that named its flows now count."""
+        self.phases.setdefault(job, first_phase)
+        self.refresh()
+
+    def job_removed(self, job: str, flow_ids: list[str]) -> None:
+        """A job's flows are gone."""
+        self.phases.pop(job, None)
+        self.flows.forget(flow_ids)
+
+    def set_phase(self, job: str, phase: str) -> dict[str, Any]:
+        """Make ``phase`` the running phase of ``job``; push the new caps (before it starts)."""
+        spec = self.ctl.jobs.get(job)
+        if spec is None:
+            raise KeyError(
+                f"no job {job!r} (running: {', '.join(sorted(self.ctl.jobs)) or 'none'})"
+            )
+        names = [p.name for p in spec.phases]
+        if phase not in names:
+            raise KeyError(f"job {job}: no phase {phase!r} (phases: {', '.join(names)})")
+        with self.ctl.lock:
+            self.phases[job] = phase
+            pushed = self.reallocate(f"job {job} phase {phase}")
+            alloc = self.ctl.rates.history[-1]
+        return {"job": job, "phase": phase, "hosts_pushed": pushed, **alloc.to_dict()}
+
+    # -- rates and caps --------------------------------------------------------------------
+
+    def active_flows(self) -> set[str]:
+        """Flows that share the fabric now (see the module docstring)."""
+        ctl = self.ctl
+        by_phase = {fid for fid, f in ctl.flows.items() if self.phases.get(f.job) == f.phase}
+        reported = self.flows.reporting()
+        return {
+            fid
+            for fid in by_phase | reported
+            if fid in ctl.flows and ctl.flows[fid].src_host not in self.flows.lost
+        }
+
+    def reallocate(self, reason: str, background: Mapping[int, float] | None = None) -> int:
+        """Recompute the rates and push changed cap sets; the number of hosts pushed to."""
+        ctl = self.ctl
+        with ctl.lock:
+            if not ctl.active:
+                return 0
+            rates = ctl.rates.compute(
+                ctl.planner.plan(), self.active_flows(), reason=reason, background=background
+            )
+            return self.push(self.caps_by_host(rates))
+
+    def caps_by_host(self, rates: Mapping[str, float]) -> dict[str, dict[FlowKey, float]]:
+        """The caps of every sending host, keyed as its agent sees its flows."""
+        keys = self.flows.install_keys()
+        out: dict[str, dict[FlowKey, float]] = {}
+        for fid, bps in rates.items():
+            f = self.ctl.flows.get(fid)
+            if f is None:
+                continue
+            out.setdefault(f.src_host, {})[agent_key(flow_key(self.ctl.topo, f, keys))] = bps
+        return out
+
+    def push(self, caps: Mapping[str, dict[FlowKey, float]]) -> int:
+        """Send each connected host its cap set when it changed; the number of hosts sent to."""
+        if self.server is None:
+            return 0
+        sent = 0
+        for host in self.server.hosts():
+            mine = caps.get(host, {})
+            if self.pushed.get(host) == mine:
+                continue
+            if self.server.push_caps(host, mine):
+                self.pushed[host] = dict(mine)
+                sent += 1
+        return sent
+
+    # -- views -----------------------------------------------------------------------------
+
+    def view_agents(self) -> dict[str, Any]:
+        """Connected agents, their flows (accepted and refused), lost hosts, channel counters."""
+        with self.ctl.lock:
+            sessions = self.server.sessions() if self.server else []
+            for s in sessions:
+                s["accepted"] = len(self.flows.reported.get(s["host"], {}))
+                s["rejected"] = self.flows.rejected.get(s["host"], [])[:20]
+            st = self.server.stats if self.server else None
+            return {
+                "listening": (
+                    [
+                        str(x)
+                        for x in (
+                            f"unix:{self.server.unix_path}" if self.server.unix_path else None,
+                            f"tcp:{self.server.tcp.host}:{self.server.tcp_port}"
+                            if self.server.tcp
+                            else None,
+                        )
+                        if x
+                    ]
+                    if self.server
+                    else []
+                ),
+                "agents": sessions,
+                "lost": sorted(self.flows.lost),
+                "real_keys": len(self.flows.keys),
+                "key_installs": [k.to_dict() for k in list(self.key_installs)[-10:]],
+                "counters": {
+                    "accepted": st.accepted if st else 0,
+                    "refused": st.refused if st else 0,
+                    "malformed": st.malformed if st else 0,
+                    "lost": st.lost if st else 0,
+                    "caps_pushed": st.caps_pushed if st else 0,
+                },
+            }
+
+    def view_caps(self, host: str | None = None) -> dict[str, Any]:
+        """Per flow: rate, cap host, key; the phases; the last recomputations."""
+        ctl = self.ctl
+        with ctl.lock:
+            keys = self.flows.install_keys()
+            connected = set(self.server.hosts()) if self.server else set()
+            rows = []
+            for fid, bps in sorted(ctl.rates.rates.items()):
+                f = ctl.flows.get(fid)
+                if f is None or (host is not None and f.src_host != host):
+                    continue
+                rep = self.flows.report_of(fid)
+                rows.append(
+                    {
+                        "flow": fid,
+                        "job": f.job,
+                        "phase": f.phase,
+                        "host": f.src_host,
+                        "cap_bps": bps,
+                        "pushed": f.src_host in connected and f.src_host in self.pushed,
+                        "key": agent_key(flow_key(ctl.topo, f, keys)).to_dict(),
+                        "key_source": "agent" if fid in keys else "planned",
+                        "agent_state": rep.state if rep else None,
+                        "agent_rate_bps": rep.rate_bps if rep else None,
+                    }
+                )
+            return {
+                "target": ctl.rates.target,
+                "phases": dict(sorted(self.phases.items())),
+                "flows": rows,
+                "recomputed": ctl.rates.count,
+                "history": [a.to_dict() for a in list(ctl.rates.history)[-10:]],
+            }

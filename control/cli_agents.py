@@ -1,0 +1,142 @@
+"""icectl commands for the host agents and their caps: ``agents``, ``caps``, ``jobs phase``."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from rich.markup import escape
+
+from icefabric.control import render
+from icefabric.control.api import ApiClient
+from icefabric.control.cli_common import EXIT_OK
+
+
+def _call(args: argparse.Namespace, op: str, **kwargs: Any) -> Any:
+    with ApiClient(args.socket, timeout=args.timeout) as client:
+        return client.call(op, **kwargs)
+
+
+def _gbps(bps: float | None) -> str:
+    return "-" if bps is None else f"{bps / 1e9:.3f}"
+
+
+def cmd_agents(args: argparse.Namespace) -> int:
+    """icectl agents: connected host agents, their flows, refused reports, counters."""
+    res = _call(args, "agents")
+    if args.json:
+        render.emit_json(res)
+        return EXIT_OK
+    con = render.console()
+    c = res["counters"]
+    con.print(
+        f"agent channel on {', '.join(res['listening']) or 'nothing (not listening)'}: "
+        f"{len(res['agents'])} agent(s) connected, {res['real_keys']} real flow key(s); "
+        f"accepted {c['accepted']}, refused {c['refused']}, malformed frames {c['malformed']}, "
+        f"lost {c['lost']}, cap pushes {c['caps_pushed']}"
+    )
+    con.print(
+        render.table(
+            "agents",
+            ["host", "session", "peer", "flows", "accepted", "refused", "caps", "last seen ms"],
+            [
+                (
+                    a["host"],
+                    a["session"],
+                    a["peer"],
+                    a["flows"],
+                    a["accepted"],
+                    len(a["rejected"]),
+                    a["caps"],
+                    a["last_seen_ms"],
+                )
+                for a in res["agents"]
+            ],
+        )
+    )
+    for a in res["agents"]:
+        for why in a["rejected"]:
+            con.print(f"  {a['host']}: refused {escape(why)}")
+    if res["lost"]:
+        con.print(f"lost (caps released): {', '.join(res['lost'])}")
+    for k in res["key_installs"]:
+        con.print(f"real keys: {k['why']}: {k['entries']} entries in {k['ms']:.1f} ms")
+    return EXIT_OK
+
+
+def cmd_caps(args: argparse.Namespace) -> int:
+    """icectl caps: the max-min fair cap of every active flow, and why it was last computed."""
+    res = _call(args, "caps", host=args.host)
+    if args.json:
+        render.emit_json(res)
+        return EXIT_OK
+    con = render.console()
+    phases = ", ".join(f"{j}: {p}" for j, p in res["phases"].items()) or "no jobs"
+    con.print(
+        f"caps fill links to {res['target'] * 100:.0f} %; phases {phases}; recomputed "
+        f"{res['recomputed']} time(s)"
+    )
+    con.print(
+        render.table(
+            "caps",
+            ["flow", "host", "cap Gbit/s", "pushed", "key", "key from", "agent", "agent Gbit/s"],
+            [
+                (
+                    r["flow"],
+                    r["host"],
+                    _gbps(r["cap_bps"]),
+                    "yes" if r["pushed"] else "no",
+                    f"{r['key']['src_ip']}:{r['key']['sport']}->{r['key']['dst_ip']} "
+                    f"qp {r['key']['qp']}",
+                    r["key_source"],
+                    r["agent_state"] or "-",
+                    _gbps(r["agent_rate_bps"]),
+                )
+                for r in res["flows"]
+            ],
+        )
+    )
+    for h in res["history"][-5:]:
+        con.print(
+            f"  {h['reason']}: {h['flows']} flow(s), {h['full_links']} full link(s), "
+            f"{h['ms']:.1f} ms, {_gbps(h['min_bps'])}..{_gbps(h['max_bps'])} Gbit/s"
+        )
+    return EXIT_OK
+
+
+def cmd_jobs_phase(args: argparse.Namespace) -> int:
+    """icectl jobs phase JOB PHASE: the job moves to PHASE; caps are pushed before it starts."""
+    res = _call(args, "jobs.phase", job=args.name, phase=args.phase)
+    if args.json:
+        render.emit_json(res)
+        return EXIT_OK
+    render.console().print(
+        f"job {res['job']}: phase {res['phase']}; {res['flows']} active flow(s), caps pushed to "
+        f"{res['hosts_pushed']} host(s) in {res['ms']:.1f} ms"
+    )
+    return EXIT_OK
+
+
+def add_agent_parsers(
+    sub: Any,
+    jsub: Any,
+    add_json: Callable[[argparse.ArgumentParser], None],
+    add_socket: Callable[[argparse.ArgumentParser], None],
+) -> None:
+    """Register ``agents``, ``caps`` and ``jobs phase``."""
+    ag = sub.add_parser("agents", help="host rate agents connected to the controller")
+    add_json(ag)
+    add_socket(ag)
+    ag.set_defaults(func=cmd_agents)
+    caps = sub.add_parser("caps", help="max-min fair rate caps of the active flows")
+    caps.add_argument("--host", default=None, help="only the flows this host sends")
+    add_json(caps)
+    add_socket(caps)
+    caps.set_defaults(func=cmd_caps)
+    ph = jsub.add_parser("phase", help="move a job to another phase (caps pushed first)")
+    ph.add_argument("name", metavar="JOB")
+    ph.add_argument("phase", metavar="PHASE")
+    add_json(ph)
+    add_socket(ph)
+    ph.set_defaults(func=cmd_jobs_phase)

@@ -1,0 +1,243 @@
+"""The controller with host agents on the real socket (no switches): real keys replace the
+stand-ins, caps are max-min fair and reach the agents, a lost agent's caps are released, a
+phase change pushes new caps, bad reports are refused, the state file carries real keys."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from icefabric.control import ice_names as n
+from icefabric.control.agents.client import AgentClient, Backoff
+from icefabric.control.agents.protocol import FlowKey, FlowReport
+from icefabric.control.api import RequestError
+from icefabric.control.controller import Controller
+from icefabric.control.daemon import api_handlers
+from icefabric.control.fabric import entity_key
+from icefabric.control.install import flow_key
+from icefabric.control.p4rt import PipelineConfig, TableEntry
+from icefabric.topo.spec import load_topology
+
+ROOT = Path(__file__).resolve().parents[4]
+SPEC = load_topology(ROOT / "topo" / "examples" / "leaf_spine_2x4.yaml")
+FAST = Backoff(initial_s=0.01, max_s=0.05)
+G = 1e9
+
+# h1 -> h5 and h3 -> h5 share h5's 100G downlink in p1; h1 -> h3 runs alone in p2
+FANIN: dict[str, Any] = {
+    "name": "fanin",
+    "hosts": ["h1", "h3", "h5"],
+    "phases": [
+        {
+            "name": "p1",
+            "collective": "send-recv",
+            "pairs": [[0, 2], [1, 2]],
+            "message_bytes": "1MiB",
+        },
+        {"name": "p2", "collective": "send-recv", "pairs": [[0, 1]], "message_bytes": "1MiB"},
+    ],
+}
+F1 = "fanin/p1/c0/r0->r2"  # h1 -> h5
+F3 = "fanin/p1/c0/r1->r2"  # h3 -> h5
+F2 = "fanin/p2/c0/r0->r1"  # h1 -> h3
+KEY1 = FlowKey(src_ip="10.0.1.1", dst_ip="10.0.3.1", sport=50001, qp=0x77)
+KEY3 = FlowKey(src_ip="10.0.2.1", dst_ip="10.0.3.1", sport=50003, qp=0x78)
+
+
+def _until(cond: Callable[[], bool], timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.005)
+    return cond()
+
+
+@pytest.fixture
+def pipeline() -> PipelineConfig:
+    compiler = pytest.importorskip("icefabric.target.compiler")
+    program = compiler.load_program(ROOT / "p4src" / "ice.p4")
+    return PipelineConfig(p4info=program.p4info, device_config=b"{}", cookie=1, kind="embedded")
+
+
+def _controller(pipeline: PipelineConfig, state: Path) -> Controller:
+    c = Controller(SPEC, pipeline, state_file=state)
+    # as after a takeover, without switches: base forwarding is what the switches hold
+    c.installed = {sw: {entity_key(e): e for e in ents} for sw, ents in c.desired().items()}
+    c.active = True
+    c.start_worker()
+    return c
+
+
+@pytest.fixture
+def ctl(pipeline: PipelineConfig, tmp_path: Path) -> Iterator[Controller]:
+    c = _controller(pipeline, tmp_path / "state.json")
+    c.agents.listen(tmp_path / "agents.sock", heartbeat_s=0.1)
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+class Agent:
+    """A fake host agent: a real AgentClient recording the caps it receives."""
+
+    def __init__(self, ctl: Controller, host: str) -> None:
+        assert ctl.agents.server is not None and ctl.agents.server.unix_path is not None
+        self.caps: list[dict[FlowKey, float]] = []
+        self.client = AgentClient(
+            ctl.agents.server.unix_path, host, on_caps=self.caps.append, backoff=FAST
+        )
+        self.client.start()
+        assert self.client.wait_connected(5)
+
+    def last(self) -> dict[FlowKey, float] | None:
+        return self.caps[-1] if self.caps else None
+
+
+def _flow_path_keys(c: Controller, sw: str) -> set[tuple[Any, ...]]:
+    return {
+        (e.match["src_addr"], e.match["dst_addr"], e.match["udp_src_port"], e.match["dst_qp"])
+        for e in c.installed[sw].values()
+        if isinstance(e, TableEntry) and e.table == n.TABLE_FLOW_PATH
+    }
+
+
+def _close(a: float | None, b: float) -> bool:
+    return a is not None and abs(a - b) <= 1e-6 * b
+
+
+def test_real_key_replaces_the_stand_in_and_survives_a_restart(
+    ctl: Controller, pipeline: PipelineConfig, tmp_path: Path
+) -> None:
+    ctl.add_job(FANIN)
+    stand_in = flow_key(ctl.topo, ctl.flows[F1])
+    assert (stand_in.src_ip, stand_in.dst_ip, stand_in.udp_sport, stand_in.dst_qp) in (
+        _flow_path_keys(ctl, "leaf1")
+    )
+    h1 = Agent(ctl, "h1")
+    try:
+        h1.client.report_flows([FlowReport(job="fanin", flow_id=F1, key=KEY1)])
+        real = ("10.0.1.1", "10.0.3.1", 50001, 0x77)
+        assert _until(lambda: real in _flow_path_keys(ctl, "leaf1"))
+        keys = _flow_path_keys(ctl, "leaf1")
+        assert (stand_in.udp_sport, stand_in.dst_qp) not in {(k[2], k[3]) for k in keys}
+        (row,) = ctl.paths(flow=F1)
+        assert row["key_source"] == "agent" and row["key"]["udp_sport"] == 50001
+        assert ctl.agents.key_installs[-1].entries == 2  # insert the real key, delete the stand-in
+        # telemetry names a report of the real key by its flow
+        assert ctl._flow_of_key("10.0.1.1", "10.0.3.1", 50001, 0x77) == F1
+        # p1 is the job's first phase: h1 -> h5 shares h5's downlink with h3 -> h5
+        assert _until(lambda: _close((h1.last() or {}).get(KEY1), 0.95 * 100 * G / 2))
+    finally:
+        h1.client.close()
+    # a restarted controller (or a backup) installs the real key from the state file
+    again = Controller(SPEC, pipeline, state_file=tmp_path / "state.json")
+    again._load_state()
+    fp = {
+        (e.match["udp_src_port"], e.match["dst_qp"])
+        for e in again.desired()["leaf1"]
+        if isinstance(e, TableEntry) and e.table == n.TABLE_FLOW_PATH
+    }
+    assert (50001, 0x77) in fp and (stand_in.udp_sport, stand_in.dst_qp) not in fp
+
+
+def test_caps_are_max_min_fair_and_a_lost_agent_releases_them(ctl: Controller) -> None:
+    ctl.add_job(FANIN)
+    h1, h3 = Agent(ctl, "h1"), Agent(ctl, "h3")
+    try:
+        h1.client.report_flows([FlowReport(job="fanin", flow_id=F1, key=KEY1)])
+        h3.client.report_flows([FlowReport(job="fanin", flow_id=F3, key=KEY3)])
+        half = 0.95 * 100 * G / 2
+        assert _until(lambda: h1.last() == {KEY1: pytest.approx(half)})
+        assert _until(lambda: h3.last() == {KEY3: pytest.approx(half)})
+        # h1's agent goes away: its flow no longer counts, h3 -> h5 gets the whole downlink
+        h1.client.close()
+        assert _until(lambda: h3.last() == {KEY3: pytest.approx(2 * half)})
+        assert "h1" in ctl.agents.view_agents()["lost"]
+        # it comes back and re-reports: re-learned, the link is shared again
+        h1b = Agent(ctl, "h1")
+        try:
+            h1b.client.report_flows([FlowReport(job="fanin", flow_id=F1, key=KEY1)])
+            assert _until(lambda: h3.last() == {KEY3: pytest.approx(half)})
+            assert _until(lambda: h1b.last() == {KEY1: pytest.approx(half)})
+            assert ctl.agents.view_agents()["lost"] == []
+        finally:
+            h1b.client.close()
+    finally:
+        h1.client.close()
+        h3.client.close()
+
+
+def test_a_phase_change_pushes_the_next_phases_caps(ctl: Controller) -> None:
+    ctl.add_job(FANIN)
+    h1, h3 = Agent(ctl, "h1"), Agent(ctl, "h3")
+    try:
+        assert _until(lambda: h3.last() is not None and len(h3.last() or {}) == 1)
+        api = api_handlers(ctl)
+        res = api["jobs.phase"]({"job": "fanin", "phase": "p2"})
+        assert res["phase"] == "p2" and res["flows"] == 1 and res["hosts_pushed"] == 2
+        k2 = flow_key(ctl.topo, ctl.flows[F2])  # not reported: the planned stand-in key
+        want = FlowKey(src_ip=k2.src_ip, dst_ip=k2.dst_ip, sport=k2.udp_sport, qp=k2.dst_qp)
+        assert _until(lambda: h1.last() == {want: pytest.approx(0.95 * 100 * G)})
+        assert _until(lambda: h3.last() == {})  # nothing to send in p2: no caps
+        caps = api["caps"]({})
+        assert [r["flow"] for r in caps["flows"]] == [F2] and caps["phases"] == {"fanin": "p2"}
+        with pytest.raises(RequestError, match="no phase 'p9'"):
+            api["jobs.phase"]({"job": "fanin", "phase": "p9"})
+        with pytest.raises(RequestError, match="no job 'nope'"):
+            api["jobs.phase"]({"job": "nope", "phase": "p1"})
+    finally:
+        h1.client.close()
+        h3.client.close()
+
+
+def test_reports_that_do_not_match_are_refused_and_listed(ctl: Controller) -> None:
+    ctl.add_job(FANIN)
+    before = _flow_path_keys(ctl, "leaf2")
+    h3 = Agent(ctl, "h3")
+    try:
+        h3.client.report_flows(
+            [
+                FlowReport(job="fanin", flow_id=F1, key=KEY1),  # h1's flow, reported by h3
+                FlowReport(job="other", flow_id=F3, key=KEY3),  # wrong job
+                # wrong source address
+                FlowReport(job="fanin", flow_id=F3, key=FlowKey(**{**KEY1.to_dict(), "qp": 5})),
+                FlowReport(
+                    job="fanin",
+                    flow_id="fanin/p1/c0/r9->r2",
+                    key=FlowKey(**{**KEY3.to_dict(), "qp": 6}),
+                ),
+            ]
+        )
+        assert _until(lambda: len(ctl.agents.flows.rejected.get("h3", [])) == 4)
+        why = " | ".join(ctl.agents.flows.rejected["h3"])
+        assert "sends from h1" in why and "belongs to job 'fanin'" in why
+        assert "expected addresses 10.0.2.1 -> 10.0.3.1" in why and "no such flow" in why
+        assert _flow_path_keys(ctl, "leaf2") == before and not ctl.agents.flows.keys
+        view = api_handlers(ctl)["agents"]({})
+        (a,) = view["agents"]
+        assert a["host"] == "h3" and a["flows"] == 4 and a["accepted"] == 0
+        assert len(a["rejected"]) == 4
+    finally:
+        h3.client.close()
+
+
+def test_a_report_before_its_job_counts_once_the_job_arrives(ctl: Controller) -> None:
+    h1 = Agent(ctl, "h1")
+    try:
+        h1.client.report_flows([FlowReport(job="fanin", flow_id=F1, key=KEY1, state="pending")])
+        assert _until(lambda: len(ctl.agents.flows.rejected.get("h1", [])) == 1)
+        ctl.add_job(FANIN)
+        assert ("10.0.1.1", "10.0.3.1", 50001, 0x77) in _flow_path_keys(ctl, "leaf1")
+        assert ctl.agents.flows.rejected.get("h1") is None
+        assert _until(lambda: (h1.last() or {}).get(KEY1) is not None)
+        ctl.remove_job("fanin")
+        assert not ctl.agents.flows.keys and not _flow_path_keys(ctl, "leaf1")
+        assert _until(lambda: h1.last() == {})
+    finally:
+        h1.client.close()
