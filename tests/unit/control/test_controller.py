@@ -209,7 +209,7 @@ def test_tags_match_fabric_allocation(ctl: Controller) -> None:
 
 
 def test_report_log_keeps_the_newest() -> None:
-    from icefabric.control.reports import ReportLog
+    from icefabric.control.telemetry.reports import ReportLog
     from icefabric.traffic.packets import TelemetryReport
 
     log = ReportLog(3, clock=lambda: 1.0)
