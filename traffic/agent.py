@@ -157,14 +157,21 @@ class Agent:
             if cap is not None:
                 self.stats.caps_applied += 1
 
-    def on_feedback(self, key: FlowKey, now_us: float, hops: Sequence[HopSample]) -> None:
+    def on_feedback(
+        self,
+        key: FlowKey,
+        now_us: float,
+        hops: Sequence[HopSample],
+        *,
+        sent_us: float | None = None,
+    ) -> None:
         """INT feedback for one of the flows (unknown flows are counted and ignored)."""
         flow = self.flows.get(key)
         if flow is None:
             self.stats.feedback_unknown_flow += 1
             return
         flow.feedbacks += 1
-        flow.control.on_feedback(now_us, hops)
+        flow.control.on_feedback(now_us, hops, sent_us=sent_us)
 
     def on_cnp(self, key: FlowKey, now_us: float) -> None:
         """A CNP for one of the flows."""

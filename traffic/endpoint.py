@@ -58,6 +58,7 @@ OP_SEND_LAST_IMM = 0x03
 OP_SEND_ONLY_IMM = 0x05
 IMM_BYTES = 4
 DEFAULT_MTU = 1024  # RoCE path MTU (payload bytes per packet)
+SENT_RING = 1024  # send times remembered per flow, for feedback's sent_us
 
 MessageCallback = Callable[[FlowKey, int, int, float], None]
 
@@ -136,6 +137,9 @@ class _TxFlow:
     queue: deque[_Message] = field(default_factory=deque)
     psn: int = 0
     next_tx_us: float = 0.0
+    # Send time of the last SENT_RING PSNs (feedback names its data packet by PSN).
+    sent_psn: list[int] = field(default_factory=lambda: [-1] * SENT_RING)
+    sent_at: list[float] = field(default_factory=lambda: [0.0] * SENT_RING)
 
 
 @dataclass(slots=True)
@@ -254,6 +258,10 @@ class Endpoint:
                 flow = self.tx[order[idx]]
                 if not flow.queue or flow.next_tx_us > now_us:
                     continue
+                psn = flow.psn
+                slot = psn % SENT_RING
+                flow.sent_psn[slot] = psn
+                flow.sent_at[slot] = now_us
                 frame = self._next_frame(flow)
                 out.append(frame)
                 bits = len(frame) * 8.0
@@ -403,7 +411,9 @@ class Endpoint:
             self.counters.feedback_unknown_flow += 1
             return
         flow.stats.feedback_received += 1
-        self.agent.on_feedback(key, now_us, fb.hops)
+        slot = fb.psn % SENT_RING
+        sent = flow.sent_at[slot] if flow.sent_psn[slot] == fb.psn else None
+        self.agent.on_feedback(key, now_us, fb.hops, sent_us=sent)
 
     # ---- stats ------------------------------------------------------------------------------
     def tx_stats(self) -> dict[FlowKey, FlowStats]:

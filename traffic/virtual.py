@@ -30,6 +30,7 @@ from icefabric.control.fabric import switch_mac
 from icefabric.topo.spec import TopologySpec
 from icefabric.traffic.agent import Agent, RateFactory
 from icefabric.traffic.endpoint import DEFAULT_MTU, Endpoint, FlowStats
+from icefabric.traffic.packets import ICE_SHIM_BYTES, INT_HOP_BYTES
 from icefabric.traffic.rate import DcqcnParams
 from icefabric.traffic.roce import ECN_CE, ETH_BYTES, HEADER_BYTES, ICRC_BYTES
 
@@ -136,6 +137,18 @@ class VirtualHost:
 
 _TO_SWITCH = 0
 _TO_HOST = 1
+
+
+def _is_ce(frame: bytes) -> bool:
+    """Whether the IPv4 packet in ``frame`` (plain, or behind ICE's shim and INT) is CE-marked."""
+    if len(frame) < ETH_BYTES + 20:
+        return False
+    off = ETH_BYTES
+    if frame[12] == 0x88 and frame[13] == 0xB5:  # ICE shim: 8 bytes + 36 per INT record
+        off += ICE_SHIM_BYTES + frame[ETH_BYTES + 2] * INT_HOP_BYTES
+    elif not (frame[12] == 0x08 and frame[13] == 0x00):
+        return False
+    return len(frame) > off + 1 and frame[off + 1] & 3 == ECN_CE
 
 
 class VirtualFabric:
@@ -425,12 +438,7 @@ class VirtualFabric:
             n = len(data)
             stats.tx_packets += 1
             stats.tx_bytes += n
-            if (
-                n > ETH_BYTES + 1
-                and data[12] == 0x08
-                and data[13] == 0
-                and data[ETH_BYTES + 1] & 3 == ECN_CE
-            ):
+            if _is_ce(data):
                 stats.ce_packets += 1
             depth = tm.depth(port)
             stats.queue_hist[depth] = stats.queue_hist.get(depth, 0) + 1
@@ -506,8 +514,16 @@ class VirtualFabric:
             due = agent.next_timer_us()
             if due is not None and due <= t:
                 agent.on_timer(float(t))
-            frames = vh.endpoint.poll(float(t))
-            if frames:
-                self._send_from_host(vh, t, frames)
+            t_send = vh.endpoint.next_send_us()
+            if t_send is not None and t_send <= t:
+                frames = vh.endpoint.poll(float(t))
+                if frames:
+                    self._send_from_host(vh, t, frames)
         for sw in switches.values():
-            sw.device.run_until_idle()
+            device = sw.device
+            if device.backlog():
+                device.run_until_idle()
+                continue
+            t_dep = device.next_departure_us()
+            if t_dep is not None and t_dep <= t:
+                device.run_until_idle()

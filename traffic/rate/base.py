@@ -41,8 +41,14 @@ class RateControl(Protocol):
         """Set the controller's cap (``None``: no cap)."""
         ...
 
-    def on_feedback(self, now_us: float, hops: Sequence[HopSample]) -> None:
-        """An INT path record arrived (hops in path order, first hop first)."""
+    def on_feedback(
+        self, now_us: float, hops: Sequence[HopSample], *, sent_us: float | None = None
+    ) -> None:
+        """An INT path record arrived (hops in path order, first hop first).
+
+        ``sent_us``: when the data packet it reports on was sent, if the caller knows (lets ICE
+        update its reference once per actual round trip, as HPCC does with sequence numbers).
+        """
         ...
 
     def on_cnp(self, now_us: float) -> None:

@@ -149,7 +149,9 @@ class Dcqcn:
         self._rc = min(self._rc, ceiling)
         self._rt = min(self._rt, ceiling)
 
-    def on_feedback(self, now_us: float, hops: Sequence[HopSample]) -> None:
+    def on_feedback(
+        self, now_us: float, hops: Sequence[HopSample], *, sent_us: float | None = None
+    ) -> None:
         """DCQCN ignores INT feedback."""
 
     def on_cnp(self, now_us: float) -> None:

@@ -116,8 +116,15 @@ class IceRate:
         self._rate = min(self._rate, ceiling)
         self._ref = min(self._ref, ceiling)
 
-    def on_feedback(self, now_us: float, hops: Sequence[HopSample]) -> None:
-        """Update utilisation from the hop records and recompute the rate."""
+    def on_feedback(
+        self, now_us: float, hops: Sequence[HopSample], *, sent_us: float | None = None
+    ) -> None:
+        """Update utilisation from the hop records and recompute the rate.
+
+        With ``sent_us`` the reference moves when the record reports on a packet sent after
+        the last reference update (once per actual RTT, queueing included: HPCC's
+        ``ack.seq > lastUpdateSeq``); without it, once per base RTT T of arrival time.
+        """
         p = self.params
         t = p.base_rtt_us
         u_max = -1.0
@@ -147,7 +154,13 @@ class IceRate:
         self.feedbacks += 1
         tau = min(tau, t)
         self._u = (1.0 - tau / t) * self._u + (tau / t) * u_max
-        update_ref = self._last_ref_update_us is None or now_us - self._last_ref_update_us >= t
+        last = self._last_ref_update_us
+        if last is None:
+            update_ref = True
+        elif sent_us is not None:
+            update_ref = sent_us >= last
+        else:
+            update_ref = now_us - last >= t
         self._compute(update_ref)
         if update_ref:
             self._last_ref_update_us = now_us
