@@ -102,13 +102,14 @@ def cmd_topo_show(args: argparse.Namespace) -> int:
     con.print(
         render.table(
             "switches",
-            ["name", "role", "device id", "gRPC", "switch id", "oversub"],
+            ["name", "role", "device id", "gRPC", "thrift (BMv2)", "switch id", "oversub"],
             [
                 (
                     s.name,
                     s.role,
                     s.device_id,
                     s.grpc_addr,
+                    spec.thrift_port(s.name),
                     s.switch_id,
                     summary["oversubscription"].get(s.name),
                 )

@@ -1,10 +1,15 @@
 """Mininet bring-up from a topology spec, with P4Runtime switch classes for both targets.
 
-Each switch is a user-space process in the root namespace that serves P4Runtime on
-``127.0.0.1:<grpc_port>`` and owns the switch's veth interfaces as ``-i PORT@IFACE``:
+Every switch is a user-space process that serves P4Runtime on ``127.0.0.1:<grpc_port>`` and
+owns the switch's veth interfaces as ``-i PORT@IFACE``:
 
-* :class:`ICESwitch` runs the embedded target, ``ice-switch`` (this project, no toolchain needed);
-* :class:`BMv2Switch` runs BMv2's ``simple_switch_grpc`` (when it is installed).
+* :class:`ICESwitch` runs the embedded target, ``ice-switch`` (this project, no toolchain
+  needed), in the root namespace;
+* :class:`BMv2Switch` runs BMv2's ``simple_switch_grpc`` (when it is installed) in a network
+  namespace of its own, holding its interfaces: its thrift server (``simple_switch_CLI``), which
+  listens on every address, is thus reachable only inside that namespace, on its own
+  ``--thrift-port`` (:meth:`TopologySpec.thrift_port`). P4Runtime is served on a Unix socket
+  there and relayed to ``127.0.0.1:<grpc_port>`` (:mod:`icefabric.topo.relay`).
 
 Neither needs Open vSwitch. The switches start with no pipeline unless a P4 program (or, for
 BMv2, p4c's JSON) is given; the controller (``icectl run``) pushes it over P4Runtime.
@@ -22,6 +27,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,6 +36,7 @@ from typing import Any
 from mininet.net import Mininet
 from mininet.node import Switch
 
+from icefabric.topo.relay import TcpToUnixRelay
 from icefabric.topo.spec import SpecError, TopologySpec, load_topology
 
 log = logging.getLogger(__name__)
@@ -70,6 +77,22 @@ def wait_for_port(
             time.sleep(0.05)
 
 
+def wait_for_unix(path: Path, deadline: float, proc: subprocess.Popen[Any]) -> None:
+    """Poll until the Unix socket ``path`` accepts, the process dies, or the deadline passes."""
+    while True:
+        if proc.poll() is not None:
+            raise SwitchStartError(f"switch process exited with status {proc.returncode}")
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            try:
+                s.connect(str(path))
+                return
+            except OSError:
+                pass
+        if time.monotonic() > deadline:
+            raise SwitchStartError(f"no P4Runtime server on unix:{path}") from None
+        time.sleep(0.05)
+
+
 def _tail(path: Path, lines: int = 20) -> str:
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
@@ -83,10 +106,11 @@ class _P4RuntimeSwitchMixin:
     name: str
     intfs: dict[int, Any]
     command: Any  # each target class defines command() -> list[str]: how its process starts
+    in_namespace = False  # True: the process and its interfaces live in a namespace of their own
 
     def __init__(self, name: str, **params: Any) -> None:
         p4rt = {k: params.pop(k) for k in list(params) if k in _P4RT_PARAMS}
-        params["inNamespace"] = False  # a user-space process on root-namespace veths
+        params["inNamespace"] = self.in_namespace
         super().__init__(name, **params)  # type: ignore[call-arg]  # Mininet Switch
         self._init_p4rt(**p4rt)
 
@@ -100,8 +124,10 @@ class _P4RuntimeSwitchMixin:
         program: str | None = None,
         extra_args: Sequence[str] = (),
         priority_queues: int = 1,
+        thrift_port: int | None = None,
     ) -> None:
         self.grpc_port = grpc_port
+        self.thrift_port = thrift_port  # BMv2 only
         # --priority-queues: from the topology spec, which the controller reads too (it raises
         # control traffic to the top queue only when there is one; BMv2 drops above it).
         self.priority_queues = priority_queues
@@ -125,23 +151,27 @@ class _P4RuntimeSwitchMixin:
         """Start the switch process and wait until its P4Runtime port accepts connections."""
         for intf in self.intfs.values():
             if intf.name != "lo":
-                subprocess.run(
-                    ["ethtool", "-K", intf.name, "rx", "off", "tx", "off", "sg", "off"],
-                    capture_output=True,
-                    check=False,
-                )
+                self._run_here(["ethtool", "-K", intf.name, "rx", "off", "tx", "off", "sg", "off"])
         cmd = self.command()
         log.info("%s: %s", self.name, " ".join(cmd))
         with self.log_path.open("wb") as out:
-            self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+            self.proc = self._spawn(cmd, out)
         try:
-            wait_for_port(
-                "127.0.0.1", self.grpc_port, time.monotonic() + READY_TIMEOUT_S, self.proc
-            )
+            self._await_ready(time.monotonic() + READY_TIMEOUT_S)
         except SwitchStartError as e:
             raise SwitchStartError(
                 f"{self.name}: {e}; log {self.log_path}:\n{_tail(self.log_path)}"
             ) from e
+
+    def _run_here(self, cmd: list[str]) -> None:
+        """Run a short command where the switch's interfaces are (output ignored)."""
+        subprocess.run(cmd, capture_output=True, check=False)
+
+    def _spawn(self, cmd: list[str], out: Any) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+
+    def _await_ready(self, deadline: float) -> None:
+        wait_for_port("127.0.0.1", self.grpc_port, deadline, self.proc)
 
     def stop(self, deleteIntfs: bool = True) -> None:
         """Terminate the switch process, then let Mininet remove the interfaces."""
@@ -175,18 +205,78 @@ class ICESwitch(_P4RuntimeSwitchMixin, Switch):  # type: ignore[misc]
 
 
 class BMv2Switch(_P4RuntimeSwitchMixin, Switch):  # type: ignore[misc]
-    """BMv2's ``simple_switch_grpc`` on this switch's veth interfaces."""
+    """BMv2's ``simple_switch_grpc`` in a network namespace of its own, on its veth interfaces.
+
+    Its thrift server listens on ``--thrift-port`` on every address of that namespace only (no
+    address there but loopback); ``simple_switch_CLI`` reaches it through :meth:`cli`. Its
+    P4Runtime server listens on a Unix socket, relayed to ``127.0.0.1:<grpc_port>``."""
+
+    in_namespace = True
+
+    def _init_p4rt(self, **params: Any) -> None:
+        super()._init_p4rt(**params)
+        self._sock_dir = Path(tempfile.mkdtemp(prefix=f"ice-{self.name}-"))  # 0700
+        self.grpc_socket = self._sock_dir / "p4rt.sock"
+        self.relay: TcpToUnixRelay | None = None
 
     def command(self) -> list[str]:
         exe = shutil.which("simple_switch_grpc")
         if exe is None:
             raise SwitchStartError("simple_switch_grpc is not on PATH (install BMv2)")
         cmd = [exe, *self.port_args(), "--device-id", str(self.device_id)]
+        if self.thrift_port is not None:
+            cmd += ["--thrift-port", str(self.thrift_port)]
         cmd += [self.program] if self.program else ["--no-p4"]
-        cmd += ["--", "--grpc-server-addr", f"127.0.0.1:{self.grpc_port}"]
+        cmd += ["--", "--grpc-server-addr", f"unix:{self.grpc_socket}"]
         cmd += ["--cpu-port", str(self.cpu_port)]
         cmd += ["--priority-queues", str(self.priority_queues)]  # a target option: after "--"
         return cmd + self.extra_args
+
+    def _run_here(self, cmd: list[str]) -> None:
+        self.cmd(" ".join(cmd))
+
+    def _spawn(self, cmd: list[str], out: Any) -> subprocess.Popen[bytes]:
+        self.cmd("ip link set lo up")  # the thrift server: 127.0.0.1 of this namespace
+        proc: subprocess.Popen[bytes] = self.popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+        return proc
+
+    def _await_ready(self, deadline: float) -> None:
+        assert self.proc is not None
+        wait_for_unix(self.grpc_socket, deadline, self.proc)
+        try:
+            self.relay = TcpToUnixRelay("127.0.0.1", self.grpc_port, str(self.grpc_socket))
+        except OSError as e:
+            raise SwitchStartError(f"cannot listen on 127.0.0.1:{self.grpc_port}: {e}") from e
+        wait_for_port("127.0.0.1", self.grpc_port, deadline, self.proc)
+
+    def cli(self, commands: str) -> str:
+        """Run ``simple_switch_CLI`` commands against this switch (inside its namespace).
+
+        The CLI exits 0 even when a command fails: an output line starting with "Error" or a
+        failed connection raises :class:`SwitchStartError` naming the switch."""
+        if self.thrift_port is None:
+            raise SwitchStartError(f"{self.name}: started without a thrift port")
+        exe = shutil.which("simple_switch_CLI")
+        if exe is None:
+            raise SwitchStartError("simple_switch_CLI is not on PATH (install BMv2)")
+        proc = self.popen([exe, "--thrift-port", str(self.thrift_port)], stdin=subprocess.PIPE)
+        out_b, err_b = proc.communicate(commands.encode(), timeout=60)
+        out: str = out_b.decode(errors="replace") + err_b.decode(errors="replace")
+        if proc.returncode != 0 or "Error" in out or "Could not connect" in out:
+            raise SwitchStartError(f"{self.name}: simple_switch_CLI failed: {out.strip()}")
+        return out
+
+    def set_queue_rate(self, pps: int, port: int | None = None) -> None:
+        """Drain the egress queue(s) of ``port`` (every port when None) at ``pps`` packets/s."""
+        self.cli(f"set_queue_rate {pps}" + (f" {port}" if port is not None else "") + "\n")
+
+    def stop(self, deleteIntfs: bool = True) -> None:
+        """Stop the relay and the switch; remove the socket directory."""
+        if self.relay is not None:
+            self.relay.close()
+            self.relay = None
+        super().stop(deleteIntfs)
+        shutil.rmtree(self._sock_dir, ignore_errors=True)
 
 
 _P4RT_PARAMS = (
@@ -197,6 +287,7 @@ _P4RT_PARAMS = (
     "program",
     "extra_args",
     "priority_queues",
+    "thrift_port",
 )
 
 
@@ -222,9 +313,11 @@ def build_network(
     cls = switch_class(target)
     net = Mininet(controller=None, build=False, autoSetMacs=False, autoStaticArp=False)
     for sw in spec.switches:
+        thrift = {"thrift_port": spec.thrift_port(sw.name)} if cls is BMv2Switch else {}
         net.addSwitch(
             sw.name,
             cls=cls,
+            **thrift,
             grpc_port=sw.grpc_port,
             device_id=sw.device_id,
             cpu_port=cpu_port,
@@ -309,7 +402,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     try:
         for sw in spec.switches:
-            print(f"{sw.name}: P4Runtime 127.0.0.1:{sw.grpc_port} device_id {sw.device_id}")
+            line = f"{sw.name}: P4Runtime 127.0.0.1:{sw.grpc_port} device_id {sw.device_id}"
+            if args.target == "bmv2":
+                port = spec.thrift_port(sw.name)
+                line += (
+                    f" thrift {port} (only inside {sw.name}'s namespace; in the Mininet CLI: "
+                    f"{sw.name} simple_switch_CLI --thrift-port {port})"
+                )
+            print(line)
         if not args.no_cli:
             from mininet.cli import CLI
 

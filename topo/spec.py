@@ -24,6 +24,7 @@ ROLE_TIER = {"leaf": 0, "tor": 0, "spine": 1, "agg": 1, "core": 2}
 HOST_ROLES = ("leaf", "tor")
 _MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
+THRIFT_BASE_PORT = 9090  # BMv2 simple_switch_CLI default; switch i of a spec gets 9090 + i
 
 
 class SpecError(ValueError):
@@ -118,6 +119,15 @@ class TopologySpec:
     hosts: tuple[Host, ...]
     links: tuple[Link, ...]
     defaults: Defaults = field(default_factory=Defaults)
+
+    def thrift_port(self, name: str) -> int:
+        """BMv2's thrift port (``simple_switch_CLI``) of switch ``name``: one per switch,
+        ``THRIFT_BASE_PORT`` + its index in the spec, as p4-utils numbers them. Mininet starts
+        each BMv2 switch in a network namespace of its own, so it is reachable only there."""
+        for i, s in enumerate(self.switches):
+            if s.name == name:
+                return THRIFT_BASE_PORT + i
+        raise KeyError(name)
 
     def switch(self, name: str) -> Switch:
         """The switch called ``name`` (KeyError if none)."""

@@ -6,7 +6,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from harness import TargetUnavailable, target_name
+from harness import (
+    TargetUnavailable,
+    _bmv2_build,
+    bmv2_unavailable_reason,
+    program_path,
+    target_name,
+)
 from leaf_spine import LeafSpine, Options, build_leaf_spine
 
 from icefabric.control.p4rt import PipelineConfig
@@ -16,8 +22,9 @@ from icefabric.topo.spec import TopologySpec, load_topology
 ROOT = Path(__file__).resolve().parents[2]
 
 
-# The controller against the example fabric of in-process embedded switches (test_fabric_*,
-# test_link_failure_detection): the demo's 2x4 leaf-spine, ice.p4 as the embedded pipeline.
+# The controller against the example fabric (test_fabric_*, test_link_failure_detection): the
+# demo's 2x4 leaf-spine of in-process embedded switches, or with ICE_TARGET=bmv2 of
+# simple_switch_grpc processes (bmv2_wire.py) with p4c's build of ice.p4 as the pipeline.
 @pytest.fixture(scope="module")
 def spec() -> TopologySpec:
     return load_topology(ROOT / "topo" / "examples" / "leaf_spine_2x4.yaml")
@@ -25,11 +32,27 @@ def spec() -> TopologySpec:
 
 @pytest.fixture(scope="module")
 def pipeline() -> PipelineConfig:
+    if target_name() == "bmv2":
+        reason = bmv2_unavailable_reason()
+        if reason:
+            pytest.skip(reason)
+        path = program_path()
+        return PipelineConfig.for_bmv2(*_bmv2_build(str(path), path.stat().st_mtime))
     return PipelineConfig.for_embedded(ROOT / "p4src" / "ice.p4")
 
 
 @pytest.fixture
 def fab(spec: TopologySpec) -> Iterator[InProcessFabric]:
+    if target_name() == "bmv2":
+        from bmv2_wire import Bmv2WireFabric
+
+        try:
+            wire = Bmv2WireFabric(spec)
+        except TargetUnavailable as exc:
+            pytest.skip(str(exc))
+        with wire as f:
+            yield f  # type: ignore[misc]  # the same API as InProcessFabric, on BMv2
+        return
     with InProcessFabric(spec) as f:
         yield f
 

@@ -207,6 +207,22 @@ class Fabric(ABC):
     def send(self, switch: str, port: int, data: bytes) -> None:
         """A host attached to (switch, port) sends a frame."""
 
+    def send_paced(self, switch: str, port: int, frames: Iterable[bytes], gap_us: int) -> None:
+        """Send frames from the host on (switch, port) `gap_us` apart in the target's time.
+
+        Nothing settles between them, so on a real-time target the gaps are the pacing alone
+        (plus the time one send takes), not the pacing plus a quiet interval as with
+        `advance_us`. The fabric is run after the last frame."""
+        for i, frame in enumerate(frames):
+            if i:
+                self._pause_us(gap_us)
+            self.send(switch, port, frame)
+        self.run()
+
+    @abstractmethod
+    def _pause_us(self, us: int) -> None:
+        """Let `us` microseconds pass without waiting for the fabric to settle."""
+
     @abstractmethod
     def run(self) -> None:
         """Let every packet that can move now move (through links) until the fabric is quiet."""
@@ -325,6 +341,10 @@ class EmbeddedFabric(Fabric):
         self.clock.advance(us)
         self.run()
 
+    def _pause_us(self, us: int) -> None:
+        self.run()  # what the last frame set moving arrives first, as it would in real time
+        self.clock.advance(us)
+
     def received(self, switch: str, port: int) -> list[bytes]:
         q = self._host_out[(switch, port)]
         out = list(q)
@@ -344,6 +364,7 @@ class EmbeddedFabric(Fabric):
 # BMv2: simple_switch_grpc processes in a network namespace.
 # ------------------------------------------------------------------------------------------------
 CLONE_NEWNET = 0x40000000
+THRIFT_BASE_PORT = 9090
 ETH_P_ALL = 0x0003
 
 
@@ -395,8 +416,10 @@ def _bmv2_build(path: str, mtime: float) -> tuple[Path, Path]:
 class _NetnsSockets:
     """AF_PACKET sockets on the host ends of veth pairs inside a namespace (one I/O thread)."""
 
-    def __init__(self, netns: str) -> None:
+    def __init__(self, netns: str, on_frame: Callable[[str, bytes], bool] | None = None) -> None:
         self.netns = netns
+        # Called on the I/O thread for every frame received; True: consumed, not queued.
+        self._on_frame = on_frame
         self._socks: dict[str, socket.socket] = {}
         self._rx: dict[str, deque[bytes]] = defaultdict(deque)
         self._jobs: deque[Callable[[], None]] = deque()
@@ -435,9 +458,12 @@ class _NetnsSockets:
             for iface, sock in socks:
                 if sock in ready:
                     data, addr = sock.recvfrom(65535)
-                    if addr[2] != socket.PACKET_OUTGOING:
-                        with self._lock:
-                            self._rx[iface].append(data)
+                    if addr[2] == socket.PACKET_OUTGOING:
+                        continue
+                    if self._on_frame is not None and self._on_frame(iface, data):
+                        continue
+                    with self._lock:
+                        self._rx[iface].append(data)
 
     def _call(self, fn: Callable[[], Any]) -> Any:
         done = threading.Event()
@@ -468,6 +494,10 @@ class _NetnsSockets:
 
     def send(self, iface: str, data: bytes) -> None:
         self._call(lambda: self._socks[iface].send(data))
+
+    def send_here(self, iface: str, data: bytes) -> None:
+        """Send from the I/O thread itself (inside an ``on_frame`` hook)."""
+        self._socks[iface].send(data)
 
     def take(self, iface: str) -> list[bytes]:
         with self._lock:
@@ -546,6 +576,9 @@ class Bmv2Fabric(Fabric):
                 ],
                 "sysctl",
             )
+        # Loopback up: each switch's thrift server (simple_switch_CLI) is reached on 127.0.0.1
+        # inside the namespace, and only there (the namespace has no other address).
+        self._ip("link", "set", "lo", "up")
         for name, ports in self._ports.items():
             for port in ports:
                 ifname = self._ifname(name, port)
@@ -563,7 +596,7 @@ class Bmv2Fabric(Fabric):
                     self._ip("link", "set", ifname, "up")
                     self._ip("link", "set", other, "up")
         for n, (name, ports) in enumerate(self._ports.items()):
-            thrift = 9090 + (os.getpid() % 500) * 10 + n
+            thrift = THRIFT_BASE_PORT + n  # the namespace is private: no clash with others
             self._thrift[name] = thrift
             cmd = [
                 "ip",
@@ -619,6 +652,9 @@ class Bmv2Fabric(Fabric):
         time.sleep(us / 1e6)  # BMv2 timestamps are the real clock
         self.run()
 
+    def _pause_us(self, us: int) -> None:
+        time.sleep(us / 1e6)
+
     def received(self, switch: str, port: int) -> list[bytes]:
         return self.io.take(self._host_if[(switch, port)])
 
@@ -635,8 +671,10 @@ class Bmv2Fabric(Fabric):
         proc = subprocess.run(
             cmd, input=f"set_queue_rate {pps} {port}\n", capture_output=True, text=True, check=False
         )
-        if proc.returncode != 0:
-            raise RuntimeError(f"set_queue_rate on {switch}: {proc.stderr.strip()}")
+        # simple_switch_CLI exits 0 even when the command failed: its output says so.
+        said = f"{proc.stdout}\n{proc.stderr}"
+        if proc.returncode != 0 or "Error" in said or "Could not connect" in said:
+            raise RuntimeError(f"set_queue_rate on {switch}: {said.strip()}")
 
     def close(self) -> None:
         super().close()

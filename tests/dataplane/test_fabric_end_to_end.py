@@ -1,4 +1,5 @@
-"""The controller against a fabric of embedded switches over real P4Runtime (in one process).
+"""The controller against a whole fabric over real P4Runtime: in-process embedded switches, or
+with ICE_TARGET=bmv2 simple_switch_grpc processes (the `fab` fixture, bmv2_wire.py).
 
 What was planned reads back as installed; packets follow the planned paths; a backup controller
 takes over when the primary dies; a restarted switch is resynced writing only the difference;
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 import io
 import itertools
-import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,13 +25,7 @@ from icefabric.control.p4rt import PipelineConfig, TableEntry
 from icefabric.control.wire import InProcessFabric
 from icefabric.topo.spec import TopologySpec
 
-pytestmark = [
-    pytest.mark.dataplane,
-    pytest.mark.skipif(
-        os.environ.get("ICE_TARGET", "embedded") != "embedded",
-        reason="the in-process fabric runs the embedded target only",
-    ),
-]
+pytestmark = pytest.mark.dataplane
 
 ROOT = Path(__file__).resolve().parents[2]
 OPTIONS = FabricOptions(int_kinds=ALL_PATH_KINDS, report_every_n=1, feedback_every_n=1)

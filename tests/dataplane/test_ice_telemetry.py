@@ -80,7 +80,10 @@ def test_feedback_reaches_the_source_with_every_hops_record(fabric: LeafSpine) -
     for hop in fb.hops:
         assert hop.link_rate_mbps == LINK_RATE_MBPS
     assert first.tx_bytes >= len(frame) and spine.tx_bytes >= len(frame) + P.ICE_SHIM_BYTES
-    assert first.egress_ts <= spine.egress_ts <= last.egress_ts
+    # Timestamps are per switch: separate switches have separate clocks (BMv2 processes count
+    # from their own start, real switches are not synchronised), so only a hop's own earlier
+    # records are comparable, never another hop's.
+    assert all(hop.egress_ts > 0 for hop in fb.hops)
 
     # The last hop's own record comes from its host port's registers, which the copy may read
     # before the data packet itself left: the next feedback shows the first packet's bytes.
@@ -89,6 +92,10 @@ def test_feedback_reaches_the_source_with_every_hops_record(fabric: LeafSpine) -
     (second,) = _feedbacks(fabric)
     assert second.hops[0].tx_bytes >= len(frame)
     assert second.hops[2].tx_bytes >= 2 * len(frame)
+    for before, after in zip(fb.hops, second.hops, strict=True):
+        assert after.switch_id == before.switch_id
+        assert after.egress_ts >= before.egress_ts, "a switch's clock went backwards"
+        assert after.tx_bytes > before.tx_bytes
 
 
 def test_feedback_every_nth_packet(leaf_spine_factory: object) -> None:

@@ -1,7 +1,7 @@
 """Failures seen by the data plane: the controller's LLDP probes find a cut wire by themselves.
 
-The in-process fabric of embedded switches, the real controller over P4Runtime; the test cuts a
-wire (``InProcessFabric.cut_link``) without telling the controller and waits for the probes to
+The `fab` fabric (in-process embedded switches, or BMv2 processes with ICE_TARGET=bmv2), the real
+controller over P4Runtime; the test cuts a wire (``cut_link``) without telling the controller and waits for the probes to
 declare the link down, the affected flows to move (read back from the switches) and packets to
 arrive again; healing the wire restores the link. Times are printed (``-s``), never asserted.
 """
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import itertools
-import os
 import statistics
 import time
 from collections.abc import Callable, Iterator
@@ -28,13 +27,7 @@ from icefabric.control.p4rt import PipelineConfig
 from icefabric.control.wire import InProcessFabric
 from icefabric.topo.spec import TopologySpec
 
-pytestmark = [
-    pytest.mark.dataplane,
-    pytest.mark.skipif(
-        os.environ.get("ICE_TARGET", "embedded") != "embedded",
-        reason="the in-process fabric runs the embedded target only",
-    ),
-]
+pytestmark = pytest.mark.dataplane
 
 ROOT = Path(__file__).resolve().parents[2]
 OPTIONS = FabricOptions(int_kinds=ALL_PATH_KINDS, report_every_n=1, feedback_every_n=1)

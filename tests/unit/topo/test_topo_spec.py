@@ -254,3 +254,14 @@ def test_priority_queues_default_to_one_and_are_validated() -> None:
         assert any(
             e.startswith("x.yaml: defaults.priority_queues: expected an integer 1..8") for e in errs
         ), errs
+
+
+def test_every_switch_gets_its_own_thrift_port() -> None:
+    from icefabric.topo.generators import leaf_spine
+    from icefabric.topo.spec import THRIFT_BASE_PORT
+
+    spec = leaf_spine(leaves=2, spines=2, hosts_per_leaf=1)
+    ports = [spec.thrift_port(s.name) for s in spec.switches]
+    assert ports == list(range(THRIFT_BASE_PORT, THRIFT_BASE_PORT + 4))
+    with pytest.raises(KeyError):
+        spec.thrift_port("nope")
