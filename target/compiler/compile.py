@@ -11,7 +11,7 @@ from icefabric.target.compiler.controlgen import ControlGen
 from icefabric.target.compiler.model import ProgramModel
 from icefabric.target.compiler.types import Bits, StructT, bit_width, is_scalar
 from icefabric.target.compiler.unit import Unit, err
-from icefabric.target.compiler.values import ObjV, Ref, V
+from icefabric.target.compiler.values import Emitter, ListV, ObjV, Ref, V
 from icefabric.target.p4 import ast as A
 
 log = logging.getLogger(__name__)
@@ -47,6 +47,7 @@ class Compiler(ControlGen):
         self.global_actions: dict[int, Any] = {}
         self.functions_done: dict[int, tuple[str, Any]] = {}
         self.union_siblings: dict[str, list[str]] = {}
+        self.parser_prologue: list[str] = []
         self.legacy_lists = {}
 
     def _eval_const_decl(self, d: Any) -> Any:
@@ -58,6 +59,8 @@ class Compiler(ControlGen):
                 v = self.coerce(v, t, d.value.loc)
                 if v.const is None:
                     raise err(f"constant '{d.name}' needs a compile-time value", d.value.loc)
+            elif isinstance(v, ListV):
+                return self.const_composite(t, v, d.value.loc)
             return v
         return self.const_value(d)
 
@@ -211,7 +214,16 @@ class Compiler(ControlGen):
                 self.s_VarDecl(local)
                 return
             if local.init is not None:
-                raise err("parser-local variables with initializers are not supported", local.loc)
+                # initialised each time the parser starts, before the start state
+                pro = Emitter(level=1, counter=self.em.counter)
+                saved_em, saved_in = self.em, self.in_parser
+                self.em, self.in_parser = pro, True
+                try:
+                    self.s_VarDecl(local)
+                finally:
+                    self.em, self.in_parser = saved_em, saved_in
+                self.parser_prologue.extend(pro.lines)
+                return
             base = self.unit.alloc(t)
             from icefabric.target.compiler.expr import slot_v
 
@@ -226,12 +238,15 @@ class Compiler(ControlGen):
 
             assert local.type is not None
             t = self.unit.resolve_type(local.type)
-            if not (isinstance(t, NamedBlockT) and isinstance(t.decl, A.ParserDecl)):
-                raise err("only sub-parsers can be instantiated in a parser", local.loc)
+            if not (
+                isinstance(t, NamedBlockT) and isinstance(t.decl, (A.ParserDecl, A.ControlDecl))
+            ):
+                raise err("only parsers and controls can be instantiated in a parser", local.loc)
             if local.args:
-                raise err("parser constructor arguments are not supported", local.loc)
+                raise err("constructor arguments are not supported", local.loc)
             sub = SubControl(t.decl, fq_name(pname, local.name, local.annos))
-            self.scopes[-1][local.name] = ObjV("subparser", sub)
+            kind = "subparser" if isinstance(t.decl, A.ParserDecl) else "subcontrol"
+            self.scopes[-1][local.name] = ObjV(kind, sub)
         else:
             raise err(f"unsupported parser-local declaration {type(local).__name__}", local.loc)
 

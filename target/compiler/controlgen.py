@@ -21,7 +21,9 @@ from icefabric.target.compiler.types import (
     Bits,
     ExternT,
     NamedBlockT,
+    StackT,
     StructT,
+    TupleT,
     bit_width,
     is_scalar,
 )
@@ -278,7 +280,7 @@ class ControlGen(TableGenMixin, ParserGen):
                 self.assign_value(target, src, loc)
 
     # ---- functions ------------------------------------------------------------------------
-    def function_call(self, decl: A.FunctionDecl, e: A.Call) -> V:
+    def function_call(self, decl: A.FunctionDecl, e: A.Call) -> V | Ref:
         """Call a P4 function (compiled once)."""
         key = id(decl)
         if key not in self.functions_done:
@@ -286,7 +288,17 @@ class ControlGen(TableGenMixin, ParserGen):
         fname, info = self.functions_done[key]
         ret = info.ret
         code = self.call_with_params(decl.params, fname, info, e)
-        return V(code, ret)
+        if info.ret_ref is None:
+            return V(code, ret)
+        # a header/struct result: the function stores it in its return slots; copy it out at
+        # once into slots of this call site, as another call would overwrite them
+        if code != "None" and not code.startswith("_r"):
+            self.em.line(code)
+        n = ret.slots
+        base = self.unit.alloc(ret)
+        rb = info.ret_ref.base
+        self.em.line(f"S[{base}:{base + n}] = S[{rb}:{int(rb) + n}]")
+        return Ref(str(base), ret, base)
 
     def compile_function(self, decl: A.FunctionDecl) -> tuple[str, Any]:
         """Compile a P4 function into ``def F_x(S, ...)``."""
@@ -295,16 +307,21 @@ class ControlGen(TableGenMixin, ParserGen):
         fname = self.unit.pyname(f"F_{decl.name}")
         assert decl.ret is not None
         ret = self.unit.resolve_type(decl.ret)
+        ret_ref = None
         if ret is not VOID and not is_scalar(ret):
-            raise err("functions may only return scalar values", decl.loc)
+            if not isinstance(ret, (StructT, StackT, TupleT)):
+                raise err(f"functions cannot return {ret}", decl.loc)
+            rb = self.unit.alloc(ret)
+            ret_ref = Ref(str(rb), ret, rb)
 
         @dataclass
         class FInfo:
             ret: Any
             returns: bool
             dir_params: list[Any]
+            ret_ref: Ref | None
 
-        info = FInfo(ret, ret is not VOID, [])
+        info = FInfo(ret, ret is not VOID and ret_ref is None, [], ret_ref)
         em = self.new_func()
         saved_em, saved_scopes = self.em, self.scopes
         self.em, self.scopes = em, [{}]
@@ -323,12 +340,12 @@ class ControlGen(TableGenMixin, ParserGen):
                     loc = slot_v(str(base), t) if is_scalar(t) else Ref(str(base), t, base)
                     self.scopes[0][p.name] = loc
                     info.dir_params.append((p, loc))
-            old_kind, old_ret = self.body_kind, self.ret_type
-            self.body_kind, self.ret_type = "function", ret
+            old = self.body_kind, self.ret_type, self.ret_ref
+            self.body_kind, self.ret_type, self.ret_ref = "function", ret, ret_ref
             with em.block(f"def {fname}({', '.join(pyargs)}):"):
                 assert decl.body is not None
                 self.block_stmts(decl.body.stmts)
-            self.body_kind, self.ret_type = old_kind, old_ret
+            self.body_kind, self.ret_type, self.ret_ref = old
         finally:
             self.em, self.scopes = saved_em, saved_scopes
         self.funcs.append("\n".join(em.lines))
@@ -371,7 +388,12 @@ class ControlGen(TableGenMixin, ParserGen):
             if isinstance(sub.decl, A.ParserDecl):
                 sub.func = self.compile_subparser(sub, bindings)
             else:
-                sub.func = self.compile_control(sub.decl, sub.prefix, bindings)
+                saved_in = self.in_parser  # a control applied from a parser state
+                self.in_parser = False
+                try:
+                    sub.func = self.compile_control(sub.decl, sub.prefix, bindings)
+                finally:
+                    self.in_parser = saved_in
             self.sm_ref = saved_sm
         for i, (k, slot, v, a) in enumerate(zip(keys, sub.copy_slots, vals, e.args, strict=True)):
             p = params[i]

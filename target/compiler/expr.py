@@ -353,6 +353,12 @@ class ExprGen:
             if isinstance(t, StackT):
                 return self.stack_member(base, e.name, e.loc)
             raise err(f"type {t} has no member '{e.name}'", e.loc)
+        if isinstance(base, ObjV) and base.kind == "stack_next":
+            # hdr.stack.next.member (a stack of unions): extracting it still advances the stack
+            elem = base.obj
+            if isinstance(elem.type, StructT) and elem.type.field(e.name) is not None:
+                sub = self.field_of(elem, e.name, e.loc)
+                return ObjV("stack_next", sub, base.extra) if isinstance(sub, Ref) else sub
         if isinstance(base, ObjV):
             if base.kind == "apply":
                 if e.name == "hit":
@@ -449,12 +455,14 @@ class ExprGen:
             out.write = write
         return out
 
-    def e_Cast(self, e: A.Cast, want: T | None) -> V:
+    def e_Cast(self, e: A.Cast, want: T | None) -> V | ListV:
         """Compile a Cast expression."""
         t = self.unit.resolve_type(e.type)
         inner = self.expr(e.expr, t if isinstance(e.expr, (A.ListExpr, A.StructExpr)) else None)
         if isinstance(inner, ListV):
-            raise err("casting a list expression is not supported", e.loc)
+            if isinstance(t, (StructT, TupleT)):
+                return inner  # (T){...}: the list, typed by where it is stored
+            raise err(f"cannot cast a list expression to {t}", e.loc)
         if not isinstance(inner, V):
             raise err("expected a value to cast", e.expr.loc)
         return self.cast(inner, t, e.loc)
@@ -563,7 +571,8 @@ class ExprGen:
             b = self.scalar(e.right)
             (a,) = self.pin_before([a], m)
             return binary(op, a, b, e.loc)
-        b = self.scalar(e.right, a.type if not isinstance(a.type, IntInfT) else sub)
+        want_b = a.type if not isinstance(a.type, IntInfT) and op != "++" else sub
+        b = self.scalar(e.right, want_b)
         (a,) = self.pin_before([a], m)
         if op == "++":
             return binary(op, a, b, e.loc)

@@ -40,6 +40,7 @@ class KeyInfo:
     bitwidth: int
     code: str
     annos: list[A.Annotation]
+    p4info_bitwidth: int | None = None  # when P4Info differs (0 for an error-typed key)
 
 
 @dataclass(eq=False)

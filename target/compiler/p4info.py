@@ -289,7 +289,7 @@ def _table(msg: P.Table, t: TableInfo, syms: SymbolTable) -> None:
         mf = msg.match_fields.add()
         mf.id = fid
         mf.name = k.name
-        mf.bitwidth = k.bitwidth
+        mf.bitwidth = k.bitwidth if k.p4info_bitwidth is None else k.p4info_bitwidth
         if k.match_kind in _MATCH:
             mf.match_type = _MATCH[k.match_kind]
         else:

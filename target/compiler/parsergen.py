@@ -64,6 +64,8 @@ def _to_bits(code: str, ft: Any) -> str:
 class ParserGen(StmtGen):
     """packet_in / packet_out methods and whole parser functions."""
 
+    parser_prologue: list[str]  # lines initialising parser-local variables
+
     def perr(self, name: str) -> int:
         """The numeric code of a P4 error."""
         return self.unit.errors[name]
@@ -109,7 +111,16 @@ class ParserGen(StmtGen):
                     h = 1 << (t.width - 1)
                     code = f"(({code} ^ {h}) - {h})"
                 return V(code, t)
-            if isinstance(t, StructT) and t.is_header and not t.has_varbit():
+            flat = isinstance(t, StructT) and all(
+                isinstance(f.type, (Bits, BoolT))
+                or (isinstance(f.type, EnumT) and f.type.underlying is not None)
+                for f in t.fields
+            )
+            if (
+                isinstance(t, StructT)
+                and (t.is_header or (flat and not t.is_union))
+                and (not t.has_varbit())
+            ):
                 base = self.unit.alloc(t)
                 ref = Ref(str(base), t, base)
                 self.gen_extract(ref, t, None, advance=False)
@@ -183,7 +194,7 @@ class ParserGen(StmtGen):
             em.line(f"S[{ref.base}] = True")
             self.invalidate_siblings(ref, True)
             em.line(f"pos = {end}")
-        else:
+        elif t.is_header:  # lookahead<header>: a valid copy; a struct has no validity
             em.line(f"S[{ref.base}] = True")
 
     # ---- packet_out ----------------------------------------------------------------------------
@@ -251,13 +262,21 @@ class ParserGen(StmtGen):
             with em.block(f"def {func}(S, data, nbits{', pos' if sub else ''}):"):
                 if not sub:
                     em.line("pos = 0")
+                em.lines.extend(self.parser_prologue)  # parser-local initialisers
+                self.parser_prologue = []
                 em.line(f"st = {names['start']}")
                 with em.block("while True:"):
                     for i, s in enumerate(decl.states):
                         head = "if" if i == 0 else "elif"
                         with em.block(f"{head} st == {i}:"):
-                            self.block_stmts(s.stmts)
-                            self.gen_transition(s, names)
+                            # names declared in the state are visible in its select too
+                            self.scopes.append({})
+                            try:
+                                for st in s.stmts:
+                                    self.stmt(st)
+                                self.gen_transition(s, names)
+                            finally:
+                                self.scopes.pop()
                     with em.block("else:"):
                         em.line("raise ParserError(-1, pos)")
         finally:

@@ -20,6 +20,7 @@ class StmtGen(CallGen):
     # What `return` means in the body being compiled: 'action', 'control', 'function'.
     body_kind = "control"
     ret_type: Any = None
+    ret_ref: Ref | None = None  # where a function returning a header/struct puts its result
 
     def stmt(self, s: A.Stmt) -> None:
         """Compile one statement into the current emitter."""
@@ -58,6 +59,9 @@ class StmtGen(CallGen):
         if self.body_kind == "function":
             if s.value is None:
                 self.em.line("return None")
+            elif self.ret_ref is not None:
+                self.assign_value(self.ret_ref, self.expr(s.value, self.ret_ref.type), s.loc)
+                self.em.line("return None")
             else:
                 v = self.scalar(s.value, self.ret_type)
                 self.em.line(f"return {v.code}")
@@ -71,6 +75,12 @@ class StmtGen(CallGen):
         t = self.unit.resolve_type(s.type)
         if s.const:
             assert s.init is not None
+            if not is_scalar(t):
+                val = self.expr(s.init, t)
+                if not isinstance(val, ListV):
+                    raise err("a constant of this type needs an initializer list", s.init.loc)
+                self.scopes[-1][s.name] = self.const_composite(t, val, s.init.loc)
+                return
             v = self.scalar(s.init, t)
             if v.const is None:
                 raise err("constant initializer is not a compile-time constant", s.init.loc)
@@ -88,6 +98,44 @@ class StmtGen(CallGen):
             self.assign_to(target, s.init, s.loc)
         elif is_scalar(t):
             self.em.line(target.write("False" if t is BOOL else "0"))
+
+    def const_composite(self, t: Any, val: ListV, loc: SourceLoc) -> Ref:
+        """A struct/header/tuple constant: read-only slots whose initial contents hold it."""
+        base = self.unit.alloc(t)
+        self._fill_const(base, t, val, loc)
+        return Ref(str(base), t, base, readonly=True)
+
+    def _fill_const(self, base: int, t: Any, val: Any, loc: SourceLoc) -> None:
+        tpl = self.unit.template
+        if is_scalar(t):
+            if not isinstance(val, V):
+                raise err(f"expected a constant of type {t}", loc)
+            v = self.coerce(val, t, loc)
+            if v.const is None:
+                raise err("constant initializer is not a compile-time constant", loc)
+            tpl[base] = bool(v.const) if t is BOOL else int(v.const)
+            return
+        if not isinstance(val, ListV):
+            raise err(f"expected an initializer list for {t}", loc)
+        if isinstance(t, StructT):
+            names = val.names or [f.name for f in t.fields]
+            if len(names) != len(t.fields) or len(val.items) != len(t.fields):
+                raise err(f"initializer for {t} needs {len(t.fields)} fields", loc)
+            for name, item in zip(names, val.items, strict=True):
+                f = t.field(name)
+                if f is None:
+                    raise err(f"{t} has no field '{name}'", loc)
+                self._fill_const(base + f.offset, f.type, item, loc)
+            if t.is_header:
+                tpl[base] = True
+            return
+        if isinstance(t, TupleT) and len(t.elems) == len(val.items):
+            off = 0
+            for et, item in zip(t.elems, val.items, strict=True):
+                self._fill_const(base + off, et, item, loc)
+                off += et.slots
+            return
+        raise err(f"cannot make a constant of type {t}", loc)
 
     def s_Assign(self, s: A.Assign) -> None:
         """Compile a Assign statement."""

@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from icefabric.target.compiler.model import ActionInfo, ExternInst, KeyInfo, TableInfo
-from icefabric.target.compiler.types import Bits, BoolT, ExternT, bit_width
+from icefabric.target.compiler.types import Bits, BoolT, ErrorT, ExternT, bit_width
 from icefabric.target.compiler.unit import err
 from icefabric.target.compiler.values import ObjV, V
 from icefabric.target.p4 import ast as A
 from icefabric.target.runtime.model import ActionCall, Match, TableEntry
 
 DEFAULT_TABLE_SIZE = 1024
+ERROR_KEY_WIDTH = 32  # p4c-bm2-ss stores error values in 32-bit fields
 BM_MAX_PRIORITY = (1 << 31) - 1  # PI's pivot between P4Runtime and BMv2 priorities
 
 
@@ -80,6 +81,10 @@ class TableGenMixin:
             if k.match_kind not in self.unit.match_kinds:
                 raise err(f"unknown match kind '{k.match_kind}'", k.loc)
             w = bit_width(v.type)
+            p4w = None
+            if isinstance(v.type, ErrorT):
+                # BMv2 matches the error's code (32 bits); p4c's P4Info says bitwidth 0
+                w, p4w = ERROR_KEY_WIDTH, 0
             if w is None:
                 raise err(f"table key of type {v.type} is not supported", k.expr.loc)
             code = v.code
@@ -93,7 +98,7 @@ class TableGenMixin:
                 if a is not None and a.args and isinstance(a.args[0], A.StrLit)
                 else expr_text(k.expr)
             )
-            info.keys.append(KeyInfo(kname, k.match_kind, w, code, k.annos))
+            info.keys.append(KeyInfo(kname, k.match_kind, w, code, k.annos, p4w))
             codes.append(code)
         return codes
 
@@ -279,6 +284,8 @@ class TableGenMixin:
         def c(e: A.Expr) -> int:
             """A constant key value of the entry, reduced to the key width."""
             v = self.scalar(e)
+            if isinstance(v.type, ErrorT) and v.const is not None:
+                v = V(str(v.const), want, v.const)
             if isinstance(v.type, BoolT):
                 v = V(str(int(bool(v.const))), want, int(bool(v.const)))
             v = self.coerce(v, want, e.loc) if not isinstance(v.type, Bits) else v

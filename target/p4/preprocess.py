@@ -74,6 +74,8 @@ class Preprocessor:
         for path in paths:
             if path.is_file():
                 return path.read_text(), str(path)
+        if quoted and name in ("core.p4", "v1model.p4"):  # as p4c: its own copy comes last
+            return (INCLUDE_DIR / name).read_text(), f"<{name}>"
         raise P4CompileError(f"cannot find include file '{name}'", loc)
 
     def _file(self, text: str, filename: str, _p: object, out: list[Line], depth: int) -> None:
