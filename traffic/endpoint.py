@@ -85,6 +85,10 @@ class FlowStats:
     out_of_order: int = 0
     ecn_marks: int = 0
     cnps_sent: int = 0
+    # The path the last feedback reported: kind (PATH_KIND_*), tag and switch ids, first first.
+    path_kind: int | None = None
+    path_tag: int | None = None
+    path_switches: tuple[int, ...] = ()
 
     def goodput_bps(self) -> float:
         """Payload bits received per second between the first and last packet (0 if < 2)."""
@@ -118,6 +122,9 @@ class FlowStats:
             "out_of_order": self.out_of_order,
             "ecn_marks": self.ecn_marks,
             "cnps_sent": self.cnps_sent,
+            "path_kind": self.path_kind,
+            "path_tag": self.path_tag,
+            "path_switches": list(self.path_switches),
             "goodput_bps": self.goodput_bps(),
         }
 
@@ -410,7 +417,10 @@ class Endpoint:
         if flow is None:
             self.counters.feedback_unknown_flow += 1
             return
-        flow.stats.feedback_received += 1
+        st = flow.stats
+        st.feedback_received += 1
+        st.path_kind, st.path_tag = fb.path_kind, fb.path_tag
+        st.path_switches = tuple(h.switch_id for h in fb.hops)
         slot = fb.psn % SENT_RING
         sent = flow.sent_at[slot] if flow.sent_psn[slot] == fb.psn else None
         self.agent.on_feedback(key, now_us, fb.hops, sent_us=sent)

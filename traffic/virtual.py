@@ -317,6 +317,9 @@ class VirtualFabric:
                     last_tx_us=st.last_tx_us,
                     cnps_received=st.cnps_received,
                     feedback_received=st.feedback_received,
+                    path_kind=st.path_kind,
+                    path_tag=st.path_tag,
+                    path_switches=st.path_switches,
                 )
         for h in self.hosts.values():
             for key, rx in h.endpoint.rx_stats().items():

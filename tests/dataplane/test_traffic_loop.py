@@ -135,3 +135,39 @@ def test_caps_are_obeyed(build: Build, kind: str) -> None:
     # Released: the flow runs at its own rate again.
     vf.apply_caps({})
     assert agent.flows[key].cap_bps is None
+
+
+def test_a_flow_reported_with_its_real_key_moves_onto_its_planned_path(build: Build) -> None:
+    from icefabric.control.demo import interleaved_hosts, ring_job
+    from icefabric.traffic.packets import PATH_KIND_FLOWLET, PATH_KIND_PLANNED
+
+    vf, ctl = build("ice")
+    ctl.add_job(ring_job(interleaved_hosts(ctl.topo), channels=2))
+    row = next(r for r in ctl.paths() if r["src"] == "h1")
+    assert row["key_source"] == "stand-in"
+    ids = {s.name: s.switch_id for s in ctl.spec.switches}
+    planned = tuple(ids[n] for n in row["path"] if n in ids)  # the path lists hosts too
+    key = vf.open_flow("h1", row["dst"], job=row["job"], flow_id=row["flow"])
+    assert (key.sport, key.qp) != (row["key"]["udp_sport"], row["key"]["dst_qp"])  # the NIC chose
+    vf.post(key, 2_000_000, tag=1)
+    vf.run_until(20_000)
+    st = vf.flow_stats()[key]
+    # Before the report: the real key matches no flow_path entry: flowlet path, no planned tag.
+    assert st.path_kind == PATH_KIND_FLOWLET
+    # The agent reports the real key (what the agent channel carries); the controller installs it.
+    with ctl.lock:
+        changed: list[str] = []
+        for name, host in vf.hosts.items():
+            changed += ctl.agents.flows.update(
+                name, host.agent.flow_reports(), ctl.flows, lambda h: ctl.spec.host(h).address
+            )
+        assert changed == [row["flow"]]
+        assert ctl.agents.install_keys("test", len(changed)) > 0
+    assert next(r for r in ctl.paths() if r["flow"] == row["flow"])["key_source"] == "agent"
+    vf.run_until(40_000)
+    st = vf.flow_stats()[key]
+    assert st.path_kind == PATH_KIND_PLANNED
+    assert st.path_tag == row["tag"]
+    assert st.path_switches == planned  # INT records: the switches of the planned path
+    vf.run_until_idle(max_us=10**7)
+    assert vf.flow_stats()[key].bytes_received == 2_000_000
