@@ -277,7 +277,7 @@ class EcmpModel:
             qp[k] = f.entropy_qp()
         return src, dst, sport, qp
 
-    def _row_paths(self, state: PlanState, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def bucket_paths(self, state: PlanState, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(member table [rows, 64] of global path ids, paths [P, hops] of link ids, pad-filled).
 
         Path id 0 is the empty path (same leaf) and -1 in the table means no live candidate.
@@ -312,6 +312,13 @@ class EcmpModel:
         table[table < 0] = len(paths)
         return table, parr
 
+    def row_buckets(self, state: PlanState, rows: np.ndarray) -> np.ndarray:
+        """The path_candidate bucket of every row's actual key (vectorised crc32)."""
+        src, dst, sport, qp = self._row_keys(state, rows)
+        data = hash_inputs(src, dst, sport, qp, use_qp_in_hash=self.use_qp_in_hash)
+        out: np.ndarray = (crc32_rows(data) % np.uint32(n.PATH_BUCKETS)).astype(np.int64)
+        return out
+
     def choices(self, state: PlanState, rows: np.ndarray | None = None) -> np.ndarray:
         """The ECMP candidate index of every row (live rows by default; -1: none live)."""
         r = state.live_rows() if rows is None else rows
@@ -329,10 +336,8 @@ class EcmpModel:
         size = state.size[rows]
         np.add.at(load, state.host_up[rows], size * state.invcap[state.host_up[rows]])
         np.add.at(load, state.host_down[rows], size * state.invcap[state.host_down[rows]])
-        src, dst, sport, qp = self._row_keys(state, rows)
-        data = hash_inputs(src, dst, sport, qp, use_qp_in_hash=self.use_qp_in_hash)
-        bucket = (crc32_rows(data) % np.uint32(n.PATH_BUCKETS)).astype(np.int64)
-        table, parr = self._row_paths(state, rows)
+        bucket = self.row_buckets(state, rows)
+        table, parr = self.bucket_paths(state, rows)
         links = parr[table[np.arange(rows.size), bucket]]  # [rows, hops]
         w = size[:, None] * state.invcap[links]
         np.add.at(load, links.ravel(), w.ravel())
@@ -367,7 +372,7 @@ class EcmpModel:
             src, dst, _sport, qp = self._row_keys(state, rows)
             zero = np.zeros(rows.size, dtype=np.uint64)
             base = crc32_rows(hash_inputs(src, dst, zero, qp, use_qp_in_hash=self.use_qp_in_hash))
-            table, parr = self._row_paths(state, rows)
+            table, parr = self.bucket_paths(state, rows)
             size = state.size[rows]
             fab_ids = np.flatnonzero(fabric)
             step = chunk or max(1, min(n_draws, 4_000_000 // max(rows.size * parr.shape[1], 1)))

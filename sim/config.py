@@ -1,0 +1,73 @@
+"""What a simulation run is configured with: every constant a named field with its unit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ROUTINGS = ("ecmp", "ice", "flowlet")
+CONTROLS = ("dcqcn", "ice", "none")
+
+
+class SimConfigError(ValueError):
+    """A configuration value out of range (the message names the field)."""
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class SimConfig:
+    """One run's knobs. Queue thresholds are per 100 Gbit/s of link rate and scale linearly.
+
+    ECN marks as ice.p4's ECN table does (``p4src/include/control/ecn.p4``): nothing below Kmin,
+    probability rising linearly to Pmax at Kmax, every packet above Kmax; here on the fluid queue
+    in bytes instead of packets.
+    """
+
+    routing: str = "ecmp"  # ecmp (ice.p4's hash), ice (the planner's paths), flowlet
+    control: str = "dcqcn"  # endpoint rate control: dcqcn, ice (INT, HPCC-style), none
+    caps: bool | None = None  # the controller's water-filling caps; None: on with routing ice
+    cap_interval_us: float = 100.0  # how often the controller recomputes caps
+    dt_us: float | None = None  # time step; None: 200 KB at the fastest NIC (4 us at 400G)
+    max_time_us: float = 10e6  # stop here even if flows remain (reported as unfinished)
+    mtu_bytes: int = 4096  # RoCEv2 payload per packet (ECN marks count packets)
+    ecn_kmin_kb: float = 100.0  # per 100 Gbit/s
+    ecn_kmax_kb: float = 400.0
+    ecn_pmax: float = 0.2
+    cnp_interval_us: float | None = None  # None: DCQCN's own (50 us at 40G, scaled)
+    pfc: bool = False
+    pfc_xoff_kb: float = 800.0  # per 100 Gbit/s; pause the upstream above, resume below xon
+    pfc_xon_kb: float = 600.0
+    flowlet_gap_us: float = 50.0  # flowlet routing: a flow may move after an idle gap this long
+    base_rtt_us: float | None = None  # ICE's T; None: the fabric's longest path RTT
+    seed: int = 1
+    progress: bool = False
+
+    def __post_init__(self) -> None:
+        if self.routing not in ROUTINGS:
+            raise SimConfigError(f"routing: expected one of {ROUTINGS}, got {self.routing!r}")
+        if self.control not in CONTROLS:
+            raise SimConfigError(f"control: expected one of {CONTROLS}, got {self.control!r}")
+        if self.dt_us is not None and not self.dt_us > 0:
+            raise SimConfigError(f"dt_us: expected > 0, got {self.dt_us!r}")
+        for name in ("cap_interval_us", "max_time_us", "mtu_bytes", "flowlet_gap_us"):
+            if not getattr(self, name) > 0:
+                raise SimConfigError(f"{name}: expected > 0, got {getattr(self, name)!r}")
+        if not 0 <= self.ecn_kmin_kb <= self.ecn_kmax_kb:
+            raise SimConfigError(
+                f"ecn: expected 0 <= kmin <= kmax, got {self.ecn_kmin_kb}, {self.ecn_kmax_kb}"
+            )
+        if not 0 <= self.ecn_pmax <= 1:
+            raise SimConfigError(f"ecn_pmax: expected in [0, 1], got {self.ecn_pmax!r}")
+        if not 0 < self.pfc_xon_kb <= self.pfc_xoff_kb:
+            raise SimConfigError(
+                f"pfc: expected 0 < xon <= xoff, got {self.pfc_xon_kb}, {self.pfc_xoff_kb}"
+            )
+
+    @property
+    def use_caps(self) -> bool:
+        """Whether the controller's caps are applied."""
+        return self.routing == "ice" if self.caps is None else self.caps
+
+    @property
+    def label(self) -> str:
+        """A short name: routing + control (+ caps)."""
+        caps = "+caps" if self.use_caps else ""
+        return f"{self.routing}+{self.control}{caps}"

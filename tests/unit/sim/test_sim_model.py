@@ -1,0 +1,161 @@
+"""Checks of the fluid model against closed forms: fair share at one bottleneck, a ring all-reduce
+at the non-blocking bound, two ECMP-colliding elephants at half rate."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from icefabric.control.ccl.demand import Flow
+from icefabric.control.ccl.job import JobSpec, parse_job
+from icefabric.control.planner.ecmp import EcmpModel
+from icefabric.control.topology import Topology
+from icefabric.sim.config import SimConfig, SimConfigError
+from icefabric.sim.engine import Simulator
+from icefabric.sim.workload import Collective, Workload, workload_from_jobs
+from icefabric.topo.generators import leaf_spine
+
+MB = 1_000_000
+
+
+def flows_workload(flows: list[Flow]) -> Workload:
+    """Independent flows, one collective (send-recv), all starting at t = 0."""
+    return Workload(
+        flows=tuple(flows),
+        group=np.zeros(len(flows), dtype=np.int64),
+        size=np.array([f.bytes for f in flows]),
+        pred=np.full(len(flows), -1, dtype=np.int64),
+        chunk=np.array([f.bytes for f in flows]),
+        lead=np.ones(len(flows)),
+        collectives=(
+            Collective(
+                index=0,
+                job="t",
+                phase="p",
+                iteration=0,
+                collective="send-recv",
+                algorithm="",
+                ranks=2,
+                channels=1,
+                message_bytes=int(sum(f.bytes for f in flows)),
+                after=(),
+                delay_us=0.0,
+            ),
+        ),
+    )
+
+
+def flow(k: int, src: str, dst: str, nbytes: float, **kw: int) -> Flow:
+    return Flow(
+        flow_id=f"f{k}",
+        job="t",
+        phase="p",
+        channel=0,
+        src_host=src,
+        dst_host=dst,
+        src_rank=k,
+        dst_rank=100 + k,
+        bytes=nbytes,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+@pytest.mark.parametrize("control", ["dcqcn", "ice", "none"])
+def test_one_bottleneck_gives_the_fair_share(control: str) -> None:
+    # four senders on leaf 1 into one receiver on leaf 2: its 100G downlink is the bottleneck
+    spec = leaf_spine(leaves=2, spines=4, hosts_per_leaf=4, host_rate_gbps=100.0)
+    topo = Topology(spec)
+    hosts = [h.name for h in spec.hosts]
+    flows = [flow(k, hosts[k], hosts[4], 20 * MB) for k in range(4)]
+    cfg = SimConfig(routing="ice", control=control, caps=False, dt_us=1.0)
+    res = Simulator(topo, flows_workload(flows), cfg).run()
+    assert res.unfinished == 0
+    # fair: every flow gets the same share (they finish together, within 3 %)
+    fin = np.array(res.flow_finish_us)
+    assert fin.max() <= fin.min() * 1.03
+    # and the shares add up to the link: 4 x 20 MB over 100G is 6.4 ms when it never idles.
+    # DCQCN's synchronised cuts (all four flows see the same queue) leave it idle a while:
+    # in this model 85 % busy with the default thresholds (recorded in sim/README.md); ICE
+    # aims at eta = 95 % of the link; with no control the queue keeps the link busy.
+    ideal_us = 4 * 20 * MB * 8 / 100e9 * 1e6
+    floor = {"dcqcn": 0.8, "ice": 0.94, "none": 0.99}[control]
+    assert ideal_us / fin.max() >= floor
+    assert fin.max() >= ideal_us * (1 - 1e-6)  # never faster than the link
+
+
+def ring_job(hosts: list[str], message: int, channels: int) -> JobSpec:
+    return parse_job(
+        {
+            "name": "ring",
+            "ranks": [{"host": h} for h in hosts],
+            "phases": [
+                {
+                    "name": "ar",
+                    "collective": "all-reduce",
+                    "algorithm": "ring",
+                    "channels": channels,
+                    "message_bytes": message,
+                }
+            ],
+        }
+    )
+
+
+@pytest.mark.parametrize("control", ["none", "dcqcn"])
+def test_ring_all_reduce_on_a_non_blocking_fabric_meets_the_bound(control: str) -> None:
+    # (ICE's end-side control aims at eta = 95 % of every link, so it stays ~3 % off the
+    # bound by design; the model itself is checked without it and with DCQCN, which sees no
+    # marks on a planned non-blocking fabric)
+    spec = leaf_spine(leaves=4, spines=4, hosts_per_leaf=4, host_rate_gbps=100.0)
+    topo = Topology(spec)
+    hosts = [h.name for h in spec.hosts]
+    rng = np.random.default_rng(3)
+    order = [hosts[i] for i in rng.permutation(len(hosts))]
+    size = 64 << 20
+    w = workload_from_jobs([ring_job(order, size, 4)])
+    cfg = SimConfig(routing="ice", control=control, dt_us=1.0)
+    res = Simulator(topo, w, cfg).run()
+    n = len(hosts)
+    bound_us = 2 * (n - 1) / n * size * 8 / 100e9 * 1e6
+    c = res.collectives[0]
+    assert res.unfinished == 0
+    assert c.time_us == pytest.approx(bound_us, rel=0.02)
+    assert c.busbw_over_bound == pytest.approx(1.0, rel=0.02)
+
+
+def colliding_pair(topo: Topology) -> tuple[Flow, Flow]:
+    """Two flows from different hosts of leaf 1 to different hosts of leaf 2 that ice.p4's
+    ECMP puts on the same spine (found by the model, so the switches would do the same)."""
+    spec = topo.spec
+    l1 = [h.name for h in spec.hosts if h.leaf == topo.leaves[0]]
+    l2 = [h.name for h in spec.hosts if h.leaf == topo.leaves[1]]
+    model = EcmpModel(topo)
+    first = flow(0, l1[0], l2[0], 40 * MB, udp_sport=50000, qp=0x100)
+    want = model.flow_path_index(first)
+    for sport in range(50001, 50100):
+        other = flow(1, l1[1], l2[1], 40 * MB, udp_sport=sport, qp=0x101)
+        if model.flow_path_index(other) == want:
+            return first, other
+    raise AssertionError("no colliding source port in 99 tries")
+
+
+def test_two_ecmp_colliding_elephants_halve_their_rate() -> None:
+    spec = leaf_spine(leaves=2, spines=2, hosts_per_leaf=2, host_rate_gbps=100.0)
+    topo = Topology(spec)
+    assert spec.link_rate(spec.links[0]) == pytest.approx(100.0)  # 1:1, 100G uplinks
+    a, b = colliding_pair(topo)
+    w = flows_workload([a, b])
+    alone_us = 40 * MB * 8 / 100e9 * 1e6
+    ecmp = Simulator(topo, w, SimConfig(routing="ecmp", control="dcqcn", dt_us=1.0)).run()
+    assert ecmp.unfinished == 0
+    # both share one 100G uplink: each at ~50G, so twice as long as alone
+    assert ecmp.completion_us == pytest.approx(2 * alone_us, rel=0.05)
+    planned = Simulator(topo, w, SimConfig(routing="ice", control="dcqcn", dt_us=1.0)).run()
+    assert planned.completion_us == pytest.approx(alone_us, rel=0.05)
+
+
+def test_bad_config_names_the_field() -> None:
+    with pytest.raises(SimConfigError, match="routing"):
+        SimConfig(routing="spray")
+    with pytest.raises(SimConfigError, match="dt_us"):
+        SimConfig(dt_us=0.0)
