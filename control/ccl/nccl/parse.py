@@ -1,0 +1,527 @@
+"""Group a log's messages by communicator and recover each one's ranks, rings and trees.
+
+Binding lines to communicators: init lines name their communicator (``comm 0x..`` pointer,
+``commId``, or ``parent``/``color`` for ``ncclCommSplit``). Ring, tree and connection lines do
+not (RCCL's do: ``comm 0x.. nRanks NN``), so they belong to the communicator their process
+(host, pid, device) is initialising: from NCCL 2.18 an ``Init START`` line opens it; before,
+the ``Init COMPLETE`` line that follows the lines closes it. Communicators without a commId
+(NCCL < 2.18) are told apart by rank count and by each rank appearing once.
+
+Rings: rank 0's order line when it lists every rank; else rebuilt from the connection lines
+(``Channel NN : a[..] -> b[..]``) and GRAPH triples. Connection lines before ``Connected all
+rings`` are ring connections; those before ``Connected all trees`` are tree connections. Logs
+without these markers (NCCL < 2.8) connect ring, tree up and tree down channel by channel, so
+the first connection each process prints for a channel is its ring connection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+
+from icefabric.control.ccl.nccl.formats import (
+    MAXWIDTH,
+    BadLine,
+    Edge,
+    Event,
+    Init,
+    Marker,
+    Order,
+    Pattern,
+    Trees,
+    Triple,
+    Version,
+    parse_message,
+)
+from icefabric.control.ccl.nccl.model import CommLog, NcclLog, RankInfo, ranges
+from icefabric.control.ccl.nccl.records import Record, split_line, strip_wrapper_head
+
+Stream = tuple[str, int, int]  # host, pid, device
+
+
+@dataclass(slots=True)
+class _Conn:
+    """Connection lines of one process for one communicator since the last marker."""
+
+    buffered: list[tuple[int, Edge]] = field(default_factory=list)
+    marked: bool = False  # a Connected all ... marker was seen: buffered lines are runtime ones
+
+
+@dataclass(slots=True)
+class _StreamState:
+    current: str | None = None
+    new_style: bool = False  # Init START lines open communicators
+    pending: list[tuple[Record, Event]] = field(default_factory=list)
+    last: str | None = None
+
+
+@dataclass(slots=True)
+class _CommWork:
+    log: CommLog
+    orders: dict[int, tuple[Order, int]] = field(default_factory=dict)
+    succ: dict[int, dict[int, tuple[int, int]]] = field(default_factory=dict)  # ch->src->(dst,l)
+    tree_lines: dict[tuple[int, int], int] = field(default_factory=dict)
+    streams: set[Stream] = field(default_factory=set)
+    id_kind: str = "anon"
+
+
+class _Builder:
+    def __init__(self, source: str) -> None:
+        self.out = NcclLog(source=source)
+        self.comms: dict[str, _CommWork] = {}
+        self.ptr: dict[tuple[str, int, str], str] = {}
+        self.streams: dict[Stream, _StreamState] = {}
+        self.conns: dict[tuple[Stream, str], _Conn] = {}
+        self.versions: dict[tuple[str, int], str] = {}
+        self.anon = 0
+
+    # -- input -------------------------------------------------------------------------------
+
+    def feed(self, rec: Record) -> None:
+        try:
+            ev = parse_message(rec.msg, cut=rec.cut)
+        except BadLine as e:
+            self.out.warn(rec.line, str(e), rec.msg)
+            return
+        if ev is None:
+            if rec.cut and rec.msg.startswith(("Channel ", "Ring ", "Trees", "comm ")):
+                self.out.warn(rec.line, "message cut by another process's output", rec.msg)
+            return
+        self.out.lines_used += 1
+        if isinstance(ev, Version):
+            self.versions.setdefault((rec.host, rec.pid), f"{rec.lib} {ev.text}")
+            return
+        st = self.streams.setdefault(rec.stream, _StreamState())
+        if isinstance(ev, Init):
+            self._init(rec, ev, st)
+            return
+        key = None
+        ptr = getattr(ev, "comm", "")
+        if ptr:
+            key = self.ptr.get((rec.host, rec.pid, ptr))
+        if key is None:
+            key = st.current
+        if key is None:
+            st.pending.append((rec, ev))
+        else:
+            self._apply(key, rec, ev)
+
+    def _init(self, rec: Record, ini: Init, st: _StreamState) -> None:
+        known = ini.comm and (rec.host, rec.pid, ini.comm) in self.ptr
+        if rec.cut and not ini.comm_id and not known:
+            self.out.warn(rec.line, "init line cut by another process's output", rec.msg)
+            return
+        key = self._comm_key(rec, ini)
+        if key is None:
+            return
+        work = self.comms[key]
+        if ini.comm:
+            self.ptr[(rec.host, rec.pid, ini.comm)] = key
+        self._add_rank(work, rec, ini)
+        if ini.kind == "start":
+            self._flush_pending(st, st.last)
+            st.new_style = True
+            st.current = st.last = key
+        elif ini.kind == "complete":
+            if not st.new_style:
+                self._flush_pending(st, key)
+                st.current = None
+            st.last = key
+        elif ini.kind == "info":
+            if st.current is None and not st.new_style:
+                st.current = key
+                self._flush_pending(st, key)
+        else:  # Destroy/Abort COMPLETE
+            if st.current == key:
+                st.current = None
+            self.ptr.pop((rec.host, rec.pid, ini.comm), None)
+
+    def _comm_key(self, rec: Record, ini: Init) -> str | None:
+        known = self.ptr.get((rec.host, rec.pid, ini.comm)) if ini.comm else None
+        if ini.kind == "end":
+            return known
+        if known is not None and ini.kind != "start":
+            return known
+        if ini.comm_id:
+            key, kind = ini.comm_id, "id"
+        elif ini.parent and (rec.host, rec.pid, ini.parent) in self.ptr:
+            parent = self.ptr[(rec.host, rec.pid, ini.parent)]
+            key = f"split:{parent}:{ini.color}:{ini.child if ini.child is not None else ''}"
+            kind = "split"
+        else:
+            return self._anon_key(rec, ini)
+        if key not in self.comms:
+            self._new_comm(key, kind, rec, ini)
+        elif self.comms[key].log.nranks != ini.nranks:
+            self.out.warn(
+                rec.line,
+                f"communicator {key}: nranks {ini.nranks} differs from "
+                f"{self.comms[key].log.nranks} (line {self.comms[key].log.first_line})",
+                rec.msg,
+            )
+            return None
+        if kind == "split":
+            self.comms[key].log.parent = key.split(":")[1]
+        return key
+
+    def _anon_key(self, rec: Record, ini: Init) -> str:
+        for key, w in self.comms.items():
+            if w.id_kind != "anon" or w.log.nranks != ini.nranks:
+                continue
+            if rec.stream in w.streams:
+                continue
+            old = w.log.ranks.get(ini.rank)
+            if old is None:
+                return key
+        self.anon += 1
+        key = f"anon-{self.anon}"
+        self._new_comm(key, "anon", rec, ini)
+        return key
+
+    def _new_comm(self, key: str, kind: str, rec: Record, ini: Init) -> None:
+        log = CommLog(key=key, source=self.out.source, nranks=ini.nranks, first_line=rec.line)
+        log.library = rec.lib
+        self.comms[key] = _CommWork(log=log, id_kind=kind)
+
+    def _add_rank(self, work: _CommWork, rec: Record, ini: Init) -> None:
+        if ini.kind == "end":
+            return
+        info = RankInfo(
+            rank=ini.rank,
+            host=rec.host,
+            pid=rec.pid,
+            cuda_dev=ini.cuda_dev if ini.cuda_dev is not None else rec.dev,
+            bus_id=ini.bus_id,
+            nvml_dev=ini.nvml_dev,
+            comm=ini.comm,
+            comm_id=ini.comm_id,
+            library=rec.lib,
+            line=rec.line,
+        )
+        old = work.log.ranks.get(ini.rank)
+        if old is not None and (old.host, old.pid) != (info.host, info.pid):
+            self.out.warn(
+                rec.line,
+                f"communicator {work.log.key}: rank {ini.rank} already on {old.host} pid "
+                f"{old.pid} (line {old.line})",
+                rec.msg,
+            )
+            return
+        if old is None or (not old.bus_id and info.bus_id) or (not old.comm_id and info.comm_id):
+            work.log.ranks[ini.rank] = info
+        work.streams.add(rec.stream)
+
+    def _flush_pending(self, st: _StreamState, key: str | None) -> None:
+        pend, st.pending = st.pending, []
+        if key is None:
+            if pend:
+                lines = ranges(sorted({r.line for r, _ in pend}))
+                self.out.notes.append(
+                    f"{self.out.source}: lines {lines} of {pend[0][0].host} pid {pend[0][0].pid} "
+                    "come before any init line of that process and name no communicator: not used"
+                )
+            return
+        for rec, ev in pend:
+            self._apply(key, rec, ev)
+
+    # -- per-communicator events --------------------------------------------------------------
+
+    def _apply(self, key: str, rec: Record, ev: Event) -> None:
+        work = self.comms[key]
+        log = work.log
+        if isinstance(ev, Order):
+            self._order(work, rec, ev)
+        elif isinstance(ev, Triple):
+            if max(ev.prev, ev.rank, ev.next) >= log.nranks:
+                self.out.warn(rec.line, f"rank outside 0..{log.nranks - 1}", rec.msg)
+                return
+            self._edge(work, ev.channel, ev.prev, ev.rank, rec.line)
+            self._edge(work, ev.channel, ev.rank, ev.next, rec.line)
+        elif isinstance(ev, Trees):
+            self._trees(work, rec, ev)
+        elif isinstance(ev, Edge):
+            if max(ev.src, ev.dst) >= log.nranks:
+                self.out.warn(rec.line, f"rank outside 0..{log.nranks - 1}", rec.msg)
+                return
+            self.conns.setdefault((rec.stream, key), _Conn()).buffered.append((rec.line, ev))
+        elif isinstance(ev, Marker):
+            conn = self.conns.setdefault((rec.stream, key), _Conn())
+            if ev.what == "rings":
+                for line, e in conn.buffered:
+                    self._edge(work, e.channel, e.src, e.dst, line)
+            conn.buffered = []
+            conn.marked = True
+        elif isinstance(ev, Pattern):
+            pass  # GRAPH search results: counted as used, nothing to keep
+
+    def _order(self, work: _CommWork, rec: Record, ev: Order) -> None:
+        log = work.log
+        bad = [r for r in ev.ranks if r >= log.nranks]
+        if bad or (len(ev.ranks) > log.nranks):
+            self.out.warn(
+                rec.line,
+                f"channel {ev.channel}: ring order names ranks outside 0..{log.nranks - 1}",
+                rec.msg,
+            )
+            return
+        if ev.n_channels is not None:
+            log.n_channels = ev.n_channels
+        full = not ev.partial and len(ev.ranks) == log.nranks
+        if not full and not ev.partial and not (len(ev.ranks) == MAXWIDTH < log.nranks):
+            self.out.warn(
+                rec.line,
+                f"channel {ev.channel}: ring of {len(ev.ranks)} ranks, expected a permutation "
+                f"of 0..{log.nranks - 1} (or NCCL's first {MAXWIDTH} when there are more)",
+                rec.msg,
+            )
+            return
+        old = work.orders.get(ev.channel)
+        if old is not None:
+            o, oline = old
+            o_full = not o.partial and len(o.ranks) == log.nranks
+            if o_full and full and not _same_cycle(o.ranks, ev.ranks):
+                self.out.warn(
+                    rec.line,
+                    f"channel {ev.channel}: ring order differs from line {oline}",
+                    rec.msg,
+                )
+                return
+            if o_full or len(o.ranks) >= len(ev.ranks):
+                return
+        work.orders[ev.channel] = (ev, rec.line)
+
+    def _edge(self, work: _CommWork, ch: int, src: int, dst: int, line: int) -> None:
+        succ = work.succ.setdefault(ch, {})
+        prev = succ.get(src)
+        if prev is not None and prev[0] != dst:
+            self.out.warn(
+                line,
+                f"channel {ch}: rank {src} sends to {dst} but line {prev[1]} says {prev[0]}",
+            )
+            return
+        if prev is None:
+            succ[src] = (dst, line)
+
+    def _trees(self, work: _CommWork, rec: Record, ev: Trees) -> None:
+        log = work.log
+        if ev.partial and len(rec.msg) >= 1023:
+            self.out.warn(
+                rec.line,
+                "Trees line cut at NCCL's 1023-character buffer: later channels are not listed",
+            )
+        for note in ev.notes:
+            self.out.notes.append(f"{self.out.source}:{rec.line}: {note}")
+        if ev.entries and ev.era != "graph":
+            log.tree_format = log.tree_format or ev.era
+        elif ev.entries and not log.tree_format:
+            log.tree_format = "graph"
+        for e in ev.entries:
+            if e.rank >= log.nranks or e.parent >= log.nranks:
+                self.out.warn(
+                    rec.line, f"tree {e.channel}: rank outside 0..{log.nranks - 1}", rec.msg
+                )
+                continue
+            tree = log.trees.setdefault(e.channel, {})
+            old = tree.get(e.rank)
+            if old is not None and old != e.parent:
+                self.out.warn(
+                    rec.line,
+                    f"tree {e.channel}: rank {e.rank} parent {e.parent} differs from {old} "
+                    f"(line {work.tree_lines[(e.channel, e.rank)]})",
+                    rec.msg,
+                )
+                continue
+            tree[e.rank] = e.parent
+            work.tree_lines.setdefault((e.channel, e.rank), rec.line)
+
+    # -- the end ------------------------------------------------------------------------------
+
+    def finish(self) -> NcclLog:
+        for stream, st in self.streams.items():
+            if st.pending:
+                key = st.last if st.new_style else None
+                if key is not None:
+                    self._flush_pending(st, key)
+                else:
+                    rec0 = st.pending[0][0]
+                    lines = ranges(sorted({r.line for r, _ in st.pending}))
+                    self.out.notes.append(
+                        f"{self.out.source}: lines {lines} of {rec0.host} pid {rec0.pid} "
+                        "follow the last init line of that process (runtime connections): not used"
+                        if st.last is not None
+                        else f"{self.out.source}: lines {lines} of {rec0.host} pid {rec0.pid} "
+                        "name no communicator (no init line of that process): not used"
+                    )
+                    st.pending = []
+        for (_stream, key), conn in self.conns.items():
+            if conn.marked or not conn.buffered:
+                continue
+            self._unmarked_ring_edges(self.comms[key], conn.buffered)
+        for work in self.comms.values():
+            self._finish_comm(work)
+            self.out.comms.append(work.log)
+        return self.out
+
+    def _unmarked_ring_edges(self, work: _CommWork, lines: list[tuple[int, Edge]]) -> None:
+        """NCCL < 2.8: per channel the first receive line (if before any send) and first send."""
+        seen_send: set[int] = set()
+        seen_any: set[int] = set()
+        for line, e in lines:
+            if e.receive:
+                if e.channel not in seen_any:
+                    self._edge(work, e.channel, e.src, e.dst, line)
+            elif e.channel not in seen_send:
+                seen_send.add(e.channel)
+                self._edge(work, e.channel, e.src, e.dst, line)
+            seen_any.add(e.channel)
+
+    def _finish_comm(self, work: _CommWork) -> None:
+        log = work.log
+        for (host, pid), ver in self.versions.items():
+            if any(r.host == host and r.pid == pid for r in log.ranks.values()):
+                log.version = ver
+                break
+        for ch in sorted(set(work.orders) | set(work.succ)):
+            self._ring(work, ch)
+        if log.n_channels is None and log.rings:
+            log.n_channels = max(log.rings) + 1
+        missing = log.missing_ranks()
+        if missing:
+            self.out.warn(
+                log.first_line,
+                f"communicator {log.key}: no init line for {len(missing)} of {log.nranks} "
+                f"ranks: {ranges(missing)}",
+            )
+        for ch, tree in list(log.trees.items()):
+            if len(tree) != log.nranks:
+                continue
+            why = _tree_problem(tree)
+            if why:
+                line = min(work.tree_lines.get((ch, r), log.first_line) for r in tree)
+                self.out.warn(line, f"communicator {log.key}: tree {ch}: {why}; not used")
+                del log.trees[ch]
+
+    def _ring(self, work: _CommWork, ch: int) -> None:
+        log = work.log
+        n = log.nranks
+        order = work.orders.get(ch)
+        succ = {s: d for s, (d, _) in work.succ.get(ch, {}).items()}
+        if order is not None and not order[0].partial and len(order[0].ranks) == n:
+            ring = order[0].ranks
+            log.rings[ch], log.ring_sources[ch] = ring, "order line"
+            pos = {r: i for i, r in enumerate(ring)}
+            bad = [s for s, d in succ.items() if ring[(pos[s] + 1) % n] != d]
+            if bad:
+                self.out.warn(
+                    order[1],
+                    f"channel {ch}: the connection lines of ranks {ranges(sorted(bad))} "
+                    "disagree with this ring order; the order line is used",
+                )
+            return
+        prefix = order[0].ranks if order is not None else ()
+        ring = _walk(prefix, succ, n)
+        if ring is not None:
+            log.rings[ch] = ring
+            src = "connection lines" if not prefix else "order line + connection lines"
+            log.ring_sources[ch] = src
+            return
+        first = order[1] if order is not None else min(x[1] for x in work.succ[ch].values())
+        have = len(succ)
+        why = (
+            f"the connection lines give the next rank of only {have} of {n} ranks"
+            if have < n
+            else "the connection lines do not form one ring through every rank"
+        )
+        self.out.warn(
+            first,
+            f"communicator {log.key}: channel {ch}: ring order "
+            + (f"cut at {len(prefix)} of {n} ranks" if order is not None else "not printed")
+            + f" and {why}: the ring cannot be rebuilt (log every rank with NCCL_DEBUG=INFO)",
+        )
+
+
+def _walk(prefix: tuple[int, ...], succ: dict[int, int], n: int) -> tuple[int, ...] | None:
+    """The ring through ``prefix`` following ``succ``; one missing link is closed if unique."""
+    for a, b in zip(prefix, prefix[1:], strict=False):
+        if succ.get(a, b) != b:
+            return None
+        succ.setdefault(a, b)
+    if len(succ) == n - 1:  # one rank's connection lines are missing: its link is forced
+        no_succ = [r for r in range(n) if r not in succ]
+        no_pred = set(range(n)) - set(succ.values())
+        if len(no_succ) == 1 and len(no_pred) == 1:
+            succ[no_succ[0]] = no_pred.pop()
+    if len(succ) != n:
+        return None
+    start = prefix[0] if prefix else min(succ)
+    ring = [start]
+    x = succ[start]
+    while x != start and len(ring) <= n:
+        ring.append(x)
+        x = succ.get(x, -1)
+        if x == -1:
+            return None
+    if x != start or len(ring) != n or len(set(ring)) != n:
+        return None
+    return tuple(ring)
+
+
+def _same_cycle(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    if len(a) != len(b) or set(a) != set(b):
+        return False
+    i = b.index(a[0])
+    return a == b[i:] + b[:i]
+
+
+def _tree_problem(tree: dict[int, int]) -> str:
+    roots = [r for r, p in tree.items() if p == -1]
+    if len(roots) != 1:
+        return f"expected one root, found {len(roots)}"
+    ok: set[int] = {-1}
+    for r in tree:  # linear: every rank is walked once, then known to reach the root
+        path: list[int] = []
+        on_path: set[int] = set()
+        x = r
+        while x not in ok:
+            if x in on_path or x not in tree:
+                return f"parent links from rank {r} never reach the root"
+            path.append(x)
+            on_path.add(x)
+            x = tree[x]
+        ok.update(path)
+    return ""
+
+
+def parse_records(lines: Iterable[tuple[int, str, bool]], source: str) -> NcclLog:
+    """Parse (line number, text, too long) tuples; see :func:`parse_nccl_log`.
+
+    A message cut by another process's message on the same line is joined with the next line
+    when that line has no CCL prefix at all (the rest of the cut message); otherwise it is used
+    as a cut message (fields that may be incomplete are not read).
+    """
+    b = _Builder(source)
+    held: Record | None = None
+    for lineno, text, too_long in lines:
+        b.out.lines_read += 1
+        if too_long:
+            b.out.warn(lineno, f"line longer than {len(text)} characters: only its start is read")
+        recs, bad = split_line(lineno, text)
+        if held is not None:
+            if not recs and not bad and text.strip():
+                rest = strip_wrapper_head(text, held.host).rstrip()
+                b.feed(replace(held, msg=f"{held.msg}{rest}", cut=False))
+                held = None
+                continue
+            b.feed(held)
+            held = None
+        for bp in bad:
+            b.out.warn(bp.line, "malformed CCL line prefix (expected host:pid:tid [dev])", bp.text)
+        cut = [r for r in recs if r.cut]
+        if cut:
+            held = cut[-1]
+        for rec in recs:
+            if rec is not held:
+                b.feed(rec)
+    if held is not None:
+        b.feed(held)
+    return b.finish()

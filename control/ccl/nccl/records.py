@@ -1,0 +1,154 @@
+"""Split a CCL debug log into messages: one per ``host:pid:tid [dev] NCCL INFO`` prefix.
+
+Several processes write to one stream, so one physical line can hold the start of one process's
+message and then a whole message of another (``...Channel 00/02 :  0  1node2:7:7 [1] NCCL INFO
+comm ...``). Every embedded prefix starts a new message; a message cut short by another one is
+marked ``cut`` so that no field of the second process is read as the first one's.
+
+Whatever wraps the prefix is ignored: ``pdsh`` (``node01: ``), Open MPI's ``--tag-output``
+(``[1,0]<stdout>:``), Slurm's ``srun --label`` (``0: ``), timestamps, container names.
+
+Parsing is linear in the input: the library tag (``[dev] NCCL INFO``) is found with a pattern
+that starts with a literal ``[`` and has only bounded repeats, and the ``host:pid:tid `` in front
+of it is read backwards a bounded number of characters.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TextIO
+
+MAX_LINE_CHARS = 1 << 20  # longer physical lines are cut here (with a warning)
+MAX_HOST_CHARS = 255
+_TAG = re.compile(r"\[(\d{1,6})\] ([A-Z][A-Za-z0-9]{0,11}CCL) (INFO|WARN|TRACE|ABORT)\b ?")
+# What launchers put in front of a line: Open MPI's tag, srun --label, a timestamp.
+_WRAP = (
+    r"(?:\[\d{1,7},\d{1,7}\]<std(?:out|err)>:|\d{1,7}: |\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d"
+    r"(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\]? )"
+)
+_WRAP_TAIL = re.compile(_WRAP + r"$")
+_WRAP_HEAD = re.compile(_WRAP)
+_HOST_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+_DIGITS = frozenset("0123456789")
+
+
+@dataclass(slots=True, frozen=True)
+class Record:
+    """One CCL message: who printed it and what it says."""
+
+    line: int
+    host: str
+    pid: int
+    tid: int
+    dev: int
+    lib: str
+    level: str
+    msg: str
+    cut: bool = False  # another process's message followed on the same physical line
+
+    @property
+    def stream(self) -> tuple[str, int, int]:
+        """The process and device that printed it: NCCL logs one device per thread of init."""
+        return (self.host, self.pid, self.dev)
+
+
+@dataclass(slots=True, frozen=True)
+class BadPrefix:
+    """A CCL tag without a readable ``host:pid:tid`` in front of it."""
+
+    line: int
+    text: str
+
+
+def read_lines(f: TextIO, *, max_chars: int = MAX_LINE_CHARS) -> Iterator[tuple[int, str, bool]]:
+    """(line number, text, was cut) for every physical line, each at most ``max_chars`` long."""
+    lineno = 0
+    while True:
+        chunk = f.readline(max_chars)
+        if not chunk:
+            return
+        lineno += 1
+        if chunk.endswith("\n") or len(chunk) < max_chars:
+            yield lineno, chunk.rstrip("\r\n"), False
+            continue
+        yield lineno, chunk, True
+        while True:  # skip the rest of the over-long line without holding it
+            rest = f.readline(max_chars)
+            if not rest or rest.endswith("\n"):
+                break
+
+
+def _prefix_before(text: str, end: int) -> tuple[int, str, int, int] | None:
+    """(start, host, pid, tid) of ``host:pid:tid `` ending right before ``end``, read backwards."""
+    i = end - 1
+    if i < 0 or text[i] != " ":
+        return None
+    fields: list[str] = []
+    for _ in range(2):  # tid, then pid
+        j = i
+        while j > 0 and text[j - 1] in _DIGITS and i - j < 10:
+            j -= 1
+        if j == i or j == 0 or text[j - 1] != ":":
+            return None
+        fields.append(text[j:i])
+        i = j - 1
+    j = i
+    while j > 0 and text[j - 1] in _HOST_CHARS and i - j < MAX_HOST_CHARS:
+        j -= 1
+    if j == i:
+        return None
+    return j, text[j:i], int(fields[1]), int(fields[0])
+
+
+def split_line(lineno: int, text: str) -> tuple[list[Record], list[BadPrefix]]:
+    """The CCL messages of one physical line (usually one; more when processes interleaved)."""
+    found: list[tuple[int, int, tuple[str, int, int] | None, re.Match[str]]] = []
+    for m in _TAG.finditer(text):
+        pre = _prefix_before(text, m.start())
+        if pre is None:
+            found.append((m.start(), m.end(), None, m))
+        else:
+            found.append((pre[0], m.end(), (pre[1], pre[2], pre[3]), m))
+    recs: list[Record] = []
+    bad: list[BadPrefix] = []
+    for k, (start, body, who, m) in enumerate(found):
+        stop = found[k + 1][0] if k + 1 < len(found) else len(text)
+        if who is None:
+            bad.append(BadPrefix(lineno, text[max(0, start - 40) : stop]))
+            continue
+        msg = text[body:stop]
+        if k + 1 < len(found):  # drop the next message's launcher prefix from this one
+            nxt = found[k + 1][2]
+            msg = strip_wrapper_tail(msg, nxt[0] if nxt is not None else "")
+        recs.append(
+            Record(
+                line=lineno,
+                host=who[0],
+                pid=who[1],
+                tid=who[2],
+                dev=int(m.group(1)),
+                lib=m.group(2),
+                level=m.group(3),
+                msg=msg.lstrip() if k + 1 < len(found) else msg.strip(),
+                cut=k + 1 < len(found),
+            )
+        )
+    return recs, bad
+
+
+def strip_wrapper_tail(msg: str, next_host: str) -> str:
+    """``msg`` without a launcher prefix (of the message that follows it) at its end."""
+    if next_host and msg.endswith(f"{next_host}: "):
+        return msg[: -len(next_host) - 2]
+    m = _WRAP_TAIL.search(msg, max(0, len(msg) - 64))
+    return msg[: m.start()] if m else msg
+
+
+def strip_wrapper_head(text: str, host: str) -> str:
+    """``text`` (the rest of a cut message) without the launcher prefix at its start."""
+    if text.startswith(f"{host}: "):
+        return text[len(host) + 2 :]
+    m = _WRAP_HEAD.match(text)
+    return text[m.end() :] if m else text
