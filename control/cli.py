@@ -127,6 +127,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_experiment_parser(sub, _add_json)
 
+    from icefabric.control.cli_ccl import add_ccl_parser, add_log_options
+
+    add_ccl_parser(sub, _add_json, _Parser)
+
     st = sub.add_parser("status", help="the daemon: role, mode, switches, jobs")
     _add_json(st)
     _add_socket(st)
@@ -138,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     jsub.required = True
     add = jsub.add_parser("add", help="plan a job and install its paths")
     add.add_argument("job", metavar="JOB", nargs="?", help="job description (YAML/JSON)")
-    _add_log_options(add)
+    add_log_options(add)
     _add_json(add)
     _add_socket(add)
     add.set_defaults(func=cmd_jobs_add)
@@ -224,17 +228,6 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_socket(p: argparse.ArgumentParser) -> None:
     """--socket after the subcommand too (it overrides the global one only when given)."""
     p.add_argument("--socket", default=argparse.SUPPRESS, help="the controller's API socket")
-
-
-def _add_log_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--nccl-log", default=None, help="build the job from an NCCL_DEBUG=INFO log")
-    p.add_argument("--name", default=None, help="job name (with --nccl-log; default: file stem)")
-    p.add_argument("--collective", default="all-reduce", help="with --nccl-log")
-    p.add_argument("--algorithm", default=None, help="with --nccl-log (default: from the log)")
-    p.add_argument("--message-bytes", default="256MiB", help="with --nccl-log (default 256MiB)")
-    p.add_argument(
-        "--host-map", action="append", metavar="LOGHOST=TOPOHOST", help="rename log hosts"
-    )
 
 
 def _error_code(exc: BaseException) -> int | None:

@@ -8,7 +8,6 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from icefabric.control import render
@@ -65,48 +64,28 @@ def _read_job_arg(args: argparse.Namespace) -> dict[str, Any]:
     """The job as plain data: a job file, or an NCCL log with the collective named."""
     from icefabric.control.ccl.job import load_job
 
-    if args.nccl_log:
+    if args.nccl_log or args.hccl_rank_table:
         job = _job_from_log(args)
     else:
         if not args.job:
-            raise CliError("jobs add: give a JOB file or --nccl-log LOG", EXIT_USAGE)
+            raise CliError(
+                "jobs add: give a JOB file or --nccl-log LOG (or --hccl-rank-table JSON)",
+                EXIT_USAGE,
+            )
         job = load_job(args.job)
     data: dict[str, Any] = job.to_dict()
     return data
 
 
 def _job_from_log(args: argparse.Namespace) -> Any:
-    from icefabric.control.ccl.job import parse_size
-    from icefabric.control.ccl.nccl_log import load_nccl_log, to_job
+    from icefabric.control.ccl.nccl.tojob import single_host_note
+    from icefabric.control.cli_ccl import job_from_args
 
-    try:
-        size = parse_size(args.message_bytes)
-    except ValueError as exc:
-        raise CliError(f"--message-bytes: {exc}", EXIT_USAGE) from exc
-    host_map: dict[str, str] = {}
-    for item in args.host_map or []:
-        if "=" not in item:
-            raise CliError(f"--host-map: expected LOGHOST=TOPOHOST, got {item!r}", EXIT_USAGE)
-        k, v = item.split("=", 1)
-        host_map[k] = v
-    try:
-        parsed = load_nccl_log(args.nccl_log)
-    except OSError as exc:
-        raise CliError(f"{args.nccl_log}: cannot read: {exc.strerror or exc}", EXIT_USAGE) from exc
-    for w in parsed.warnings:
-        print(f"warning: {w}", file=sys.stderr)
-    name = args.name or Path(args.nccl_log).stem
-    try:
-        return to_job(
-            parsed,
-            name=name,
-            collective=args.collective,
-            message_bytes=size,
-            algorithm=args.algorithm,
-            host_map=host_map,
-        )
-    except ValueError as exc:
-        raise CliError(str(exc), EXIT_USAGE) from exc
+    job = job_from_args(args)
+    note = single_host_note(job)
+    if note:
+        print(note, file=sys.stderr)
+    return job
 
 
 def cmd_jobs_add(args: argparse.Namespace) -> int:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from icefabric.control import render
@@ -22,12 +22,14 @@ def plan_report(
     budget_s: float,
     draws: int = 1000,
     seed: int = 1,
+    extra_jobs: Sequence[tuple[Any, str]] = (),
 ) -> dict[str, Any]:
     """Plan the jobs on the topology without touching any switch; plain data for JSON/tables.
 
     ECMP's figures come from ice.p4's own ECMP (control/planner/ecmp.py): for the flows' actual
     keys (the real UDP source port and QP where the job gives them, else the stand-ins the
     controller installs and senders use) and over ``draws`` seeded random source-port draws.
+    ``extra_jobs`` are jobs built elsewhere (from a CCL log), each with the file it came from.
     """
     from icefabric.control.ccl.demand import demand_from_jobs
     from icefabric.control.ccl.job import load_job
@@ -41,8 +43,8 @@ def plan_report(
 
     spec = load_topology(topo_path)
     topo = Topology(spec)
-    jobs = [load_job(p) for p in job_paths]
-    _check_hosts(spec, jobs, job_paths)
+    jobs = [load_job(p) for p in job_paths] + [j for j, _ in extra_jobs]
+    _check_hosts(spec, jobs, job_paths + [src for _, src in extra_jobs])
     demand = demand_from_jobs(jobs)
     planner = Planner(topo, method=method, time_budget_s=budget_s)
     planner.add(demand)
@@ -136,13 +138,17 @@ def _positive_int(text: str) -> int:
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
+    from icefabric.control.cli_ccl import log_job_for_plan
+
+    extra = log_job_for_plan(args)
     report = plan_report(
         args.topo,
-        args.job,
+        args.job or [],
         method=args.method,
         budget_s=args.budget,
         draws=args.draws,
         seed=args.seed,
+        extra_jobs=extra,
     )
     if args.json:
         render.emit_json(report)
@@ -232,7 +238,10 @@ def add_plan_parser(sub: Any, add_json: Callable[[argparse.ArgumentParser], None
     )
     p.add_argument("--topo", required=True, help="topology spec (YAML/JSON)")
     p.add_argument(
-        "--job", required=True, action="append", help="job description (repeat for several jobs)"
+        "--job",
+        action="append",
+        default=[],
+        help="job description (repeat for several jobs; or --nccl-log)",
     )
     p.add_argument(
         "--method",
@@ -251,6 +260,9 @@ def add_plan_parser(sub: Any, add_json: Callable[[argparse.ArgumentParser], None
     p.add_argument("--all-links", action="store_true", help="host links too, not only fabric")
     p.add_argument("--no-flows", action="store_true", help="omit the per-flow path table")
     add_json(p)
+    from icefabric.control.cli_ccl import add_log_options
+
+    add_log_options(p)
     p.set_defaults(func=_cmd_plan)
 
 

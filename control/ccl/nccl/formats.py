@@ -124,8 +124,8 @@ Event = Init | Order | Edge | Triple | Trees | Marker | Version | Pattern
 _INIT = re.compile(r"\bcomm (0x[0-9a-fA-F]{1,16}|\(nil\)) rank (\d{1,12}) n[Rr]anks (\d{1,12})\b")
 _INIT_BARE = re.compile(r"^rank (\d{1,12}) nranks (\d{1,12})$")  # NCCL 2.3 ncclCommInitAll
 _KV = re.compile(
-    r"\b(cudaDev|nvmlDev|busId|commId|parent|color|childCount) (0x[0-9a-fA-F]{1,16}|-?\d{1,12}"
-    r"|[0-9a-fA-F]{1,16}|\(nil\))"
+    r"\b(cudaDev|nvmlDev|busId|commId|parent|color|childCount) "
+    r"(0x[0-9a-fA-F]{1,16}|-?[0-9a-fA-F]{1,16}|\(nil\))"
 )
 _ORDER_HEAD = re.compile(r"^(?:Channel (\d{1,5})(?:/(\d{1,5}))?|Ring (\d{1,5})) :")
 _EDGE = re.compile(
@@ -399,7 +399,9 @@ def parse_marker(msg: str) -> Marker | None:
         return Marker("rings", comm)
     if msg.startswith(("Connected all trees", "Connected binomial trees")):
         return Marker("trees", comm)
-    if msg.startswith(("Connected NVLS", "Connected collnet", "Connected Collnet", "Connected all")):
+    if msg.startswith(
+        ("Connected NVLS", "Connected collnet", "Connected Collnet", "Connected all")
+    ):
         return Marker("other", comm)
     return None
 

@@ -16,6 +16,7 @@ the first connection each process prints for a channel is its ring connection.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
@@ -337,22 +338,33 @@ class _Builder:
     # -- the end ------------------------------------------------------------------------------
 
     def finish(self) -> NcclLog:
-        for stream, st in self.streams.items():
-            if st.pending:
-                key = st.last if st.new_style else None
-                if key is not None:
-                    self._flush_pending(st, key)
-                else:
-                    rec0 = st.pending[0][0]
-                    lines = ranges(sorted({r.line for r, _ in st.pending}))
-                    self.out.notes.append(
-                        f"{self.out.source}: lines {lines} of {rec0.host} pid {rec0.pid} "
-                        "follow the last init line of that process (runtime connections): not used"
-                        if st.last is not None
-                        else f"{self.out.source}: lines {lines} of {rec0.host} pid {rec0.pid} "
-                        "name no communicator (no init line of that process): not used"
-                    )
-                    st.pending = []
+        for st in self.streams.values():
+            if not st.pending:
+                continue
+            if st.new_style and st.last is not None:
+                self._flush_pending(st, st.last)
+                continue
+            rec0 = st.pending[0][0]
+            if st.last is None:
+                lines = ranges(sorted({r.line for r, _ in st.pending}))
+                self.out.notes.append(
+                    f"{self.out.source}: lines {lines} of {rec0.host} pid {rec0.pid} name no "
+                    "communicator (no init line of that process): not used"
+                )
+                st.pending = []
+                continue
+            # after the last Init COMPLETE of an old-style process: order and tree lines are
+            # init lines of that communicator; connection lines are runtime (send/recv) ones
+            conns = [r.line for r, ev in st.pending if isinstance(ev, Edge)]
+            for rec, ev in st.pending:
+                if not isinstance(ev, Edge):
+                    self._apply(st.last, rec, ev)
+            st.pending = []
+            if conns:
+                self.out.notes.append(
+                    f"{self.out.source}: lines {ranges(sorted(conns))} of {rec0.host} pid "
+                    f"{rec0.pid} follow its last Init COMPLETE (runtime connections): not used"
+                )
         for (_stream, key), conn in self.conns.items():
             if conn.marked or not conn.buffered:
                 continue
@@ -419,9 +431,9 @@ class _Builder:
                 )
             return
         prefix = order[0].ranks if order is not None else ()
-        ring = _walk(prefix, succ, n)
-        if ring is not None:
-            log.rings[ch] = ring
+        walked = _walk(prefix, succ, n)
+        if walked is not None:
+            log.rings[ch] = walked
             src = "connection lines" if not prefix else "order line + connection lines"
             log.ring_sources[ch] = src
             return
@@ -442,7 +454,7 @@ class _Builder:
 
 def _walk(prefix: tuple[int, ...], succ: dict[int, int], n: int) -> tuple[int, ...] | None:
     """The ring through ``prefix`` following ``succ``; one missing link is closed if unique."""
-    for a, b in zip(prefix, prefix[1:], strict=False):
+    for a, b in itertools.pairwise(prefix):
         if succ.get(a, b) != b:
             return None
         succ.setdefault(a, b)

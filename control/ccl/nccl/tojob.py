@@ -33,7 +33,9 @@ def check_collective(collective: str, algorithm: str | None) -> tuple[str, str]:
     """(collective, algorithm) normalised; ValueError naming the option when either is wrong."""
     coll = canonical_collective(collective)
     if coll not in COLLECTIVES:
-        raise ValueError(f"--collective: expected one of {', '.join(COLLECTIVES)}, got {collective!r}")
+        raise ValueError(
+            f"--collective: expected one of {', '.join(COLLECTIVES)}, got {collective!r}"
+        )
     supported = SUPPORTED[coll]
     if not supported:
         if algorithm:

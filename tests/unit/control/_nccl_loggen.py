@@ -84,7 +84,9 @@ def trees_line(version: str, rank: int, trees: list[dict[int, int]]) -> str:
         if v < (2, 5):
             parts.append(f" [{c}] {up}->{rank}->{d[0]}/{d[1]}/{d[2]}")
         elif v < (2, 8):
-            parts.append(f" [{c}] {d[0]}/{d[1]}/{d[2]}->{rank}->{up}|{up}->{rank}->{d[0]}/{d[1]}/{d[2]}")
+            parts.append(
+                f" [{c}] {d[0]}/{d[1]}/{d[2]}->{rank}->{up}|{up}->{rank}->{d[0]}/{d[1]}/{d[2]}"
+            )
         else:
             parts.append(f" [{c}] {d[0]}/{d[1]}/{d[2]}->{rank}->{up}")
     return "Trees" + "".join(parts)[:1023]
@@ -202,7 +204,9 @@ def rank_messages(version: str, comm: Comm, rank: int) -> list[str]:
     elif v < (2, 5):
         out.append(f"comm {ptr} rank {rank} nranks {n} cudaDev {dev} nvmlDev {dev} - Init COMPLETE")
     elif v < (2, 18):
-        out.append(f"comm {ptr} rank {rank} nranks {n} cudaDev {dev} busId {bus(dev)} - Init COMPLETE")
+        out.append(
+            f"comm {ptr} rank {rank} nranks {n} cudaDev {dev} busId {bus(dev)} - Init COMPLETE"
+        )
     else:
         out.append(
             f"{func}comm {ptr} rank {rank} nranks {n} cudaDev {dev} nvmlDev {dev} busId {bus(dev)} "
@@ -211,7 +215,9 @@ def rank_messages(version: str, comm: Comm, rank: int) -> list[str]:
     return out
 
 
-def wrap(style: str, host: str, pid: int, dev: int, msg: str, rank: int, k: int, lib: str = "NCCL") -> str:
+def wrap(
+    style: str, host: str, pid: int, dev: int, msg: str, rank: int, k: int, lib: str = "NCCL"
+) -> str:
     """One physical line with the launcher's prefix."""
     core = f"{host}:{pid}:{pid} [{dev}] {lib} INFO {msg}"
     if style == "pdsh":
@@ -262,7 +268,9 @@ def write_log(
                 and a.split(":")[:2] != b.split(":")[:2]
             ):
                 done.update({i, i + 1})
-                at = a.index(" INFO ") + 6 + rng.randrange(1, max(2, len(a) - a.index(" INFO ") - 6))
+                at = (
+                    a.index(" INFO ") + 6 + rng.randrange(1, max(2, len(a) - a.index(" INFO ") - 6))
+                )
                 m = re.search(r"[A-Za-z0-9_.-]+:\d+:\d+ \[", a)
                 wrapper = a[: m.start()] if m else ""
                 lines[i : i + 2] = [a[:at] + b, wrapper + a[at:]]
