@@ -14,14 +14,14 @@ other programs are skipped. Every size read from the log is bounded (``MAX_RANKS
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from icefabric.control.ccl.nccl.formats import MAX_CHANNELS, MAX_RANKS
 from icefabric.control.ccl.nccl.hostmap import HostMap, HostMapError
 from icefabric.control.ccl.nccl.model import CommLog, NcclLog, ParseWarning, RankInfo
 from icefabric.control.ccl.nccl.parse import parse_records
-from icefabric.control.ccl.nccl.records import MAX_LINE_CHARS, read_lines
+from icefabric.control.ccl.nccl.records import MAX_LINE_CHARS, clean_hosts, read_lines
 from icefabric.control.ccl.nccl.tojob import check_collective, single_host_note, to_job
 
 __all__ = [
@@ -43,15 +43,25 @@ __all__ = [
 
 
 def load_nccl_log(path: str | Path) -> NcclLog:
-    """Parse a CCL debug log file (undecodable bytes become U+FFFD; OSError if unreadable)."""
+    """Parse a CCL debug log file (undecodable bytes become U+FFFD; OSError if unreadable).
+
+    The file is read twice: first for the host names that begin lines (to split lines where
+    processes interleaved), then for everything else.
+    """
     with Path(path).open(encoding="utf-8", errors="replace", newline="") as f:
-        return parse_records(read_lines(f), str(path))
+        hosts = clean_hosts(text for _, text, _ in read_lines(f))
+    with Path(path).open(encoding="utf-8", errors="replace", newline="") as f:
+        return parse_records(read_lines(f), str(path), hosts)
 
 
 def parse_nccl_log(lines: Iterable[str] | str, *, source: str = "<log>") -> NcclLog:
-    """Parse log text (a string or an iterable of lines)."""
+    """Parse log text (a string, a sequence of lines, or any iterable of lines read once)."""
     if isinstance(lines, str):
-        return parse_records(read_lines(io.StringIO(lines)), source)
+        hosts = clean_hosts(text for _, text, _ in read_lines(io.StringIO(lines)))
+        return parse_records(read_lines(io.StringIO(lines)), source, hosts)
+    if isinstance(lines, Sequence):
+        hosts = clean_hosts(text for _, text, _ in _numbered(lines))
+        return parse_records(_numbered(lines), source, hosts)
     return parse_records(_numbered(lines), source)
 
 

@@ -62,6 +62,7 @@ class _CommWork:
     orders: dict[int, tuple[Order, int]] = field(default_factory=dict)
     succ: dict[int, dict[int, tuple[int, int]]] = field(default_factory=dict)  # ch->src->(dst,l)
     tree_lines: dict[tuple[int, int], int] = field(default_factory=dict)
+    edge_kinds: dict[int, set[str]] = field(default_factory=dict)  # channel -> where from
     streams: set[Stream] = field(default_factory=set)
     id_kind: str = "anon"
 
@@ -236,8 +237,8 @@ class _Builder:
             if max(ev.prev, ev.rank, ev.next) >= log.nranks:
                 self.out.warn(rec.line, f"rank outside 0..{log.nranks - 1}", rec.msg)
                 return
-            self._edge(work, ev.channel, ev.prev, ev.rank, rec.line)
-            self._edge(work, ev.channel, ev.rank, ev.next, rec.line)
+            self._edge(work, ev.channel, ev.prev, ev.rank, rec.line, "GRAPH ring lines")
+            self._edge(work, ev.channel, ev.rank, ev.next, rec.line, "GRAPH ring lines")
         elif isinstance(ev, Trees):
             self._trees(work, rec, ev)
         elif isinstance(ev, Edge):
@@ -257,6 +258,8 @@ class _Builder:
 
     def _order(self, work: _CommWork, rec: Record, ev: Order) -> None:
         log = work.log
+        if not ev.ranks:
+            return  # a cut order line that kept no complete rank number
         bad = [r for r in ev.ranks if r >= log.nranks]
         if bad or (len(ev.ranks) > log.nranks):
             self.out.warn(
@@ -291,7 +294,10 @@ class _Builder:
                 return
         work.orders[ev.channel] = (ev, rec.line)
 
-    def _edge(self, work: _CommWork, ch: int, src: int, dst: int, line: int) -> None:
+    def _edge(
+        self, work: _CommWork, ch: int, src: int, dst: int, line: int, kind: str = ""
+    ) -> None:
+        work.edge_kinds.setdefault(ch, set()).add(kind or "connection lines")
         succ = work.succ.setdefault(ch, {})
         prev = succ.get(src)
         if prev is not None and prev[0] != dst:
@@ -434,8 +440,8 @@ class _Builder:
         walked = _walk(prefix, succ, n)
         if walked is not None:
             log.rings[ch] = walked
-            src = "connection lines" if not prefix else "order line + connection lines"
-            log.ring_sources[ch] = src
+            kinds = " + ".join(sorted(work.edge_kinds.get(ch, set())))
+            log.ring_sources[ch] = kinds if not prefix else f"order line + {kinds}"
             return
         first = order[1] if order is not None else min(x[1] for x in work.succ[ch].values())
         have = len(succ)
@@ -504,7 +510,9 @@ def _tree_problem(tree: dict[int, int]) -> str:
     return ""
 
 
-def parse_records(lines: Iterable[tuple[int, str, bool]], source: str) -> NcclLog:
+def parse_records(
+    lines: Iterable[tuple[int, str, bool]], source: str, hosts: set[str] | None = None
+) -> NcclLog:
     """Parse (line number, text, too long) tuples; see :func:`parse_nccl_log`.
 
     A message cut by another process's message on the same line is joined with the next line
@@ -512,12 +520,13 @@ def parse_records(lines: Iterable[tuple[int, str, bool]], source: str) -> NcclLo
     as a cut message (fields that may be incomplete are not read).
     """
     b = _Builder(source)
+    known = set(hosts) if hosts is not None else set()
     held: Record | None = None
     for lineno, text, too_long in lines:
         b.out.lines_read += 1
         if too_long:
             b.out.warn(lineno, f"line longer than {len(text)} characters: only its start is read")
-        recs, bad = split_line(lineno, text)
+        recs, bad = split_line(lineno, text, known)
         if held is not None:
             if not recs and not bad and text.strip():
                 rest = strip_wrapper_head(text, held.host).rstrip()

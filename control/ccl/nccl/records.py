@@ -16,7 +16,7 @@ of it is read backwards a bounded number of characters.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TextIO
 
@@ -102,15 +102,70 @@ def _prefix_before(text: str, end: int) -> tuple[int, str, int, int] | None:
     return j, text[j:i], int(fields[1]), int(fields[0])
 
 
-def split_line(lineno: int, text: str) -> tuple[list[Record], list[BadPrefix]]:
-    """The CCL messages of one physical line (usually one; more when processes interleaved)."""
+MAX_KNOWN_HOSTS = 1 << 16
+
+
+def _clean_start(text: str, start: int, first: bool) -> bool:
+    """Whether a prefix at ``start`` begins the line (after nothing but a launcher's prefix)."""
+    if not first:
+        return False
+    if start == 0:
+        return True
+    lead = text[:start]
+    m = _WRAP_HEAD.match(lead)
+    rest = lead[m.end() :] if m else lead
+    return rest == "" or (rest.endswith(": ") and set(rest[:-2]) <= _HOST_CHARS)
+
+
+def _known_suffix(host: str, hosts: set[str]) -> str:
+    """The longest name of ``hosts`` that ``host`` ends with (another message glued in front)."""
+    if host in hosts or not hosts:
+        return host
+    for i in range(1, len(host)):
+        if host[i:] in hosts:
+            return host[i:]
+    return host
+
+
+def clean_hosts(lines: Iterable[str]) -> set[str]:
+    """Host names of prefixes that begin a line: the names glued text is matched against."""
+    hosts: set[str] = set()
+    for text in lines:
+        m = _TAG.search(text, 0, 4096)
+        if m is None:
+            continue
+        pre = _prefix_before(text, m.start())
+        if pre is not None and _clean_start(text, pre[0], True):
+            hosts.add(pre[1])
+            if len(hosts) >= MAX_KNOWN_HOSTS:
+                break
+    return hosts
+
+
+def split_line(
+    lineno: int, text: str, hosts: set[str] | None = None
+) -> tuple[list[Record], list[BadPrefix]]:
+    """The CCL messages of one physical line (usually one; more when processes interleaved).
+
+    When another message is glued in front of a prefix (``...rank 29 nrnode02:1201:1201 [1]``)
+    the host is the longest name of ``hosts`` (names seen at the start of lines) it ends with.
+    """
     found: list[tuple[int, int, tuple[str, int, int] | None, re.Match[str]]] = []
     for m in _TAG.finditer(text):
         pre = _prefix_before(text, m.start())
         if pre is None:
             found.append((m.start(), m.end(), None, m))
-        else:
-            found.append((pre[0], m.end(), (pre[1], pre[2], pre[3]), m))
+            continue
+        start, host = pre[0], pre[1]
+        if hosts is not None:
+            if _clean_start(text, start, not found):
+                if len(hosts) < MAX_KNOWN_HOSTS:
+                    hosts.add(host)
+            else:
+                fixed = _known_suffix(host, hosts)
+                start += len(host) - len(fixed)
+                host = fixed
+        found.append((start, m.end(), (host, pre[2], pre[3]), m))
     recs: list[Record] = []
     bad: list[BadPrefix] = []
     for k, (start, body, who, m) in enumerate(found):
