@@ -17,7 +17,7 @@ from icefabric.control.ccl.job import (
     parse_job,
 )
 from icefabric.control.ccl.nccl.hostmap import HostMap
-from icefabric.control.ccl.nccl.model import CommLog, ranges
+from icefabric.control.ccl.nccl.model import CommLog, NcclLog, ranges
 
 VENDOR_OF_LIB = {
     "NCCL": "nvidia",
@@ -122,7 +122,7 @@ def _phase(
 
 
 def to_job(
-    comms: CommLog | Sequence[CommLog],
+    comms: NcclLog | CommLog | Sequence[CommLog],
     *,
     name: str,
     collective: str,
@@ -133,10 +133,17 @@ def to_job(
 ) -> JobSpec:
     """A job from one communicator (one phase) or several (one phase each, ``comm0``...).
 
+    Given a whole log, its largest communicator is used (``NcclLog.select``).
+
     Job ranks are processes (host, pid, device): the first communicator's ranks in order, then
     the processes only later ones name. The job is checked by the job-file validator, so what
     comes out can be written as a job file and read back.
     """
+    if isinstance(comms, NcclLog):
+        try:
+            comms = comms.select()  # a whole log: its largest communicator
+        except LookupError as e:
+            raise ValueError(str(e)) from None
     group = [comms] if isinstance(comms, CommLog) else list(comms)
     if not group:
         raise ValueError("no communicator to import")

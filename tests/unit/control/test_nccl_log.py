@@ -235,3 +235,11 @@ def test_too_many_warnings_are_counted_not_dropped_silently() -> None:
     bad = ["h:1:1 [0] NCCL INFO Trees [0] x"] * 1500
     log = parse_nccl_log(bad)
     assert len(log.warnings) == 1000 and log.warnings_dropped == 500
+
+
+def test_to_job_of_a_whole_log_uses_its_largest_communicator() -> None:
+    log = load_nccl_log(FIX / "nccl_2node_8rank_2ch.log")
+    job = to_job(log, name="w", collective="all-reduce", message_bytes=1)
+    assert len(job.ranks) == 8 and len(job.phases[0].rings) == 2
+    with pytest.raises(ValueError, match="no communicator"):
+        to_job(parse_nccl_log(["x"]), name="w", collective="all-reduce", message_bytes=1)
