@@ -49,13 +49,18 @@ control EcnMarker(inout headers_t hdr,
                 } else if (qdepth > meta.ecn_kmin) {
                     bit<32> draw;
                     bit<32> thin;
+                    // An ECN-capable packet need not be UDP or RoCE: a field of an invalid
+                    // header holds whatever an earlier packet left there on BMv2 (0 on the
+                    // embedded target), so the hashes read only valid headers.
+                    bit<16> src_port = hdr.udp.isValid() ? hdr.udp.src_port : 16w0;
+                    bit<24> psn = hdr.bth.isValid() ? hdr.bth.psn : 24w0;
                     hash(draw, HashAlgorithm.crc32, 32w0,
                          { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.identification,
-                           hdr.udp.src_port, hdr.bth.psn,
+                           src_port, psn,
                            standard_metadata.egress_global_timestamp, qdepth },
                          meta.ecn_kmax - meta.ecn_kmin);
                     hash(thin, HashAlgorithm.crc16, 32w0,
-                         { hdr.ipv4.identification, hdr.bth.psn,
+                         { hdr.ipv4.identification, psn,
                            standard_metadata.egress_global_timestamp, qdepth },
                          32w65536);
                     if (draw < qdepth - meta.ecn_kmin && (thin & meta.ecn_pmax_mask) == 0) {

@@ -12,6 +12,8 @@
 // output bits when just the last input bytes (ports, QP) differ, which a modulo-64 bucket then
 // maps onto a handful of paths.  A last-seen value of 0 means "never seen" (timestamps start above 0 on
 // BMv2; tests start the manual clock above 0).
+// Applied by PathSelect for RoCEv2 packets only (hdr.bth valid, so ipv4 and udp are too): no
+// hash input reads a field of an invalid header.
 control LoadBalance(inout headers_t hdr,
                     inout local_metadata_t meta,
                     inout standard_metadata_t standard_metadata) {
