@@ -308,7 +308,7 @@ class CallGen(ExprGen):
             self.em.line(f"LOG_MSG(format_log({fmt.code}, {items}))")
             return V("", VOID)
         if name == "digest":
-            return self.digest_call(args, loc)  # type: ignore[attr-defined]
+            return self.digest_call(args, loc, e.type_args)  # type: ignore[attr-defined]
         raise err(f"extern function '{name}' is not supported by this target", loc)
 
     def legacy_field_list(self, e: A.Expr) -> int:

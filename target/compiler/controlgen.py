@@ -429,11 +429,20 @@ class ControlGen(TableGenMixin, ParserGen):
         return fname
 
     # ---- digests --------------------------------------------------------------------------
-    def digest_call(self, args: list[A.Expr], loc: SourceLoc) -> V:
+    def digest_call(
+        self, args: list[A.Expr], loc: SourceLoc, type_args: list[A.TypeRef] | None = None
+    ) -> V:
         """digest(receiver, data): record the digest, sampled at the end of ingress."""
-        data = self.expr(args[1])
+        want = self.unit.resolve_type(type_args[0]) if type_args else None
+        data = self.expr(args[1], want)
         if isinstance(data, ListV):
-            raise err("digest data must be a struct (p4c names the digest after its type)", loc)
+            if not isinstance(want, StructT):
+                raise err("digest of a list needs its struct type: digest<T>(receiver, {...})", loc)
+            # as p4c: the list is stored in a temporary struct at the call, and that is sampled
+            tmp = self.unit.alloc(want)
+            data_ref = Ref(str(tmp), want, tmp)
+            self.assign_value(data_ref, data, args[1].loc)
+            data = data_ref
         if not isinstance(data, Ref) or not isinstance(data.type, StructT):
             raise err("digest data must be a struct", args[1].loc)
         st = data.type

@@ -320,6 +320,10 @@ class ExprGen:
         """Compile a TypeExpr expression."""
         return TypeV(self.unit.resolve_type(e.type))
 
+    def e_InvalidHeader(self, e: A.InvalidHeader, want: T | None) -> ObjV:
+        """Compile ``{#}`` (only assignable to a header or header union)."""
+        return ObjV("invalid_header", None)
+
     def e_DontCare(self, e: A.DontCare, want: T | None) -> V:
         """Compile a DontCare expression."""
         from icefabric.target.compiler.types import DONTCARE
@@ -458,6 +462,8 @@ class ExprGen:
     def e_Cast(self, e: A.Cast, want: T | None) -> V | ListV:
         """Compile a Cast expression."""
         t = self.unit.resolve_type(e.type)
+        if isinstance(e.expr, A.InvalidHeader):
+            return self.e_InvalidHeader(e.expr, t)  # type: ignore[return-value]
         inner = self.expr(e.expr, t if isinstance(e.expr, (A.ListExpr, A.StructExpr)) else None)
         if isinstance(inner, ListV):
             if isinstance(t, (StructT, TupleT)):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from icefabric.target.compiler.calls import CallGen
+from icefabric.target.compiler.calls import R_LEN_DELTA, CallGen
 from icefabric.target.compiler.expr import add_base, slot_v
 from icefabric.target.compiler.model import TableInfo
 from icefabric.target.compiler.types import BOOL, BoolT, StructT, TupleT, is_scalar
@@ -195,8 +195,19 @@ class StmtGen(CallGen):
                     self.store(sub, item, loc)
                     off += et.slots
                 return
-        if isinstance(val, V) and val.code == "None":  # invalid header `{#}`-like
-            return
+        if isinstance(val, ObjV) and val.kind == "invalid_header":
+            # `h = {#}` is h.setInvalid() (a union: every member)
+            if isinstance(t, StructT) and (t.is_header or t.is_union):
+                heads = [target] if t.is_header else [
+                    self.field_of(target, f.name, loc) for f in t.fields
+                ]  # fmt: skip
+                for h in heads:
+                    assert isinstance(h, Ref) and isinstance(h.type, StructT)
+                    with self.em.block(f"if S[{h.base}]:"):
+                        self.em.line(f"S[{h.base}] = False")
+                        self.em.line(f"S[{R_LEN_DELTA}] -= {h.type.fixed_bits() // 8}")
+                return
+            raise err(f"{{#}} can only be assigned to a header or header union, not {t}", loc)
         raise err(f"cannot assign this value to {t}", loc)
 
     def store(self, target: Any, item: Any, loc: SourceLoc) -> None:

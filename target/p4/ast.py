@@ -164,6 +164,11 @@ class DontCare(Expr):
 
 
 @dataclass(slots=True)
+class InvalidHeader(Expr):
+    """``{#}``: an invalid header (or header union)."""
+
+
+@dataclass(slots=True)
 class TypeExpr(Expr):
     """A type used as an expression prefix (e.g. ``bit<8>`` in ``(bit<8>)x`` is a Cast instead)."""
 

@@ -358,6 +358,9 @@ class ExprParser:
                     return A.ListExpr(loc, items)
                 self.expect(")")
                 return e
+            if t.value == "{#}":
+                self.pos += 1
+                return A.InvalidHeader(loc)
             if t.value == "{":
                 return self.parse_brace_expr()
             if t.value == ".":

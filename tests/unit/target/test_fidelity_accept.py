@@ -184,3 +184,20 @@ def test_nested_switch_on_action_run() -> None:
         default: { hdr.h.c = 0x33; }
     }"""
     assert run(locals_=locals_, body=body)[:4] == bytes([1, 2, 0x22, 4])
+
+
+def test_invalid_header_literal() -> None:
+    body = (
+        "hdr.h2 = hdr.h; hdr.h2 = {#}; hdr.h = (h_t){#}; hdr.us[0].e.setValid(); hdr.us[0] = {#};"
+    )
+    assert run(body=body) == DATA[4:]
+
+
+def test_digest_of_a_list_with_its_struct_type() -> None:
+    decls = "struct learn_t { bit<8> a; bit<9> port; }"
+    body = "digest<learn_t>(1, { hdr.h.a, sm.ingress_port }); hdr.h.a = 0x55;"
+    prog = compile_source(src(decls=decls, body=body), filename="dg.p4")
+    (digest,) = prog.p4info.digests
+    assert digest.preamble.name == "learn_t"
+    res = prog.instantiate().ingress(DATA, 3)
+    assert res.digests == [("learn_t", (1, 3))]  # the values at the call
