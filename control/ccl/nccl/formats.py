@@ -63,6 +63,7 @@ class Edge:
     receive: bool  # printed by the receiving side ([receive]); else by the sender
     via: str
     comm: str = ""  # RCCL appends the comm pointer
+    conn_index: int | None = None  # NCCL >= 2.12: 0 for rings and trees, 1 for send/recv
 
 
 @dataclass(slots=True, frozen=True)
@@ -129,7 +130,7 @@ _KV = re.compile(
 )
 _ORDER_HEAD = re.compile(r"^(?:Channel (\d{1,5})(?:/(\d{1,5}))?|Ring (\d{1,5})) :")
 _EDGE = re.compile(
-    r"^(?:Channel|Ring) (\d{1,5})(?:/\d{1,5})? : (\d{1,12})(?:\[[0-9a-fA-Fx]{0,20}\])? -> "
+    r"^(?:Channel|Ring) (\d{1,5})(?:/(\d{1,5}))? : (\d{1,12})(?:\[[0-9a-fA-Fx]{0,20}\])? -> "
     r"(\d{1,12})(?:\[[0-9a-fA-Fx]{0,20}\])?(?: \[(send|receive)\])? via (\S{1,200})"
 )
 _TRIPLE = re.compile(r"^Ring (\d{1,5}) : (-?\d{1,12}) -> (-?\d{1,12}) -> (-?\d{1,12})$")
@@ -258,8 +259,8 @@ def parse_edge(msg: str) -> Edge | None:
     if m is None:
         return None
     ch = _int(m.group(1), "channel", 0, MAX_CHANNELS - 1)
-    src = _int(m.group(2), "rank", 0, MAX_RANKS - 1)
-    dst = _int(m.group(3), "rank", 0, MAX_RANKS - 1)
+    src = _int(m.group(3), "rank", 0, MAX_RANKS - 1)
+    dst = _int(m.group(4), "rank", 0, MAX_RANKS - 1)
     if src == dst:
         raise BadLine(f"channel {ch}: a connection from rank {src} to itself")
     tail = _COMM_TAIL.search(msg, m.end())
@@ -268,8 +269,9 @@ def parse_edge(msg: str) -> Edge | None:
         src=src,
         dst=dst,
         # NCCL 2.3 printed NET connections on the receiving side only, without a [tag]
-        receive=m.group(4) == "receive" or (m.group(4) is None and m.group(5).startswith("NET/")),
-        via=m.group(5),
+        receive=m.group(5) == "receive" or (m.group(5) is None and m.group(6).startswith("NET/")),
+        via=m.group(6),
+        conn_index=int(m.group(2)) if m.group(2) is not None else None,
         comm=tail.group(1).lower() if tail else "",
     )
 

@@ -242,6 +242,8 @@ class _Builder:
         elif isinstance(ev, Trees):
             self._trees(work, rec, ev)
         elif isinstance(ev, Edge):
+            if ev.conn_index is not None and ev.conn_index > 0:
+                return  # send/recv (and CollNet) connections, never a ring's
             if max(ev.src, ev.dst) >= log.nranks:
                 self.out.warn(rec.line, f"rank outside 0..{log.nranks - 1}", rec.msg)
                 return

@@ -278,3 +278,31 @@ def test_trees_line_formats_and_cut_entries() -> None:
     assert cut is not None and [e.channel for e in cut.entries] == [0]  # "->1" may be "->12"
     with pytest.raises(BadLine, match="mixes the formats"):
         parse_trees("Trees [0] -1->0->1/2/-1 [1] 1/-1/-1->0->-1", cut=False)
+
+
+def test_runtime_connect_rings_after_init_and_send_recv_connections_first() -> None:
+    # NCCL >= 2.22 connects rings at the first collective, after Init COMPLETE; send/recv
+    # connections (connIndex 1) may come before them and are not ring connections
+    n = 8
+    procs = layout(2, 4)
+    rings = nccl_rings(n, 4, 2, seed=8)
+    lines = write_log("2.29", [Comm(procs, rings)], seed=1, noise=False)
+    per: dict[str, list[str]] = {}
+    for ln in lines:
+        per.setdefault(ln.split(" [")[0], []).append(ln)
+    out: list[str] = []
+    for key, ls in per.items():
+        head = key + f" [{ls[0].split(' [')[1].split(']')[0]}] NCCL INFO "
+        rank = next(int(m.group(1)) for ln in ls if (m := re.search(r" rank (\d+) nranks", ln)))
+        ring_part = [ln for ln in ls if " via " in ln or "Connected all rings" in ln]
+        rest = [ln for ln in ls if ln not in ring_part]
+        p2p = f"{head}Channel 02/1 : {rank}[0] -> {(rank + 3) % n}[3] via P2P/CUMEM/read"
+        out += [*rest, p2p, *ring_part]
+    log = parse_nccl_log(out)
+    _check(log, log.select(), rings, [])
+    assert set(log.select().ring_sources.values()) == {"order line"}
+    # the same without order lines: the rings come from the connection lines alone
+    log = parse_nccl_log([ln for ln in out if not re.search(r"INFO Channel \d+/02 :", ln)])
+    c = log.select()
+    _check(log, c, rings, [])
+    assert set(c.ring_sources.values()) == {"connection lines"}
