@@ -16,6 +16,7 @@ BENCHMARKS: dict[str, str] = {
     "target": "icefabric.target.bench",
     "planner": "icefabric.control.planner.bench",
     "waterfill": "icefabric.control.congestion.bench",
+    "nccl-log": "icefabric.control.ccl.nccl.bench",
 }
 
 

@@ -30,8 +30,8 @@ _WRAP = (
 )
 _WRAP_TAIL = re.compile(_WRAP + r"$")
 _WRAP_HEAD = re.compile(_WRAP)
-_HOST_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
-_DIGITS = frozenset("0123456789")
+_HOST_STR = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
+_HOST_CHARS = frozenset(_HOST_STR)
 
 
 @dataclass(slots=True, frozen=True)
@@ -81,25 +81,25 @@ def read_lines(f: TextIO, *, max_chars: int = MAX_LINE_CHARS) -> Iterator[tuple[
 
 
 def _prefix_before(text: str, end: int) -> tuple[int, str, int, int] | None:
-    """(start, host, pid, tid) of ``host:pid:tid `` ending right before ``end``, read backwards."""
-    i = end - 1
-    if i < 0 or text[i] != " ":
+    """(start, host, pid, tid) of ``host:pid:tid `` ending right before ``end``.
+
+    Reads at most ``MAX_HOST_CHARS + 22`` characters back (C-speed string methods only).
+    """
+    if end < 1 or text[end - 1] != " ":
         return None
-    fields: list[str] = []
-    for _ in range(2):  # tid, then pid
-        j = i
-        while j > 0 and text[j - 1] in _DIGITS and i - j < 10:
-            j -= 1
-        if j == i or j == 0 or text[j - 1] != ":":
+    window = text[max(0, end - 1 - MAX_HOST_CHARS - 22) : end - 1]
+    parts = window.rsplit(":", 2)
+    if len(parts) != 3:
+        return None
+    before, pid, tid = parts
+    for num in (pid, tid):
+        if not (num.isascii() and num.isdigit()) or len(num) > 10:
             return None
-        fields.append(text[j:i])
-        i = j - 1
-    j = i
-    while j > 0 and text[j - 1] in _HOST_CHARS and i - j < MAX_HOST_CHARS:
-        j -= 1
-    if j == i:
+    host = before[len(before.rstrip(_HOST_STR)) :][-MAX_HOST_CHARS:]
+    if not host:
         return None
-    return j, text[j:i], int(fields[1]), int(fields[0])
+    start = end - 1 - len(tid) - 1 - len(pid) - 1 - len(host)
+    return start, host, int(pid), int(tid)
 
 
 MAX_KNOWN_HOSTS = 1 << 16

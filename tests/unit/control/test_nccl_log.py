@@ -243,3 +243,10 @@ def test_to_job_of_a_whole_log_uses_its_largest_communicator() -> None:
     assert len(job.ranks) == 8 and len(job.phases[0].rings) == 2
     with pytest.raises(ValueError, match="no communicator"):
         to_job(parse_nccl_log(["x"]), name="w", collective="all-reduce", message_bytes=1)
+
+
+def test_bench_log_reads_back_its_rings(capsys: pytest.CaptureFixture[str]) -> None:
+    from icefabric.control.ccl.nccl.bench import main
+
+    assert main(["--ranks", "64", "--channels", "2"]) == 0
+    assert "rings rebuilt from connection lines: all match" in capsys.readouterr().out
