@@ -1,0 +1,524 @@
+"""The real-time host: one RoCEv2 endpoint + rate agent on an AF_PACKET socket.
+
+``icefabric-host`` (or ``python -m icefabric.traffic.host``) runs in a Mininet host or network
+namespace.  It sends RoCEv2 messages paced by the host's rate agent (DCQCN or ICE), answers
+CE-marked packets with CNPs, feeds ICE feedback and CNPs to the agent, and, given a controller
+address, reports its flows' real keys and applies the caps it receives over the agent channel
+(:class:`icefabric.control.agents.client.AgentClient`, which reconnects with backoff).  The
+endpoint and agent are the same classes the virtual-time engine drives; only the clock
+(``time.monotonic``) and the wire (a raw socket) differ.
+
+Work comes from ``--flow DST_IP:BYTES`` (one message per flow) or ``--schedule FILE`` (a
+collective's dependency schedule, :class:`icefabric.traffic.workload.Schedule` as JSON, of which
+this host runs its share: message ids are the tags).  The process ends when its work is done
+(own messages sent and, for a schedule, every message to it arrived; ``--expect N`` waits for N
+messages), at ``--duration``, or on SIGINT/SIGTERM; ``--stats FILE`` then gets its figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import os
+import queue
+import select
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from icefabric.control.agents.protocol import FlowKey
+from icefabric.traffic.agent import Agent
+from icefabric.traffic.endpoint import DEFAULT_MTU, Endpoint
+from icefabric.traffic.rate import RATE_KINDS, DcqcnParams
+from icefabric.traffic.roce import ip_bytes, mac_bytes
+
+log = logging.getLogger("icefabric.traffic.host")
+
+MAX_SCHEDULE_BYTES = 64 << 20
+RX_BATCH = 64
+REPORT_EVERY_S = 1.0
+PACKET_OUTGOING = 4
+
+
+class UsageError(ValueError):
+    """A bad option or input file (exit code 2, one line)."""
+
+
+def parse_rate(text: str) -> float:
+    """``100M`` / ``2.5G`` / ``1e9`` -> bit/s."""
+    t = text.strip()
+    mult = {"K": 1e3, "M": 1e6, "G": 1e9}.get(t[-1:].upper(), 1.0)
+    if mult != 1.0:
+        t = t[:-1]
+    try:
+        value = float(t) * mult
+    except ValueError:
+        raise UsageError(f"rate {text!r}: expected bit/s like 100M, 2.5G or 1e9") from None
+    if not value > 0:
+        raise UsageError(f"rate {text!r}: must be > 0")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class FlowArg:
+    """``--flow DST_IP:BYTES``."""
+
+    dst_ip: str
+    nbytes: int
+
+
+def parse_flow(text: str) -> FlowArg:
+    """Parse ``DST_IP:BYTES``."""
+    ip, sep, size = text.rpartition(":")
+    try:
+        ip_bytes(ip)
+        nbytes = int(size)
+    except ValueError:
+        raise UsageError(f"--flow {text!r}: expected DST_IP:BYTES, e.g. 10.0.2.1:1000000") from None
+    if not sep or nbytes <= 0:
+        raise UsageError(f"--flow {text!r}: expected DST_IP:BYTES with BYTES > 0")
+    return FlowArg(ip, nbytes)
+
+
+def iface_mac(iface: str) -> str:
+    """The MAC address of ``iface`` (from sysfs)."""
+    try:
+        return Path(f"/sys/class/net/{iface}/address").read_text().strip()
+    except OSError:
+        raise UsageError(f"--iface {iface}: no such interface in this namespace") from None
+
+
+class RealTimeHost:
+    """The host's event loop: socket in, endpoint, agent, socket out, agent channel."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        sock: socket.socket,
+        *,
+        controller: Any = None,
+        expect_messages: int = 0,
+    ) -> None:
+        self.endpoint = endpoint
+        self.agent = endpoint.agent
+        self.sock = sock
+        self.controller = controller
+        self.expect_messages = expect_messages
+        self.messages: list[tuple[str, int, int, float]] = []  # (src ip, tag, bytes, us)
+        self.stop = threading.Event()
+        self.caps: queue.SimpleQueue[dict[FlowKey, float]] = queue.SimpleQueue()
+        self.send_errors = 0
+        self._t0 = time.monotonic()
+        self._flows: dict[str, FlowKey] = {}  # schedule flow id -> key
+        self.executor: Any = None  # a WorkloadExecutor running this host's share, if any
+        endpoint.on_message = self._on_message
+
+    def now_us(self) -> float:
+        """Microseconds since the host started."""
+        return (time.monotonic() - self._t0) * 1e6
+
+    def on_caps(self, caps: dict[FlowKey, float]) -> None:
+        """AgentClient's callback (its thread): hand the cap set to the loop."""
+        self.caps.put(caps)
+
+    def post(
+        self, dst_ip: str, nbytes: int, tag: int, *, job: str = "", flow_id: str = ""
+    ) -> FlowKey:
+        """Queue a message to ``dst_ip`` (one flow per flow id; a new one per call without)."""
+        key = self._flows.get(flow_id) if flow_id else None
+        if key is None:
+            key = self.endpoint.open_flow(dst_ip, job=job, flow_id=flow_id)
+            if flow_id:
+                self._flows[flow_id] = key
+            self._report()
+        self.endpoint.post_send(key, nbytes, tag, now_us=self.now_us())
+        return key
+
+    def _on_message(self, key: FlowKey, tag: int, nbytes: int, now_us: float) -> None:
+        self.messages.append((key.src_ip, tag, nbytes, now_us))
+        log.info("message %d from %s: %d bytes at %.0f us", tag, key.src_ip, nbytes, now_us)
+        if self.executor is not None:
+            self.executor.on_message(tag, now_us)
+
+    def _report(self) -> None:
+        if self.controller is not None:
+            self.controller.report_flows(self.agent.flow_reports())
+
+    def done(self) -> bool:
+        """Own messages all sent and every expected message arrived."""
+        if self.endpoint.backlog_bytes() > 0:
+            return False
+        if self.executor is not None and not self.executor.done:
+            return False
+        return len(self.messages) >= self.expect_messages
+
+    def run(self, *, duration_s: float | None = None, linger_s: float = 0.2) -> None:
+        """Run until done (then ``linger_s`` more for late CNPs/feedback), ``duration_s`` or stop."""
+        ep = self.endpoint
+        sock = self.sock
+        sock.setblocking(False)
+        deadline = None if duration_s is None else time.monotonic() + duration_s
+        done_at: float | None = None
+        next_report = time.monotonic() + REPORT_EVERY_S
+        if self.executor is not None:
+            self.executor.start(self.now_us())
+        while not self.stop.is_set():
+            wall = time.monotonic()
+            if deadline is not None and wall >= deadline:
+                break
+            if done_at is None and self.done():
+                done_at = wall
+            if done_at is not None and wall - done_at >= linger_s:
+                break
+            while not self.caps.empty():
+                self.agent.apply_caps(self.caps.get())
+            now = self.now_us()
+            t = self.agent.next_timer_us()
+            if t is not None and t <= now:
+                self.agent.on_timer(now)
+            for frame in ep.poll(now):
+                self._send(frame)
+            if wall >= next_report:
+                next_report = wall + REPORT_EVERY_S
+                self._report()
+            wait = 0.01
+            nxt = ep.next_send_us()
+            if nxt is not None:
+                wait = min(wait, max(0.0, (nxt - self.now_us()) / 1e6))
+            t = self.agent.next_timer_us()
+            if t is not None:
+                wait = min(wait, max(0.0, (t - self.now_us()) / 1e6))
+            readable, _, _ = select.select([sock], [], [], wait)
+            if readable:
+                self._receive_batch()
+
+    def _receive_batch(self) -> None:
+        for _ in range(RX_BATCH):
+            try:
+                data, addr = self.sock.recvfrom(65535)
+            except BlockingIOError:
+                return
+            except OSError as exc:
+                log.warning("receive failed: %s", exc)
+                return
+            if isinstance(addr, tuple) and len(addr) > 2 and addr[2] == PACKET_OUTGOING:
+                continue  # our own transmission (kernels without PACKET_IGNORE_OUTGOING)
+            for reply in self.endpoint.receive(self.now_us(), data):
+                self._send(reply)
+
+    def _send(self, frame: bytes) -> None:
+        try:
+            self.sock.send(frame)
+        except BlockingIOError:
+            select.select([], [self.sock], [], 0.01)
+            try:
+                self.sock.send(frame)
+            except OSError:
+                self.send_errors += 1
+        except OSError as exc:
+            self.send_errors += 1
+            log.warning("send failed: %s", exc)
+
+    def stats(self) -> dict[str, Any]:
+        """Everything the host measured, as plain data."""
+        ep = self.endpoint
+        out: dict[str, Any] = {
+            "host": self.agent.host,
+            "ip": self.agent.host_ip,
+            "kind": self.agent.kind,
+            "elapsed_us": self.now_us(),
+            "tx": [s.to_dict() for s in ep.tx_stats().values()],
+            "rx": [s.to_dict() for s in ep.rx_stats().values()],
+            "messages": [
+                {"src_ip": ip, "tag": tag, "bytes": n, "at_us": t}
+                for ip, tag, n, t in self.messages
+            ],
+            "rates_bps": {str(k.qp): self.agent.rate_bps(k) for k in self.agent.flows},
+            "counters": asdict(ep.counters),
+            "agent": asdict(self.agent.stats),
+            "send_errors": self.send_errors,
+        }
+        if self.executor is not None:
+            out["posted_us"] = {str(k): v for k, v in self.executor.posted_us.items()}
+            out["arrived_us"] = {str(k): v for k, v in self.executor.arrived_us.items()}
+        return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``icefabric-host`` command line."""
+    ap = argparse.ArgumentParser(
+        prog="icefabric-host",
+        description=(
+            "Run one RoCEv2 host (endpoint + rate agent) on a network interface: send messages "
+            "paced by DCQCN or ICE, answer ECN marks with CNPs, report real flow keys to the ICE "
+            "controller and obey its caps. Needs CAP_NET_RAW (root) for the AF_PACKET socket."
+        ),
+        epilog=(
+            "examples:\n"
+            "  icefabric-host --iface h2-eth0 --ip 10.0.2.1 --gateway-mac 02:1c:e0:00:00:02 --expect 1\n"
+            "  icefabric-host --iface h1-eth0 --ip 10.0.1.1 --gateway-mac 02:1c:e0:00:00:01 \\\n"
+            "      --flow 10.0.2.1:1000000 --kind ice --line-rate 100M --rate-scale 1e-3 \\\n"
+            "      --controller /tmp/icectl-agents.sock --stats h1.json\n"
+            "  icefabric-host --topology topo.yaml --host h1 --iface h1-eth0 --schedule s.json\n"
+            "exit codes: 0 done, 1 runtime failure, 2 bad options or input files"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument("--iface", required=True, help="network interface to send and receive on")
+    ap.add_argument(
+        "--topology",
+        type=Path,
+        help="topology spec: fills --ip/--mac/--gateway-mac/--line-rate from --host",
+    )
+    ap.add_argument("--host", help="this host's name (the topology's; reported to the controller)")
+    ap.add_argument("--ip", help="this host's IPv4 address")
+    ap.add_argument("--mac", help="this host's MAC (default: the interface's)")
+    ap.add_argument("--gateway-mac", help="MAC to send to (the leaf's router MAC, or the peer's)")
+    ap.add_argument(
+        "--line-rate",
+        default=None,
+        help="NIC rate, bit/s (100M, 10G ...; default 100M or the topology's x --rate-scale)",
+    )
+    ap.add_argument(
+        "--rate-scale",
+        type=float,
+        default=1.0,
+        help="factor between the topology's link rates and the switches' queue rates (INT link rates are multiplied by it); default 1",
+    )
+    ap.add_argument(
+        "--kind", choices=RATE_KINDS, default="ice", help="rate algorithm (default ice)"
+    )
+    ap.add_argument(
+        "--base-rtt-us",
+        type=float,
+        help="ICE's base RTT T in us (default: scaled from 9 us at 100G)",
+    )
+    ap.add_argument(
+        "--mtu",
+        type=int,
+        default=DEFAULT_MTU,
+        help=f"RoCE payload bytes per packet (default {DEFAULT_MTU})",
+    )
+    ap.add_argument("--seed", type=int, default=0, help="seeds the QP numbering (default 0)")
+    ap.add_argument(
+        "--flow",
+        action="append",
+        default=[],
+        type=str,
+        metavar="DST_IP:BYTES",
+        help="send one message of BYTES to DST_IP on a new QP (repeatable)",
+    )
+    ap.add_argument(
+        "--schedule",
+        type=Path,
+        help="a workload schedule (JSON, Schedule.to_dict) of which this host runs its share; needs --topology and --host",
+    )
+    ap.add_argument(
+        "--expect", type=int, default=0, metavar="N", help="also wait until N messages arrived"
+    )
+    ap.add_argument(
+        "--start-at",
+        type=float,
+        help="start sending at this wall-clock time (time.time()), to start hosts together",
+    )
+    ap.add_argument("--duration", type=float, help="stop after this many seconds")
+    ap.add_argument(
+        "--controller",
+        action="append",
+        default=[],
+        metavar="ADDR",
+        help="controller's agent channel: a Unix socket path or tcp:HOST:PORT (repeat for a backup)",
+    )
+    ap.add_argument("--token-file", type=Path, help="file holding the agent token (TCP)")
+    ap.add_argument(
+        "--stats", type=Path, help="write the host's figures here as JSON (mode 0600) at exit"
+    )
+    ap.add_argument(
+        "-v", "--verbose", action="store_true", help="log every message and connection event"
+    )
+    return ap
+
+
+@dataclass(slots=True)
+class HostConfig:
+    """Resolved options."""
+
+    name: str
+    ip: str
+    mac: str
+    gateway_mac: str
+    line_rate_bps: float
+
+
+def resolve(args: argparse.Namespace) -> HostConfig:
+    """Fill the host's addresses and rate from the options and the topology (UsageError)."""
+    name, ip, gw, line = args.host, args.ip, args.gateway_mac, None
+    if args.topology is not None:
+        from icefabric.control.fabric import switch_mac
+        from icefabric.topo.spec import SpecError, load_topology
+
+        if not args.host:
+            raise UsageError("--topology needs --host NAME")
+        try:
+            spec = load_topology(args.topology)
+            h = spec.host(args.host)
+        except SpecError as exc:
+            raise UsageError(f"{args.topology}: {str(exc).splitlines()[0]}") from None
+        except KeyError:
+            raise UsageError(f"--host {args.host}: no such host in {args.topology}") from None
+        except OSError as exc:
+            raise UsageError(f"{args.topology}: {exc.strerror}") from None
+        ip = ip or h.address
+        gw = gw or switch_mac(spec.switch(h.leaf).switch_id)
+        line = spec.host_rate(h) * 1e9 * args.rate_scale
+        args.mac = args.mac or h.mac
+    if not ip:
+        raise UsageError("--ip is required (or --topology with --host)")
+    try:
+        ip_bytes(ip)
+    except ValueError:
+        raise UsageError(f"--ip {ip!r}: expected an IPv4 address") from None
+    if not gw:
+        raise UsageError("--gateway-mac is required (or --topology with --host)")
+    for opt, value in (("--gateway-mac", gw), ("--mac", args.mac)):
+        if value:
+            try:
+                mac_bytes(value)
+            except ValueError as exc:
+                raise UsageError(f"{opt}: {exc}") from None
+    if args.line_rate is not None:
+        line = parse_rate(args.line_rate)
+    mac = args.mac or iface_mac(args.iface)
+    return HostConfig(
+        name=name or args.iface, ip=ip, mac=mac, gateway_mac=gw, line_rate_bps=line or 100e6
+    )
+
+
+def _load_schedule(path: Path) -> Any:
+    from icefabric.traffic.workload import Schedule
+
+    try:
+        if path.stat().st_size > MAX_SCHEDULE_BYTES:
+            raise UsageError(f"{path}: larger than {MAX_SCHEDULE_BYTES} bytes")
+        data = json.loads(path.read_text())
+        return Schedule.from_dict(data)
+    except OSError as exc:
+        raise UsageError(f"{path}: {exc.strerror}") from None
+    except (json.JSONDecodeError, ValueError) as exc:
+        raise UsageError(f"{path}: {str(exc).splitlines()[0]}") from None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``icefabric-host``."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
+    try:
+        cfg = resolve(args)
+        flows = [parse_flow(f) for f in args.flow]
+        schedule = None
+        if args.schedule is not None:
+            if args.topology is None or not args.host:
+                raise UsageError("--schedule needs --topology and --host")
+            schedule = _load_schedule(args.schedule)
+        if args.mtu < 64 or args.mtu > 9000:
+            raise UsageError(f"--mtu {args.mtu}: expected 64..9000")
+        token = None
+        if args.token_file is not None:
+            try:
+                token = args.token_file.read_text().strip()
+            except OSError as exc:
+                raise UsageError(f"--token-file {args.token_file}: {exc.strerror}") from None
+        agent = Agent(
+            cfg.name,
+            cfg.ip,
+            line_rate_bps=cfg.line_rate_bps,
+            kind=args.kind,
+            base_rtt_us=args.base_rtt_us,
+            seed=args.seed,
+        )
+        endpoint = Endpoint(
+            agent,
+            mac=cfg.mac,
+            gateway_mac=cfg.gateway_mac,
+            mtu=args.mtu,
+            cnp_interval_us=DcqcnParams().scaled(cfg.line_rate_bps).cnp_interval_us,
+            link_rate_scale=args.rate_scale,
+            granularity_us=100.0,
+        )
+    except (UsageError, ValueError) as exc:
+        print(f"icefabric-host: {exc}", file=sys.stderr)
+        return 2
+    try:
+        from icefabric.target.ports import open_raw_socket
+
+        sock = open_raw_socket(args.iface)
+    except OSError as exc:
+        print(f"icefabric-host: --iface {args.iface}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    client = None
+    host = RealTimeHost(endpoint, sock, expect_messages=args.expect)
+    if args.controller:
+        from icefabric.control.agents.client import AgentClient
+
+        try:
+            client = AgentClient(args.controller, cfg.name, token=token, on_caps=host.on_caps)
+        except ValueError as exc:
+            print(f"icefabric-host: --controller: {exc}", file=sys.stderr)
+            sock.close()
+            return 2
+        client.start()
+        host.controller = client
+    if schedule is not None:
+        from icefabric.topo.spec import load_topology
+        from icefabric.traffic.workload import WorkloadExecutor
+
+        spec = load_topology(args.topology)
+        ips = {h.name: h.address for h in spec.hosts}
+
+        def post(m: Any, _now: float) -> None:
+            host.post(ips[m.dst_host], m.nbytes, m.id, job=schedule.job, flow_id=m.flow_id or "")
+
+        host.executor = WorkloadExecutor(schedule=schedule, post=post, host=cfg.name)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: host.stop.set())
+    log.info("%s ready on %s (%s, %s)", cfg.name, args.iface, cfg.ip, args.kind)
+    if args.start_at is not None:
+        host.stop.wait(max(0.0, args.start_at - time.time()))
+    for i, f in enumerate(flows):
+        host.post(f.dst_ip, f.nbytes, tag=i + 1)
+    rc = 0
+    try:
+        host.run(duration_s=args.duration)
+        if not host.done():
+            log.warning("%s: stopped before its work was done", cfg.name)
+            rc = 1
+    finally:
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.report_flows(host.agent.flow_reports())
+            client.close()
+        sock.close()
+        if args.stats is not None:
+            _write_stats(args.stats, host.stats())
+    return rc
+
+
+def _write_stats(path: Path, data: dict[str, Any]) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(data, f, indent=1, default=str)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
