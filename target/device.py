@@ -460,6 +460,7 @@ class Device:
         if res.clone is not None:
             self._clone_e2e(item, res)
         if res.drop or res.data is None:
+            self.tm.charge_last(0)  # nothing left the port
             self._drop("egress_drop")
             return
         data = res.data
@@ -467,9 +468,12 @@ class Device:
         if truncate and truncate < len(data):
             data = data[:truncate]
         if res.recirculate is not None:
+            self.tm.charge_last(0)  # back to ingress, not onto the wire
             pre = _preserved(res, res.recirculate)
             self._arrivals.append(_Arrival(item.egress_port, data, RECIRC, pre, item.passes + 1))
             return
+        if len(data) != item.packet_length:  # egress added headers (INT) or cut a clone
+            self.tm.charge_last(len(data))
         self._output(item.egress_port, data)
 
     def _clone_e2e(self, item: Queued, res: Any) -> None:

@@ -66,6 +66,7 @@ class TrafficManager:
         self.default = [PortQueue(priority=p) for p in range(priority_queues)]
         self._busy: set[PortQueue] = set()
         self._seq = 0
+        self._last: tuple[PortQueue, int] | None = None  # queue and time of the last departure
 
     def port_queues(self, port: int) -> list[PortQueue]:
         """The queues of `port`, index = priority (created with the default rates and depths)."""
@@ -150,7 +151,20 @@ class TrafficManager:
             gap = max(gap, item.packet_length * 8e6 / best.bps)
         t = best_key[1]
         best.next_free_us = t + round(gap) if gap else t
+        self._last = (best, t)
         return item, len(best.packets)
+
+    def charge_last(self, nbytes: int) -> None:
+        """The packet :meth:`pop_ready` returned last put ``nbytes`` on the wire (egress cut it,
+        grew it or dropped it: 0): its transmission slot on a bit-rate queue follows."""
+        if self._last is None:
+            return
+        q, t = self._last
+        self._last = None
+        if not q.bps:
+            return
+        gap = max(1e6 / q.pps if q.pps else 0.0, nbytes * 8e6 / q.bps)
+        q.next_free_us = t + round(gap)
 
     def next_departure_us(self) -> int | None:
         """Earliest time a queued packet may leave (None when every queue is empty)."""

@@ -140,7 +140,14 @@ def test_queue_rate_depths_and_timestamps(dev: Device) -> None:
 def test_queue_rate_in_bits_per_second(dev: Device) -> None:
     dev.set_queue_rate(3, bps=8000)  # 1000 bytes/s: a 10-byte packet takes 10 ms
     run(dev, (1, bytes([0, 3, 0]) + bytes(7)), (1, bytes([0, 3, 1]) + bytes(7)))
-    assert dev.next_departure_us() == 1000 + 10_000
+    # what egress puts on the wire counts: the fake egress adds a 6-byte header -> 16 ms
+    assert dev.next_departure_us() == 1000 + 16_000
+
+
+def test_recirculation_takes_no_transmission_time(dev: Device) -> None:
+    dev.set_queue_rate(3, bps=8000)  # a 16-byte frame takes 16 ms on the wire
+    out = run(dev, (1, bytes([4, 3, 0]) + bytes(7)))  # recirculated once, then out of port 3
+    assert [p for p, _ in out] == [3]  # the recirculated pass did not hold the port
 
 
 def test_queue_capacity_tail_drop(dev: Device) -> None:
