@@ -112,4 +112,5 @@ def load_device_config(data: bytes) -> Any:
             "p4_device_config is neither an icefabric-p4 bundle nor UTF-8 P4 source "
             f"(a BMv2 JSON or binary?): {exc}"
         ) from exc
-    return compile_source(text, filename="p4_device_config.p4")
+    # files={}: plain source pushed by a client includes nothing from the switch's disk.
+    return compile_source(text, filename="p4_device_config.p4", files={})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
@@ -175,6 +176,10 @@ def load(path: Path, include: list[Path]) -> Any:
         return load_program(path, include_dirs=include)
     except P4CompileError as exc:
         raise CliError(str(exc)) from None
+    except UnicodeDecodeError as exc:
+        raise CliError(
+            f"{path}: not UTF-8 text (byte {exc.start}): expected P4_16 source", EXIT_USAGE
+        ) from None
 
 
 def run(args: argparse.Namespace, stop: threading.Event) -> int:
@@ -197,6 +202,9 @@ def run(args: argparse.Namespace, stop: threading.Event) -> int:
                 f"port {port} is the CPU port; it cannot also be an interface", EXIT_USAGE
             )
         seen.add(port)
+    if not 0 <= args.device_id < 1 << 64:
+        raise CliError(f"--device-id {args.device_id}: must be in [0, 2^64 - 1]", EXIT_USAGE)
+    check_grpc_addr(args.grpc_server_addr)
     if args.cpu_port is not None and not 0 <= args.cpu_port < 511:
         raise CliError(f"--cpu-port {args.cpu_port}: must be in [0, 510]", EXIT_USAGE)
     program = load(p4file, args.include) if p4file else None
@@ -282,6 +290,20 @@ def run(args: argparse.Namespace, stop: threading.Event) -> int:
         device.stop()
 
 
+def check_grpc_addr(addr: str) -> None:
+    """CliError (usage) unless ``addr`` is ``unix:PATH`` or ``HOST:PORT`` with a port 0..65535."""
+    if addr.startswith("unix:"):
+        if len(addr) == len("unix:"):
+            raise CliError("--grpc-server-addr unix: needs a socket path", EXIT_USAGE)
+        return
+    host, sep, port = addr.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise CliError(
+            f"--grpc-server-addr {addr!r}: expected HOST:PORT with a port 0..65535 or unix:PATH",
+            EXIT_USAGE,
+        )
+
+
 def parse_port_spec_cli(spec: str) -> tuple[int, str]:
     """parse_port_spec with usage errors as CliError."""
     try:
@@ -308,18 +330,28 @@ def main(argv: list[str] | None = None) -> int:
         handlers=handlers,
     )
     stop = threading.Event()
+    signalled: list[int] = []
 
     def on_signal(signum: int, frame: object) -> None:
+        signalled.append(signum)
         stop.set()
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
     try:
-        return run(args, stop)
+        code = run(args, stop)
     except CliError as exc:
         print(f"ice-switch: error: {exc}", file=sys.stderr)
-        return exc.code
+        code = exc.code
+    if signalled:
+        # A signal must end the process even while a gRPC worker is still busy (a compile
+        # abandoned by its deadline): those threads are joined at exit, so leave directly.
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 if __name__ == "__main__":

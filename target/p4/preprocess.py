@@ -1,4 +1,12 @@
-"""A C-like preprocessor for P4 source: includes, macros and conditionals with line tracking."""
+"""A C-like preprocessor for P4 source: includes, macros and conditionals with line tracking.
+
+Includes resolve only where the caller allows: with ``files`` (a pushed bundle, or ``{}`` for
+plain source pushed over P4Runtime) only inside those files and the target's own include folder
+(``core.p4``, ``v1model.p4``), never on the switch's disk; without ``files`` (a local compile)
+relative to the including file and ``include_dirs`` as well. Expansion is bounded: at most
+``MAX_OUTPUT_CHARS`` characters of output in all, ``MAX_LINE_CHARS`` from one source line and
+``MAX_MACRO_DEPTH`` nested macro expansions, so a macro bomb fails fast with an error.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +22,10 @@ INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DIRECTIVE = re.compile(r"^\s*#\s*([A-Za-z_]+)\s*(.*)$")
 MAX_INCLUDE_DEPTH = 64
+MAX_MACRO_DEPTH = 200  # macros expanding macros
+MAX_LINE_CHARS = 1 << 20  # characters one source line may expand to (intermediate work included)
+MAX_OUTPUT_CHARS = 4 << 20  # characters of preprocessed output (ice.p4: about 70,000)
+MAX_IF_BITS = 4096  # bits of a value in an #if expression
 
 
 @dataclass(slots=True)
@@ -49,33 +61,51 @@ class Preprocessor:
     files: Mapping[str, str] | None = None
     defines: dict[str, Macro] = field(default_factory=dict)
     reader: Callable[[Path], str] | None = None
+    _out_chars: int = field(default=0, init=False, repr=False)
+    _line_budget: int = field(default=MAX_LINE_CHARS, init=False, repr=False)
 
     def run(self, text: str, filename: str) -> list[Line]:
         """Preprocess ``text`` (the contents of ``filename``)."""
         out: list[Line] = []
+        self._out_chars = 0
         self._file(text, filename, None, out, 0)
         return out
 
     def _read(self, name: str, quoted: bool, current: str, loc: SourceLoc) -> tuple[str, str]:
-        if not quoted and name in ("core.p4", "v1model.p4"):
-            path = INCLUDE_DIR / name
-            return path.read_text(), f"<{name}>"
+        if "\x00" in name:
+            raise P4CompileError("#include file name contains a NUL character", loc)
+        own = None if quoted else _own_include(name)
+        if own is not None and name in ("core.p4", "v1model.p4"):
+            return own.read_text(encoding="utf-8"), f"<{name}>"
         cur_dir = Path(current).parent if not current.startswith("<") else Path(".")
         if self.files is not None:
-            key = str(cur_dir / name).replace("\\", "/")
-            key = _normalise(key)
+            # A pushed program: only its own files and the target's include folder, never disk.
+            key = _normalise(str(cur_dir / name).replace("\\", "/"))
             for cand in (key, _normalise(name)):
                 if cand in self.files:
                     return self.files[cand], cand
+            if own is not None:
+                return own.read_text(encoding="utf-8"), f"<{name}>"
+            if quoted and name in ("core.p4", "v1model.p4"):  # as p4c: its own copy comes last
+                return (INCLUDE_DIR / name).read_text(encoding="utf-8"), f"<{name}>"
+            raise P4CompileError(
+                f"cannot find include file '{name}': a pushed program includes only its own "
+                "bundled files and the target's core.p4/v1model.p4",
+                loc,
+            )
         paths = [cur_dir / name] if quoted else []
         paths += [Path(d) / name for d in self.include_dirs]
-        if not quoted:
-            paths.append(INCLUDE_DIR / name)
+        if own is not None:
+            paths.append(own)
         for path in paths:
             if path.is_file():
-                return path.read_text(), str(path)
+                try:
+                    return path.read_text(encoding="utf-8"), str(path)
+                except (OSError, UnicodeDecodeError) as exc:
+                    why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+                    raise P4CompileError(f"cannot read include file '{name}': {why}", loc) from None
         if quoted and name in ("core.p4", "v1model.p4"):  # as p4c: its own copy comes last
-            return (INCLUDE_DIR / name).read_text(), f"<{name}>"
+            return (INCLUDE_DIR / name).read_text(encoding="utf-8"), f"<{name}>"
         raise P4CompileError(f"cannot find include file '{name}'", loc)
 
     def _file(self, text: str, filename: str, _p: object, out: list[Line], depth: int) -> None:
@@ -102,7 +132,13 @@ class Preprocessor:
                 self._directive(m.group(1), m.group(2).strip(), loc, stack, active, out, depth)
                 continue
             if active:
+                self._line_budget = MAX_LINE_CHARS
                 expanded = self._expand(cur, loc) if self.defines else cur
+                self._out_chars += len(expanded) + 1
+                if self._out_chars > MAX_OUTPUT_CHARS:
+                    raise P4CompileError(
+                        f"preprocessed program exceeds {MAX_OUTPUT_CHARS} characters", loc
+                    )
                 out.append(Line(expanded, filename, lineno, orig))
         if stack:
             raise P4CompileError(
@@ -178,9 +214,21 @@ class Preprocessor:
             body = arg[len(name) :].strip()
             self.defines[name] = Macro(body)
 
-    def _expand(self, text: str, loc: SourceLoc, hide: frozenset[str] = frozenset()) -> str:
+    def _spend(self, n: int, loc: SourceLoc) -> None:
+        self._line_budget -= n
+        if self._line_budget < 0:
+            raise P4CompileError(
+                f"macro expansion of this line exceeds {MAX_LINE_CHARS} characters", loc
+            )
+
+    def _expand(
+        self, text: str, loc: SourceLoc, hide: frozenset[str] = frozenset(), depth: int = 0
+    ) -> str:
         if not _IDENT.search(text):
             return text
+        if depth > MAX_MACRO_DEPTH:
+            raise P4CompileError(f"macros nested more than {MAX_MACRO_DEPTH} deep", loc)
+        self._spend(len(text), loc)
         res: list[str] = []
         pos = 0
         n = len(text)
@@ -204,7 +252,7 @@ class Preprocessor:
                 res.append(word)
                 continue
             if mac.params is None:
-                res.append(self._expand(mac.body, loc, hide | {word}))
+                res.append(self._expand(mac.body, loc, hide | {word}, depth + 1))
                 continue
             j = pos
             while j < n and text[j] in " \t":
@@ -218,13 +266,18 @@ class Preprocessor:
                     f"macro {word} expects {len(mac.params)} arguments, got {len(args)}", loc
                 )
             mapping = {
-                p: self._expand(a, loc, hide) for p, a in zip(mac.params, args, strict=False)
+                p: self._expand(a, loc, hide, depth + 1)
+                for p, a in zip(mac.params, args, strict=False)
             }
+            self._spend(
+                sum(len(mapping.get(w, w)) for w in _IDENT.findall(mac.body)) + len(mac.body), loc
+            )
             body = _IDENT.sub(_substituter(mapping), mac.body)
-            res.append(self._expand(body, loc, hide | {word}))
+            res.append(self._expand(body, loc, hide | {word}, depth + 1))
         return "".join(res)
 
     def _eval(self, expr: str, loc: SourceLoc) -> int:
+        self._line_budget = MAX_LINE_CHARS
         expr = re.sub(
             r"defined\s*\(\s*([A-Za-z_]\w*)\s*\)|defined\s+([A-Za-z_]\w*)",
             lambda m: "1" if (m.group(1) or m.group(2)) in self.defines else "0",
@@ -237,9 +290,10 @@ class Preprocessor:
         expr = re.sub(r"\b(\d+)[uUlL]+\b", r"\1", expr)
         try:
             tree = pyast.parse(expr.strip() or "0", mode="eval")
-        except SyntaxError:
-            raise P4CompileError(f"cannot evaluate #if expression '{expr.strip()}'", loc) from None
-        return int(_safe_eval(tree.body, loc))
+            return int(_safe_eval(tree.body, loc))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            shown = expr.strip()[:80]
+            raise P4CompileError(f"cannot evaluate #if expression '{shown}'", loc) from None
 
 
 def _substituter(mapping: dict[str, str]) -> Callable[[re.Match[str]], str]:
@@ -248,6 +302,16 @@ def _substituter(mapping: dict[str, str]) -> Callable[[re.Match[str]], str]:
         return mapping.get(m.group(0), m.group(0))
 
     return repl
+
+
+def _own_include(name: str) -> Path | None:
+    """``name`` in the target's include folder, only when it resolves inside that folder."""
+    try:
+        path = (INCLUDE_DIR / name).resolve()
+        path.relative_to(INCLUDE_DIR)
+    except (ValueError, OSError):
+        return None
+    return path if path.is_file() else None
 
 
 def _normalise(path: str) -> str:
@@ -316,7 +380,15 @@ def _safe_eval(node: pyast.expr, loc: SourceLoc) -> int:
     if isinstance(node, pyast.Constant) and isinstance(node.value, int):
         return int(node.value)
     if isinstance(node, pyast.BinOp) and type(node.op) in _BINOPS:
-        return _BINOPS[type(node.op)](_safe_eval(node.left, loc), _safe_eval(node.right, loc))
+        a, b = _safe_eval(node.left, loc), _safe_eval(node.right, loc)
+        if isinstance(node.op, pyast.LShift) and not 0 <= b <= MAX_IF_BITS:
+            raise P4CompileError(f"#if expression: shift by {b} is out of range", loc)
+        if isinstance(node.op, pyast.RShift) and b < 0:
+            raise P4CompileError(f"#if expression: negative shift {b}", loc)
+        v = _BINOPS[type(node.op)](a, b)
+        if v.bit_length() > MAX_IF_BITS:
+            raise P4CompileError(f"#if expression: value wider than {MAX_IF_BITS} bits", loc)
+        return v
     if isinstance(node, pyast.UnaryOp):
         v = _safe_eval(node.operand, loc)
         if isinstance(node.op, pyast.Not):

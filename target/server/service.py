@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import logging
+import queue
+import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
 from typing import Any
@@ -24,8 +27,16 @@ from icefabric.target.server.packetio import build_packet_out, split_packet_in
 from icefabric.target.server.pipeline_config import check_p4info, load_program
 from icefabric.target.server.reconcile import migrate
 from icefabric.target.server.state import PipelineState, check_error
+from icefabric.target.server.streams import (
+    ARBITRATION_TIMEOUT_S,
+    MAX_STREAMS,
+    MAX_STREAMS_PER_PEER,
+    UNARY_RESERVE,
+    StreamLimiter,
+)
 
 API_VERSION = "1.4.1"
+COMPILE_TIMEOUT_S = 60.0  # a pushed program that takes longer to compile is abandoned
 Req = p4runtime_pb2.SetForwardingPipelineConfigRequest
 GetReq = p4runtime_pb2.GetForwardingPipelineConfigRequest
 
@@ -39,9 +50,19 @@ def _abort(context: grpc.ServicerContext, err: P4RTError) -> None:
 class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[misc]
     """P4Runtime over one Device: pipeline config, Write/Read, StreamChannel."""
 
-    def __init__(self, device: Device, *, loader: Callable[[bytes], Any] | None = None) -> None:
+    def __init__(
+        self,
+        device: Device,
+        *,
+        loader: Callable[[bytes], Any] | None = None,
+        compile_timeout_s: float = COMPILE_TIMEOUT_S,
+    ) -> None:
         self.device = device
         self.loader = loader or load_program
+        self.compile_timeout_s = compile_timeout_s
+        self._compiling = threading.Semaphore(1)  # one compile at a time, held until it ends
+        self.streams = StreamLimiter()
+        self.arbitration_timeout_s = ARBITRATION_TIMEOUT_S
         self.arbitration = Arbitration(device.device_id)
         self.pre = PreStore(device)
         self.state: PipelineState | None = None
@@ -81,13 +102,64 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[mi
         try:
             self._check_device(request.device_id)
             self._check_primary(request.election_id, "SetForwardingPipelineConfig")
+            # Compile outside the lock: Read/Write of every client go on meanwhile.
+            loaded = self._load(request)
             with self.lock:
-                self._set_pipeline(request)
+                self._check_primary(request.election_id, "SetForwardingPipelineConfig")
+                self._set_pipeline(request, loaded)
         except P4RTError as err:
             _abort(context, err)
         return p4runtime_pb2.SetForwardingPipelineConfigResponse()
 
-    def _set_pipeline(self, request: Any) -> None:
+    def _load(self, request: Any) -> tuple[Any, bytes] | None:
+        """Compile the request's device config (None for COMMIT), bounded in time."""
+        if request.action not in (
+            Req.VERIFY,
+            Req.VERIFY_AND_SAVE,
+            Req.VERIFY_AND_COMMIT,
+            Req.RECONCILE_AND_COMMIT,
+        ):
+            return None
+        data = bytes(request.config.p4_device_config)
+        state = self.state
+        if not data and request.action == Req.RECONCILE_AND_COMMIT and state is not None:
+            data = state.device_config
+        return self._compile_bounded(data), data
+
+    def _compile_bounded(self, data: bytes) -> Any:
+        """Run the loader in its own daemon thread; give up after ``compile_timeout_s``."""
+        limit = self.compile_timeout_s
+        if not self._compiling.acquire(timeout=limit):
+            raise P4RTError(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"another pipeline config is still being compiled (over {limit:g} s); try later",
+            )
+        box: list[Any] = []
+        log.info("compiling p4_device_config (%d bytes)", len(data))
+
+        def work() -> None:
+            try:
+                box.append(("ok", self.loader(data)))
+            except BaseException as exc:  # reported to the RPC below
+                box.append(("err", exc))
+            finally:
+                self._compiling.release()
+
+        worker = threading.Thread(target=work, name="p4rt-compile", daemon=True)
+        worker.start()
+        worker.join(limit)
+        if not box:
+            log.warning("p4_device_config: compile abandoned after %.3g s", limit)
+            raise P4RTError(
+                grpc.StatusCode.DEADLINE_EXCEEDED,
+                f"compiling p4_device_config took longer than {limit:g} s; abandoned",
+            )
+        kind, value = box[0]
+        if kind == "err":
+            raise value
+        return value
+
+    def _set_pipeline(self, request: Any, loaded: tuple[Any, bytes] | None) -> None:
         action = request.action
         cfg = request.config
         if action == Req.COMMIT:
@@ -107,10 +179,8 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[mi
             Req.RECONCILE_AND_COMMIT,
         ):
             raise invalid(f"unsupported action {action}")
-        data = bytes(cfg.p4_device_config)
-        if not data and action == Req.RECONCILE_AND_COMMIT and self.state is not None:
-            data = self.state.device_config
-        program = self.loader(data)
+        assert loaded is not None
+        program, data = loaded
         p4info = check_p4info(cfg.p4info, program.p4info)
         cookie = cfg.cookie.cookie
         if action == Req.VERIFY:
@@ -231,6 +301,19 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[mi
         self, request_iterator: Iterator[Any], context: grpc.ServicerContext
     ) -> Iterator[Any]:
         """Arbitration, PacketOut/PacketIn and digests for one client."""
+        peer = context.peer() or ""
+        refused = self.streams.acquire(peer)
+        if refused is not None:
+            log.warning("StreamChannel from %s refused: %s", peer, refused)
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"StreamChannel refused: {refused}")
+        try:
+            yield from self._stream(request_iterator, context)
+        finally:
+            self.streams.release(peer)
+
+    def _stream(
+        self, request_iterator: Iterator[Any], context: grpc.ServicerContext
+    ) -> Iterator[Any]:
         session = Session()
         context.add_callback(session.close)
         reader = threading.Thread(
@@ -240,9 +323,19 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[mi
             daemon=True,
         )
         reader.start()
+        opened = time.monotonic()
         try:
             while True:
-                item = session.out.get()
+                try:
+                    item = session.out.get(timeout=0.5 if session.election_id is None else None)
+                except queue.Empty:
+                    if time.monotonic() - opened > self.arbitration_timeout_s:
+                        log.info("StreamChannel %d: no arbitration; closed", session.id)
+                        context.abort(
+                            grpc.StatusCode.DEADLINE_EXCEEDED,
+                            f"no MasterArbitrationUpdate within {self.arbitration_timeout_s:g} s",
+                        )
+                    continue
                 if Session.is_close(item):
                     return
                 if isinstance(item, P4RTError):
@@ -331,6 +424,19 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[mi
         return True
 
 
+def _unix_listening(path: str) -> bool:
+    """Whether a server already accepts connections on the Unix socket ``path``."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(1.0)
+    try:
+        probe.connect(path)
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return True
+
+
 class _RpcStatus(grpc.Status):  # type: ignore[misc]
     """grpc.Status carrying a google.rpc.Status in the binary trailer."""
 
@@ -344,22 +450,41 @@ def serve(
     device: Device,
     addr: str = "127.0.0.1:0",
     *,
-    max_workers: int = 32,
+    max_workers: int | None = None,
     loader: Callable[[bytes], Any] | None = None,
+    max_streams: int = MAX_STREAMS,
+    max_streams_per_peer: int = MAX_STREAMS_PER_PEER,
 ) -> tuple[grpc.Server, int, P4RuntimeService]:
-    """Start a P4Runtime server for `device` on `addr`; returns (server, bound port, service)."""
+    """Start a P4Runtime server for `device` on `addr`; returns (server, bound port, service).
+
+    The port is bound exclusively (no SO_REUSEPORT): a second switch on the same address fails
+    with OSError instead of silently sharing the connections.
+    """
+    workers = max_workers if max_workers is not None else max_streams + UNARY_RESERVE
+    if workers <= max_streams:
+        raise ValueError(f"max_workers ({workers}) must exceed max_streams ({max_streams})")
     server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="p4rt"),
+        futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="p4rt"),
         options=[
             ("grpc.max_receive_message_length", 64 << 20),
             ("grpc.max_send_message_length", 64 << 20),
+            ("grpc.so_reuseport", 0),
         ],
     )
     service = P4RuntimeService(device, loader=loader)
+    service.streams = StreamLimiter(max_streams, max_streams_per_peer)
     p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(service, server)
-    port = server.add_insecure_port(addr)
-    if port == 0 and not addr.startswith("unix:"):
-        raise OSError(f"cannot bind P4Runtime server to {addr}")
+    why = "the address is in use (another switch?) or not available here"
+    if addr.startswith("unix:") and _unix_listening(addr[len("unix:") :]):
+        port = 0  # gRPC would unlink the live socket of another server and take its path
+    else:
+        try:
+            port = server.add_insecure_port(addr)
+        except RuntimeError:  # newer grpcio raises instead of returning 0
+            port = 0
+    if port == 0:
+        service.close()
+        raise OSError(f"cannot bind P4Runtime server to {addr}: {why}")
     server.start()
     service.idle.start()
     return server, port, service
