@@ -54,8 +54,8 @@ from icefabric.control.p4rt import (
 from icefabric.control.paths import write_private
 from icefabric.control.planner.plan import Plan
 from icefabric.control.planner.planner import Planner
-from icefabric.control.telemetry.reports import ReportLog
 from icefabric.control.state import encode_state, load_state
+from icefabric.control.telemetry.reports import ReportLog
 from icefabric.control.topology import Topology, TopologyError
 from icefabric.control.views import ControllerViews
 from icefabric.topo.spec import TopologySpec

@@ -461,8 +461,9 @@ def serve(
     with OSError instead of silently sharing the connections.
     """
     workers = max_workers if max_workers is not None else max_streams + UNARY_RESERVE
-    if workers <= max_streams:
-        raise ValueError(f"max_workers ({workers}) must exceed max_streams ({max_streams})")
+    if workers <= max_streams:  # a small pool: streams may take at most half of it
+        max_streams = max(1, workers // 2)
+        max_streams_per_peer = min(max_streams_per_peer, max_streams)
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="p4rt"),
         options=[

@@ -91,7 +91,9 @@ def test_bundle_still_includes_its_own_files() -> None:
         "files": {"main.p4": '#include "inc/x.p4"\n', "inc/x.p4": "const bit<8> X = 1;\n"},
     }
     lines = preprocess(
-        bundle["files"]["main.p4"], "main.p4", files=bundle["files"]  # type: ignore[index]
+        bundle["files"]["main.p4"],
+        "main.p4",
+        files=bundle["files"],  # type: ignore[index]
     )
     assert [ln.text for ln in lines if ln.text.strip()] == ["const bit<8> X = 1;"]
 
