@@ -142,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     jsub.required = True
     add = jsub.add_parser("add", help="plan a job and install its paths")
     add.add_argument("job", metavar="JOB", nargs="?", help="job description (YAML/JSON)")
-    add_log_options(add)
+    add_log_options(add, topo_flag=True)
     _add_json(add)
     _add_socket(add)
     add.set_defaults(func=cmd_jobs_add)

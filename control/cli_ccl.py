@@ -20,9 +20,20 @@ from icefabric.control.cli_common import EXIT_OK, EXIT_USAGE, CliError
 _Parsed = Any  # NcclLog, imported lazily (icectl starts fast)
 
 
-def add_log_options(p: argparse.ArgumentParser, *, log_flag: bool = True) -> None:
-    """Options that build a job from an NCCL log or an HCCL rank table."""
+def add_log_options(
+    p: argparse.ArgumentParser, *, log_flag: bool = True, topo_flag: bool = False
+) -> None:
+    """Options that build a job from an NCCL log or an HCCL rank table.
+
+    ``topo_flag`` adds ``--topo`` (for ``--host-pattern ordered``) where the command has none.
+    """
     g = p.add_argument_group("job from a CCL log or rank table")
+    if topo_flag:
+        g.add_argument(
+            "--topo",
+            default=None,
+            help="topology spec whose host order --host-pattern ordered follows",
+        )
     if log_flag:
         g.add_argument(
             "--nccl-log",
@@ -127,6 +138,10 @@ def job_from_args(
     if src is None:
         raise CliError("give --nccl-log LOG or --hccl-rank-table JSON", EXIT_USAGE)
     name = args.name or Path(src).stem
+    if topology_hosts is None and getattr(args, "topo", None):
+        from icefabric.topo.spec import load_topology
+
+        topology_hosts = [h.name for h in load_topology(args.topo).hosts]
     hm = _host_map(args, topology_hosts)
     if getattr(args, "hccl_rank_table", None) == src or (
         parsed is None and looks_like_rank_table(src)
@@ -376,6 +391,6 @@ def add_ccl_parser(
     )
     ins.add_argument("log", metavar="LOG", help="NCCL_DEBUG=INFO log, or HCCL rank table JSON")
     ins.add_argument("--to-job", default=None, metavar="FILE", help="write the job (.yaml/.json)")
-    add_log_options(ins, log_flag=False)
+    add_log_options(ins, log_flag=False, topo_flag=True)
     add_json(ins)
     ins.set_defaults(func=_cmd_inspect)

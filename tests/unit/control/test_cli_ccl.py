@@ -269,3 +269,26 @@ def test_hccl_rank_table_as_job_ranks(capsys: pytest.CaptureFixture[str], tmp_pa
     p.write_text(json.dumps(old))
     code, _, err = run(capsys, "ccl", "inspect", str(p))
     assert code == 2 and "instance_list[1].rank_id: rank 0 appears twice" in err
+
+
+def test_ordered_host_mapping_with_the_topology_in_inspect(
+    capsys: pytest.CaptureFixture[str], two_comm_log: tuple[Path, list[list[int]]], tmp_path: Path
+) -> None:
+    path, _ = two_comm_log
+    out_file = tmp_path / "ordered.yaml"
+    code, _, err = run(
+        capsys,
+        "ccl",
+        "inspect",
+        str(path),
+        "--to-job",
+        str(out_file),
+        "--host-pattern",
+        "ordered",
+        "--topo",
+        EXAMPLE,
+        "--host-map",
+        "node03=h8",
+    )
+    assert code == 0, err
+    assert load_job(out_file).hosts == ("h1", "h2", "h3", "h8")
