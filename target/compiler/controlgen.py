@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from icefabric.target.compiler.calls import R_DIGESTS
-from icefabric.target.compiler.expr import slot_v, wrap
+from icefabric.target.compiler.expr import add_base, slot_v, wrap
 from icefabric.target.compiler.model import (
     ActionInfo,
     ActionParam,
@@ -238,6 +238,8 @@ class ControlGen(TableGenMixin, ParserGen):
                     self.em.line(self.wr(dst, v.code))
                 else:
                     self.assign_value(dst, self.expr(arg, t), arg.loc)
+            elif p.direction == "out" and isinstance(dst, Ref):
+                self.reset_out(dst)  # not left over from an earlier call
             if p.direction in ("out", "inout"):
                 post.append((self.expr(arg), dst))
             args = self.pin_before(args, m)
@@ -268,6 +270,14 @@ class ControlGen(TableGenMixin, ParserGen):
             self.em.line(head)
             self.copy_out(post, e.loc)
         return call
+
+    def reset_out(self, ref: Ref) -> None:
+        """An ``out`` argument of header (or struct, stack) type starts invalid and zeroed, as
+        the spec says out parameters start uninitialised and headers among them invalid."""
+        n = ref.type.slots
+        self.em.line(
+            f"S[{ref.base}:{add_base(ref.base, n)}] = TPL[{ref.base}:{add_base(ref.base, n)}]"
+        )
 
     def copy_out(self, post: list[tuple[Any, Any]], loc: SourceLoc) -> None:
         """Write out/inout parameters back to the caller's l-values."""
@@ -405,6 +415,8 @@ class ControlGen(TableGenMixin, ParserGen):
                 self.em.line(f"S[{slot}] = {self.coerce(v, t, a.loc).code}")
             elif k != sub.arg_keys[i]:
                 raise err("a control instance must always be applied to the same arguments", a.loc)
+            if p.direction == "out" and isinstance(v, Ref):
+                self.reset_out(v)
         if isinstance(sub.decl, A.ParserDecl):
             self.em.line(f"pos = {sub.func}(S, data, nbits, pos)")
         else:

@@ -179,3 +179,22 @@ def test_header_stacks_compare_element_by_element() -> None:
     c[2].setValid();
     if (c != hdr.st) { hdr.h.c = 0xC2; }"""
     assert run(body)[:4] == bytes([1, 2, 0xC2, 0xC1])
+
+
+def test_out_header_arguments_start_invalid_at_every_call() -> None:
+    decls = """
+    void maybe_fill(in bit<8> v, out h_t h) {
+        if (v == 1) { h.setValid(); h.a = 0x11; }
+    }
+    control Fill(in bit<8> v, out h_t h) {
+        apply { if (v == 1) { h.setValid(); h.b = 0x22; } }
+    }"""
+    body = """
+    h_t x;
+    maybe_fill(1, x);
+    maybe_fill(2, x);  // x comes back invalid: the first call's header does not leak
+    if (!x.isValid()) { hdr.h.d = 0xD0; }
+    hdr.h2 = hdr.h;
+    fill.apply(2, hdr.h2);
+    if (!hdr.h2.isValid()) { hdr.h.c = 0xC0; }"""
+    assert run(body, decls=decls, locals_="Fill() fill;") == bytes([1, 2, 0xC0, 0xD0])
