@@ -79,6 +79,7 @@ class Compiler(ControlGen):
         if len(main.args) != 6:
             raise err("V1Switch takes 6 arguments", main.loc)
         blocks = [self._block_decl(a.expr) for a in main.args]
+        ctors = [self._block_ctor(d, a.expr) for d, a in zip(blocks, main.args, strict=True)]
         pdecl = blocks[0]
         if not isinstance(pdecl, A.ParserDecl):
             raise err("the first V1Switch argument must be a parser", main.args[0].loc)
@@ -105,6 +106,7 @@ class Compiler(ControlGen):
         # parser
         scope = {p.name: v for p, v in zip(pdecl.params, [ObjV("packet_in", None), hdr, meta, sm],
                                            strict=True)}  # fmt: skip
+        scope.update(ctors[0])
         self.scopes = [scope]
         for local in pdecl.locals:
             self.parser_local(local, pdecl.name)
@@ -118,11 +120,12 @@ class Compiler(ControlGen):
                 raise err(f"V1Switch argument {idx + 1} must be a control with {nparams} "
                           "parameters", main.args[idx].loc)  # fmt: skip
             binds = dict(zip([p.name for p in cdecl.params], [hdr, meta, sm], strict=False))
+            binds.update(ctors[idx])
             entry[role] = self.compile_control(cdecl, cdecl.name, binds)
         ddecl = blocks[5]
         if not isinstance(ddecl, A.ControlDecl) or len(ddecl.params) != 2:
             raise err("the deparser must be a control(packet_out, in H)", main.args[5].loc)
-        entry["deparser"] = self._deparser(ddecl, hdr)
+        entry["deparser"] = self._deparser(ddecl, hdr, ctors[5])
         self._check_unused()
         self._remove_unused()
         comp = Compiled(
@@ -193,8 +196,14 @@ class Compiler(ControlGen):
         assert p.type is not None
         return self.unit.resolve_type(p.type)
 
+    def _block_ctor(self, d: Any, e: A.Expr) -> dict[str, Any]:
+        args = e.args if isinstance(e, A.Call) else []
+        if isinstance(e, A.Name):
+            args = self.unit.instances[e.name].args
+        return self.ctor_bindings(d, args, e.loc)
+
     def _block_decl(self, e: A.Expr) -> Any:
-        if isinstance(e, A.Call) and isinstance(e.func, A.Name) and not e.args:
+        if isinstance(e, A.Call) and isinstance(e.func, A.Name):
             n = e.func.name
             d = self.unit.parsers.get(n) or self.unit.controls.get(n)
             if d is not None:
@@ -203,7 +212,7 @@ class Compiler(ControlGen):
             inst = self.unit.instances[e.name]
             assert inst.type is not None
             d = self.unit.parsers.get(inst.type.name) or self.unit.controls.get(inst.type.name)
-            if d is not None and not inst.args:
+            if d is not None:
                 return d
         raise err("V1Switch arguments must be parser/control instantiations like P()", e.loc)
 
@@ -242,9 +251,8 @@ class Compiler(ControlGen):
                 isinstance(t, NamedBlockT) and isinstance(t.decl, (A.ParserDecl, A.ControlDecl))
             ):
                 raise err("only parsers and controls can be instantiated in a parser", local.loc)
-            if local.args:
-                raise err("constructor arguments are not supported", local.loc)
             sub = SubControl(t.decl, fq_name(pname, local.name, local.annos))
+            sub.ctor = self.ctor_bindings(t.decl, local.args, local.loc)
             kind = "subparser" if isinstance(t.decl, A.ParserDecl) else "subcontrol"
             self.scopes[-1][local.name] = ObjV(kind, sub)
         else:
@@ -276,7 +284,7 @@ class Compiler(ControlGen):
         self.model.value_sets[name] = info
         return info.pyobj
 
-    def _deparser(self, d: A.ControlDecl, hdr: Ref) -> str:
+    def _deparser(self, d: A.ControlDecl, hdr: Ref, ctor: dict[str, Any]) -> str:
         name = self.unit.pyname(f"D_{d.name}")
         if d.locals:
             raise err("declarations in the deparser are not supported", d.loc)
@@ -285,6 +293,7 @@ class Compiler(ControlGen):
         self.em = em
         ro_hdr = Ref(hdr.base, hdr.type, hdr.sbase, readonly=d.params[1].direction == "in")
         self.scopes = [{d.params[0].name: ObjV("packet_out", None), d.params[1].name: ro_hdr}]
+        self.scopes[0].update(ctor)
         try:
             with em.block(f"def {name}(S):"):
                 em.line("acc = 0")

@@ -58,6 +58,7 @@ class SubControl:
     decl: A.ControlDecl | A.ParserDecl
     prefix: str
     func: str | None = None
+    ctor: dict[str, Any] = field(default_factory=dict)  # constructor parameter values
     arg_keys: list[str] = field(default_factory=list)
     copy_slots: list[int | None] = field(default_factory=list)
 
@@ -78,8 +79,9 @@ class ControlGen(TableGenMixin, ParserGen):
     # ---- controls -------------------------------------------------------------------------
     def compile_control(self, decl: A.ControlDecl, prefix: str, bindings: dict[str, Any]) -> str:
         """Compile one control instance; returns the Python name of its apply function."""
-        if decl.ctor_params:
-            raise err("controls with constructor parameters are not supported", decl.loc)
+        missing = [p.name for p in decl.ctor_params if p.name not in bindings]
+        if missing:
+            raise err(f"control {decl.name} needs constructor arguments {missing}", decl.loc)
         scope: dict[str, Any] = dict(bindings)
         saved_scopes, saved_em = self.scopes, self.em
         self.scopes = [scope]
@@ -119,9 +121,8 @@ class ControlGen(TableGenMixin, ParserGen):
             assert local.type is not None
             t = self.unit.resolve_type(local.type)
             if isinstance(t, NamedBlockT) and isinstance(t.decl, A.ControlDecl):
-                if local.args:
-                    raise err("control constructor arguments are not supported", local.loc)
                 sub = SubControl(t.decl, fq_name(prefix, local.name, local.annos))
+                sub.ctor = self.ctor_bindings(t.decl, local.args, local.loc)
                 scope[local.name] = ObjV("subcontrol", sub)
             elif isinstance(t, ExternT):
                 scope[local.name] = ObjV("extern", self.extern_instance(local, t, prefix))
@@ -131,6 +132,34 @@ class ControlGen(TableGenMixin, ParserGen):
             raise err("value_set is not supported by this target", local.loc)
         else:
             raise err(f"unsupported control-local declaration {type(local).__name__}", local.loc)
+
+    def ctor_bindings(
+        self, decl: A.ControlDecl | A.ParserDecl, args: list[A.Arg], loc: SourceLoc
+    ) -> dict[str, Any]:
+        """Constant values of a parser's or control's constructor parameters."""
+        params = decl.ctor_params
+        by_name: dict[str, A.Expr] = {}
+        for i, a in enumerate(args):
+            if a.name is not None:
+                by_name[a.name] = a.expr
+            elif i < len(params):
+                by_name[params[i].name] = a.expr
+            else:
+                raise err(f"{decl.name} takes {len(params)} constructor arguments", a.loc)
+        out: dict[str, Any] = {}
+        for p in params:
+            e = by_name.get(p.name, p.default)
+            if e is None:
+                raise err(f"missing constructor argument '{p.name}' of {decl.name}", loc)
+            assert p.type is not None
+            t = self.unit.resolve_type(p.type)
+            if not is_scalar(t):
+                raise err(f"constructor parameter '{p.name}' must be a bit/int/bool/enum", p.loc)
+            v = self.scalar(e, t)
+            if v.const is None:
+                raise err(f"constructor argument '{p.name}' must be a constant", e.loc)
+            out[p.name] = v
+        return out
 
     # ---- actions --------------------------------------------------------------------------
     def compile_action(self, decl: A.ActionDecl, prefix: str) -> ActionInfo:
@@ -394,6 +423,7 @@ class ControlGen(TableGenMixin, ParserGen):
                 else:
                     raise err(f"unsupported argument for parameter '{p.name}'", a.loc)
             sub.arg_keys = keys
+            bindings.update(sub.ctor)
             saved_sm = self.sm_ref
             if isinstance(sub.decl, A.ParserDecl):
                 sub.func = self.compile_subparser(sub, bindings)
@@ -427,8 +457,6 @@ class ControlGen(TableGenMixin, ParserGen):
         """Compile a parser instantiated inside a parser (runs on the same packet cursor)."""
         decl = sub.decl
         assert isinstance(decl, A.ParserDecl)
-        if decl.ctor_params:
-            raise err("parsers with constructor parameters are not supported", decl.loc)
         fname = self.unit.pyname(f"PS_{sub.prefix}")
         saved = self.scopes
         self.scopes = [dict(bindings)]

@@ -201,3 +201,27 @@ def test_digest_of_a_list_with_its_struct_type() -> None:
     assert digest.preamble.name == "learn_t"
     res = prog.instantiate().ingress(DATA, 3)
     assert res.digests == [("learn_t", (1, 3))]  # the values at the call
+
+
+def test_constructor_parameters_of_controls_and_parsers() -> None:
+    decls = """
+    control Put(inout h_t h)(bit<8> value, bool twice) {
+        apply { h.d = value; if (twice) { h.d = h.d + value; } }
+    }
+    parser Skip(packet_in p, out h_t h)(bit<8> mark) {
+        state start { p.extract(h); h.c = mark; transition accept; }
+    }"""
+    locals_ = "Put(8w3, true) put3; Put(twice = false, value = 8w9) put9;"
+    body = "put3.apply(hdr.h); hdr.h2 = hdr.h; put9.apply(hdr.h2);"
+    parser = "Skip(0x5C) skip; state start { skip.apply(p, hdr.h); transition accept; }"
+    out = run(decls=decls, locals_=locals_, body=body, parser=parser)
+    assert out == bytes([1, 2, 0x5C, 6, 1, 2, 0x5C, 9, 5, 6, 7, 8])
+    # the top-level blocks of V1Switch may take constructor arguments too
+    text = src(body="hdr.h.d = k;").replace(
+        "control I(inout hs hdr, inout m_t m, inout standard_metadata_t sm) {",
+        "control I(inout hs hdr, inout m_t m, inout standard_metadata_t sm)(bit<8> k) {",
+    )
+    text = text.replace("V1Switch(P(), VC(), I(),", "V1Switch(P(), VC(), I(0x4B),")
+    pipeline = compile_source(text, filename="ctor.p4").instantiate()
+    res = pipeline.ingress(DATA, 0)
+    assert pipeline.egress(res.ctx, egress_port=1).data[:4] == bytes([1, 2, 3, 0x4B])
