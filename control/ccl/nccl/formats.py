@@ -138,7 +138,7 @@ _GRAPH_TREE = re.compile(
     r"^Tree (\d{1,5}) : (-?\d{1,12}) -> (\d{1,12}) -> (-?\d{1,12})/(-?\d{1,12})/(-?\d{1,12})$"
 )
 _COMM_TAIL = re.compile(r"\bcomm (0x[0-9a-fA-F]{1,16}) nRanks \d{1,12}")
-_VERSION = re.compile(r"^(?:[A-Z][A-Za-z0-9]{0,11}CCL) version (\S{1,80})")
+_VERSION = re.compile(r"^(?:[A-Z][A-Za-z0-9]{0,11}CCL) version ([\x21-\x7e]{1,80})")
 _PATTERN = re.compile(r"^Pattern (\d{1,4}), crossNic \d{1,4}, nChannels (\d{1,5})\b")
 _TREE_TOKEN = re.compile(r"^\[(\d{1,5})\]$")
 

@@ -18,8 +18,15 @@ class ParseWarning:
     text: str = ""
 
     def __str__(self) -> str:
-        tail = f": {self.text[:160]}" if self.text else ""
-        return f"{self.source}:{self.line}: {self.reason}{tail}"
+        tail = f": {_printable(self.text[:160])}" if self.text else ""
+        return f"{self.source}:{self.line}: {_printable(self.reason)}{tail}"
+
+
+def _printable(text: str) -> str:
+    """``text`` with control characters escaped, so a log cannot drive the user's terminal."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)

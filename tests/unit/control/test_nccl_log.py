@@ -250,3 +250,9 @@ def test_bench_log_reads_back_its_rings(capsys: pytest.CaptureFixture[str]) -> N
 
     assert main(["--ranks", "64", "--channels", "2"]) == 0
     assert "rings rebuilt from connection lines: all match" in capsys.readouterr().out
+
+
+def test_warnings_escape_control_characters() -> None:
+    log = parse_nccl_log(["h:1:1 [0] NCCL INFO Trees [0] \x1b[31mred\x07"], source="esc.log")
+    (w,) = log.warnings
+    assert "\x1b" not in str(w) and "\\x1b[31mred\\x07" in str(w)
