@@ -64,6 +64,8 @@ class Edge:
     via: str
     comm: str = ""  # RCCL appends the comm pointer
     conn_index: int | None = None  # NCCL >= 2.12: 0 for rings and trees, 1 for send/recv
+    src_dev: str = ""  # what NCCL prints in brackets: cudaDev (2.4), busId, nvmlDev (2.19+)
+    dst_dev: str = ""
 
 
 @dataclass(slots=True, frozen=True)
@@ -130,8 +132,8 @@ _KV = re.compile(
 )
 _ORDER_HEAD = re.compile(r"^(?:Channel (\d{1,5})(?:/(\d{1,5}))?|Ring (\d{1,5})) :")
 _EDGE = re.compile(
-    r"^(?:Channel|Ring) (\d{1,5})(?:/(\d{1,5}))? : (\d{1,12})(?:\[[0-9a-fA-Fx]{0,20}\])? -> "
-    r"(\d{1,12})(?:\[[0-9a-fA-Fx]{0,20}\])?(?: \[(send|receive)\])? via (\S{1,200})"
+    r"^(?:Channel|Ring) (\d{1,5})(?:/(\d{1,5}))? : (\d{1,12})(?:\[([0-9a-fA-Fx]{0,20})\])? -> "
+    r"(\d{1,12})(?:\[([0-9a-fA-Fx]{0,20})\])?(?: \[(send|receive)\])? via (\S{1,200})"
 )
 _TRIPLE = re.compile(r"^Ring (\d{1,5}) : (-?\d{1,12}) -> (-?\d{1,12}) -> (-?\d{1,12})$")
 _GRAPH_TREE = re.compile(
@@ -260,7 +262,7 @@ def parse_edge(msg: str) -> Edge | None:
         return None
     ch = _int(m.group(1), "channel", 0, MAX_CHANNELS - 1)
     src = _int(m.group(3), "rank", 0, MAX_RANKS - 1)
-    dst = _int(m.group(4), "rank", 0, MAX_RANKS - 1)
+    dst = _int(m.group(5), "rank", 0, MAX_RANKS - 1)
     if src == dst:
         raise BadLine(f"channel {ch}: a connection from rank {src} to itself")
     tail = _COMM_TAIL.search(msg, m.end())
@@ -269,8 +271,10 @@ def parse_edge(msg: str) -> Edge | None:
         src=src,
         dst=dst,
         # NCCL 2.3 printed NET connections on the receiving side only, without a [tag]
-        receive=m.group(5) == "receive" or (m.group(5) is None and m.group(6).startswith("NET/")),
-        via=m.group(6),
+        receive=m.group(7) == "receive" or (m.group(7) is None and m.group(8).startswith("NET/")),
+        via=m.group(8),
+        src_dev=(m.group(4) or "").lower(),
+        dst_dev=(m.group(6) or "").lower(),
         conn_index=int(m.group(2)) if m.group(2) is not None else None,
         comm=tail.group(1).lower() if tail else "",
     )

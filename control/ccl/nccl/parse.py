@@ -16,10 +16,17 @@ the first connection each process prints for a channel is its ring connection.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
+from icefabric.control.ccl.nccl.commwork import (
+    CommWork,
+    Stream,
+    add_edge,
+    finish_comm,
+    merge_anon,
+    same_cycle,
+)
 from icefabric.control.ccl.nccl.formats import (
     MAXWIDTH,
     BadLine,
@@ -36,8 +43,6 @@ from icefabric.control.ccl.nccl.formats import (
 )
 from icefabric.control.ccl.nccl.model import CommLog, NcclLog, RankInfo, ranges
 from icefabric.control.ccl.nccl.records import Record, split_line, strip_wrapper_head
-
-Stream = tuple[str, int, int]  # host, pid, device
 
 
 @dataclass(slots=True)
@@ -56,21 +61,10 @@ class _StreamState:
     last: str | None = None
 
 
-@dataclass(slots=True)
-class _CommWork:
-    log: CommLog
-    orders: dict[int, tuple[Order, int]] = field(default_factory=dict)
-    succ: dict[int, dict[int, tuple[int, int]]] = field(default_factory=dict)  # ch->src->(dst,l)
-    tree_lines: dict[tuple[int, int], int] = field(default_factory=dict)
-    edge_kinds: dict[int, set[str]] = field(default_factory=dict)  # channel -> where from
-    streams: set[Stream] = field(default_factory=set)
-    id_kind: str = "anon"
-
-
 class _Builder:
     def __init__(self, source: str) -> None:
         self.out = NcclLog(source=source)
-        self.comms: dict[str, _CommWork] = {}
+        self.comms: dict[str, CommWork] = {}
         self.ptr: dict[tuple[str, int, str], str] = {}
         self.streams: dict[Stream, _StreamState] = {}
         self.conns: dict[tuple[Stream, str], _Conn] = {}
@@ -113,7 +107,7 @@ class _Builder:
         if rec.cut and not ini.comm_id and not known:
             self.out.warn(rec.line, "init line cut by another process's output", rec.msg)
             return
-        key = self._comm_key(rec, ini)
+        key = self._comm_key(rec, ini, st)
         if key is None:
             return
         work = self.comms[key]
@@ -138,7 +132,7 @@ class _Builder:
                 st.current = None
             self.ptr.pop((rec.host, rec.pid, ini.comm), None)
 
-    def _comm_key(self, rec: Record, ini: Init) -> str | None:
+    def _comm_key(self, rec: Record, ini: Init, st: _StreamState) -> str | None:
         known = self.ptr.get((rec.host, rec.pid, ini.comm)) if ini.comm else None
         if ini.kind == "end":
             return known
@@ -151,7 +145,7 @@ class _Builder:
             key = f"split:{parent}:{ini.color}:{ini.child if ini.child is not None else ''}"
             kind = "split"
         else:
-            return self._anon_key(rec, ini)
+            return self._anon_key(rec, ini, st)
         if key not in self.comms:
             self._new_comm(key, kind, rec, ini)
         elif self.comms[key].log.nranks != ini.nranks:
@@ -166,15 +160,15 @@ class _Builder:
             self.comms[key].log.parent = key.split(":")[1]
         return key
 
-    def _anon_key(self, rec: Record, ini: Init) -> str:
-        for key, w in self.comms.items():
-            if w.id_kind != "anon" or w.log.nranks != ini.nranks:
-                continue
-            if rec.stream in w.streams:
-                continue
-            old = w.log.ranks.get(ini.rank)
-            if old is None:
-                return key
+    def _anon_key(self, rec: Record, ini: Init, st: _StreamState) -> str:
+        """A communicator instance of one process; instances are merged in ``_merge_anon``."""
+        cur = st.current
+        if cur is not None:
+            w = self.comms[cur]
+            info = w.log.ranks.get(ini.rank)
+            same = info is not None and (info.host, info.pid) == (rec.host, rec.pid)
+            if w.id_kind == "anon" and w.log.nranks == ini.nranks and same:
+                return cur  # NCCL 2.3: "rank R nranks N", then "comm P rank R ..."
         self.anon += 1
         key = f"anon-{self.anon}"
         self._new_comm(key, "anon", rec, ini)
@@ -183,9 +177,9 @@ class _Builder:
     def _new_comm(self, key: str, kind: str, rec: Record, ini: Init) -> None:
         log = CommLog(key=key, source=self.out.source, nranks=ini.nranks, first_line=rec.line)
         log.library = rec.lib
-        self.comms[key] = _CommWork(log=log, id_kind=kind)
+        self.comms[key] = CommWork(log=log, id_kind=kind)
 
-    def _add_rank(self, work: _CommWork, rec: Record, ini: Init) -> None:
+    def _add_rank(self, work: CommWork, rec: Record, ini: Init) -> None:
         if ini.kind == "end":
             return
         info = RankInfo(
@@ -212,6 +206,9 @@ class _Builder:
         if old is None or (not old.bus_id and info.bus_id) or (not old.comm_id and info.comm_id):
             work.log.ranks[ini.rank] = info
         work.streams.add(rec.stream)
+        work.idents.update(
+            str(x).lower() for x in (ini.cuda_dev, ini.nvml_dev, ini.bus_id, rec.dev) if x != ""
+        )
 
     def _flush_pending(self, st: _StreamState, key: str | None) -> None:
         pend, st.pending = st.pending, []
@@ -239,9 +236,17 @@ class _Builder:
                 return
             self._edge(work, ev.channel, ev.prev, ev.rank, rec.line, "GRAPH ring lines")
             self._edge(work, ev.channel, ev.rank, ev.next, rec.line, "GRAPH ring lines")
+            if work.id_kind == "anon":
+                work.peers += [(ev.prev, "", True), (ev.next, "", True)]
         elif isinstance(ev, Trees):
             self._trees(work, rec, ev)
         elif isinstance(ev, Edge):
+            if work.id_kind == "anon" and max(ev.src, ev.dst) < log.nranks:
+                net = not ev.via.startswith(("P2P", "SHM"))
+                if ev.receive:
+                    work.peers.append((ev.src, ev.src_dev, net))
+                else:
+                    work.peers.append((ev.dst, ev.dst_dev, net))
             if ev.conn_index is not None and ev.conn_index > 0:
                 return  # send/recv (and CollNet) connections, never a ring's
             if max(ev.src, ev.dst) >= log.nranks:
@@ -258,7 +263,7 @@ class _Builder:
         elif isinstance(ev, Pattern):
             pass  # GRAPH search results: counted as used, nothing to keep
 
-    def _order(self, work: _CommWork, rec: Record, ev: Order) -> None:
+    def _order(self, work: CommWork, rec: Record, ev: Order) -> None:
         log = work.log
         if not ev.ranks:
             return  # a cut order line that kept no complete rank number
@@ -285,7 +290,7 @@ class _Builder:
         if old is not None:
             o, oline = old
             o_full = not o.partial and len(o.ranks) == log.nranks
-            if o_full and full and not _same_cycle(o.ranks, ev.ranks):
+            if o_full and full and not same_cycle(o.ranks, ev.ranks):
                 self.out.warn(
                     rec.line,
                     f"channel {ev.channel}: ring order differs from line {oline}",
@@ -296,22 +301,10 @@ class _Builder:
                 return
         work.orders[ev.channel] = (ev, rec.line)
 
-    def _edge(
-        self, work: _CommWork, ch: int, src: int, dst: int, line: int, kind: str = ""
-    ) -> None:
-        work.edge_kinds.setdefault(ch, set()).add(kind or "connection lines")
-        succ = work.succ.setdefault(ch, {})
-        prev = succ.get(src)
-        if prev is not None and prev[0] != dst:
-            self.out.warn(
-                line,
-                f"channel {ch}: rank {src} sends to {dst} but line {prev[1]} says {prev[0]}",
-            )
-            return
-        if prev is None:
-            succ[src] = (dst, line)
+    def _edge(self, work: CommWork, ch: int, src: int, dst: int, line: int, kind: str = "") -> None:
+        add_edge(self.out, work, ch, src, dst, line, kind)
 
-    def _trees(self, work: _CommWork, rec: Record, ev: Trees) -> None:
+    def _trees(self, work: CommWork, rec: Record, ev: Trees) -> None:
         log = work.log
         if ev.partial and len(rec.msg) >= 1023:
             self.out.warn(
@@ -377,12 +370,13 @@ class _Builder:
             if conn.marked or not conn.buffered:
                 continue
             self._unmarked_ring_edges(self.comms[key], conn.buffered)
-        for work in self.comms.values():
-            self._finish_comm(work)
+        merge_anon(self.comms, self.out)
+        for work in sorted(self.comms.values(), key=lambda w: w.log.first_line):
+            finish_comm(self.out, work, self.versions)
             self.out.comms.append(work.log)
         return self.out
 
-    def _unmarked_ring_edges(self, work: _CommWork, lines: list[tuple[int, Edge]]) -> None:
+    def _unmarked_ring_edges(self, work: CommWork, lines: list[tuple[int, Edge]]) -> None:
         """NCCL < 2.8: per channel the first receive line (if before any send) and first send."""
         seen_send: set[int] = set()
         seen_any: set[int] = set()
@@ -394,122 +388,6 @@ class _Builder:
                 seen_send.add(e.channel)
                 self._edge(work, e.channel, e.src, e.dst, line)
             seen_any.add(e.channel)
-
-    def _finish_comm(self, work: _CommWork) -> None:
-        log = work.log
-        for (host, pid), ver in self.versions.items():
-            if any(r.host == host and r.pid == pid for r in log.ranks.values()):
-                log.version = ver
-                break
-        for ch in sorted(set(work.orders) | set(work.succ)):
-            self._ring(work, ch)
-        if log.n_channels is None and log.rings:
-            log.n_channels = max(log.rings) + 1
-        missing = log.missing_ranks()
-        if missing:
-            self.out.warn(
-                log.first_line,
-                f"communicator {log.key}: no init line for {len(missing)} of {log.nranks} "
-                f"ranks: {ranges(missing)}",
-            )
-        for ch, tree in list(log.trees.items()):
-            if len(tree) != log.nranks:
-                continue
-            why = _tree_problem(tree)
-            if why:
-                line = min(work.tree_lines.get((ch, r), log.first_line) for r in tree)
-                self.out.warn(line, f"communicator {log.key}: tree {ch}: {why}; not used")
-                del log.trees[ch]
-
-    def _ring(self, work: _CommWork, ch: int) -> None:
-        log = work.log
-        n = log.nranks
-        order = work.orders.get(ch)
-        succ = {s: d for s, (d, _) in work.succ.get(ch, {}).items()}
-        if order is not None and not order[0].partial and len(order[0].ranks) == n:
-            ring = order[0].ranks
-            log.rings[ch], log.ring_sources[ch] = ring, "order line"
-            pos = {r: i for i, r in enumerate(ring)}
-            bad = [s for s, d in succ.items() if ring[(pos[s] + 1) % n] != d]
-            if bad:
-                self.out.warn(
-                    order[1],
-                    f"channel {ch}: the connection lines of ranks {ranges(sorted(bad))} "
-                    "disagree with this ring order; the order line is used",
-                )
-            return
-        prefix = order[0].ranks if order is not None else ()
-        walked = _walk(prefix, succ, n)
-        if walked is not None:
-            log.rings[ch] = walked
-            kinds = " + ".join(sorted(work.edge_kinds.get(ch, set())))
-            log.ring_sources[ch] = kinds if not prefix else f"order line + {kinds}"
-            return
-        first = order[1] if order is not None else min(x[1] for x in work.succ[ch].values())
-        have = len(succ)
-        why = (
-            f"the connection lines give the next rank of only {have} of {n} ranks"
-            if have < n
-            else "the connection lines do not form one ring through every rank"
-        )
-        self.out.warn(
-            first,
-            f"communicator {log.key}: channel {ch}: ring order "
-            + (f"cut at {len(prefix)} of {n} ranks" if order is not None else "not printed")
-            + f" and {why}: the ring cannot be rebuilt (log every rank with NCCL_DEBUG=INFO)",
-        )
-
-
-def _walk(prefix: tuple[int, ...], succ: dict[int, int], n: int) -> tuple[int, ...] | None:
-    """The ring through ``prefix`` following ``succ``; one missing link is closed if unique."""
-    for a, b in itertools.pairwise(prefix):
-        if succ.get(a, b) != b:
-            return None
-        succ.setdefault(a, b)
-    if len(succ) == n - 1:  # one rank's connection lines are missing: its link is forced
-        no_succ = [r for r in range(n) if r not in succ]
-        no_pred = set(range(n)) - set(succ.values())
-        if len(no_succ) == 1 and len(no_pred) == 1:
-            succ[no_succ[0]] = no_pred.pop()
-    if len(succ) != n:
-        return None
-    start = prefix[0] if prefix else min(succ)
-    ring = [start]
-    x = succ[start]
-    while x != start and len(ring) <= n:
-        ring.append(x)
-        x = succ.get(x, -1)
-        if x == -1:
-            return None
-    if x != start or len(ring) != n or len(set(ring)) != n:
-        return None
-    return tuple(ring)
-
-
-def _same_cycle(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
-    if len(a) != len(b) or set(a) != set(b):
-        return False
-    i = b.index(a[0])
-    return a == b[i:] + b[:i]
-
-
-def _tree_problem(tree: dict[int, int]) -> str:
-    roots = [r for r, p in tree.items() if p == -1]
-    if len(roots) != 1:
-        return f"expected one root, found {len(roots)}"
-    ok: set[int] = {-1}
-    for r in tree:  # linear: every rank is walked once, then known to reach the root
-        path: list[int] = []
-        on_path: set[int] = set()
-        x = r
-        while x not in ok:
-            if x in on_path or x not in tree:
-                return f"parent links from rank {r} never reach the root"
-            path.append(x)
-            on_path.add(x)
-            x = tree[x]
-        ok.update(path)
-    return ""
 
 
 def parse_records(

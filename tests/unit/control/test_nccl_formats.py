@@ -306,3 +306,43 @@ def test_runtime_connect_rings_after_init_and_send_recv_connections_first() -> N
     c = log.select()
     _check(log, c, rings, [])
     assert set(c.ring_sources.values()) == {"connection lines"}
+
+
+@pytest.mark.parametrize("version", ["2.4", "2.5", "2.7", "2.12", "2.17"])
+def test_tensor_and_data_parallel_groups_without_comm_id(version: str) -> None:
+    world = layout(4, 4)
+    tp = [[world[h * 4 + g] for g in range(4)] for h in range(4)]  # one group per host
+    dp = [[world[h * 4 + g] for h in range(4)] for g in range(4)]  # one group per GPU index
+    comms = [Comm(world, nccl_rings(16, 4, 2, seed=2), nccl_trees(16, 4, 2), ptr_base=0x100000)]
+    comms += [
+        Comm(m, [[0, 1, 2, 3], [0, 2, 1, 3]], [], ptr_base=0x200000 + i * 0x10000)
+        for i, m in enumerate(tp)
+    ]
+    comms += [
+        Comm(
+            m,
+            [[0, 1, 2, 3], [0, 3, 2, 1]],
+            [{0: -1, 1: 0, 2: 0, 3: 1}],
+            ptr_base=0x300000 + i * 0x10000,
+        )
+        for i, m in enumerate(dp)
+    ]
+    lines = write_log(version, comms, seed=6)
+    assert "commId" not in "".join(lines)
+    log = parse_nccl_log(lines, source="tpdp.log")
+    assert not log.warnings
+    got = sorted((c.nranks, tuple(c.ranks[r].pid for r in range(c.nranks))) for c in log.comms)
+    want = sorted((len(c.procs), tuple(p[1] for p in c.procs)) for c in comms)
+    if version == "2.4":
+        # NCCL 2.4's NET lines name no device: the data-parallel groups (all over the network)
+        # cannot be told apart, and a note says so; the tensor-parallel ones (P2P) can
+        assert any("may be mixed" in n for n in log.notes)
+        assert all((4, tuple(p[1] for p in m)) in got for m in tp)
+        return
+    assert got == want
+    assert not any("may be mixed" in n for n in log.notes)
+    for c in log.comms:
+        spec = next(
+            x for x in comms if [p[1] for p in x.procs] == [c.ranks[r].pid for r in range(c.nranks)]
+        )
+        assert c.rings == {i: tuple(r) for i, r in enumerate(spec.rings)}
