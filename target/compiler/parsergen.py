@@ -22,19 +22,22 @@ from icefabric.target.compiler.values import Emitter, ObjV, Ref, V
 from icefabric.target.p4 import ast as A
 
 
-def _field_layout(t: StructT) -> list[tuple[Any, int, int]]:
-    """(FieldInfo, width or -1 for varbit, slot offset) per field of a header."""
+def _field_layout(t: StructT, base: int = 0) -> list[tuple[Any, int, int]]:
+    """(FieldInfo, width or -1 for varbit, slot offset) per field of a header; the fields of a
+    struct-typed header field are laid out in place, in order (as p4c flattens them)."""
     out = []
     for f in t.fields:
         ft = f.type
-        if isinstance(ft, Varbit):
-            out.append((f, -1, f.offset))
+        if isinstance(ft, StructT):
+            out.extend(_field_layout(ft, base + f.offset))
+        elif isinstance(ft, Varbit):
+            out.append((f, -1, base + f.offset))
         elif isinstance(ft, Bits):
-            out.append((f, ft.width, f.offset))
+            out.append((f, ft.width, base + f.offset))
         elif isinstance(ft, BoolT):
-            out.append((f, 1, f.offset))
+            out.append((f, 1, base + f.offset))
         elif isinstance(ft, EnumT) and ft.underlying is not None:
-            out.append((f, ft.underlying.width, f.offset))
+            out.append((f, ft.underlying.width, base + f.offset))
         else:
             raise AssertionError(ft)
     return out

@@ -36,6 +36,20 @@ def err(msg: str, loc: SourceLoc | None) -> P4CompileError:
     return P4CompileError(msg, loc)
 
 
+def _flat_struct(t: T) -> bool:
+    """A struct whose fields are (structs of) bit/int/bool/serializable enums: allowed as a
+    header field (P4_16 1.2.2)."""
+    if not isinstance(t, StructT) or t.kind != "struct":
+        return False
+    return all(
+        isinstance(f.type, Bits)
+        or f.type is BOOL
+        or (isinstance(f.type, EnumT) and f.type.underlying is not None)
+        or _flat_struct(f.type)
+        for f in t.fields
+    )
+
+
 @dataclass
 class Unit:
     """Everything global to one program being compiled."""
@@ -160,7 +174,7 @@ class Unit:
 
     def _check_field_type(self, st: StructT, ft: T, f: A.FieldDecl) -> None:
         if st.kind == "header":
-            ok = isinstance(ft, (Bits, Varbit)) or ft is BOOL
+            ok = isinstance(ft, (Bits, Varbit)) or ft is BOOL or _flat_struct(ft)
             ok = ok or (isinstance(ft, EnumT) and ft.underlying is not None)
             if not ok:
                 raise err(f"header field '{f.name}' cannot have type {ft}", f.loc)

@@ -225,3 +225,26 @@ def test_constructor_parameters_of_controls_and_parsers() -> None:
     pipeline = compile_source(text, filename="ctor.p4").instantiate()
     res = pipeline.ingress(DATA, 0)
     assert pipeline.egress(res.ctx, egress_port=1).data[:4] == bytes([1, 2, 3, 0x4B])
+
+
+def test_header_fields_of_struct_type_are_laid_out_in_place() -> None:
+    decls = """
+    struct nib_pair_t { bit<4> hi; bit<4> lo; }
+    struct inner_t { nib_pair_t first; bit<8> second; }
+    header s_t { inner_t in1; bit<16> rest; }"""
+    body = """
+    hdr.s.in1.first.lo = hdr.s.in1.first.hi;
+    hdr.s.rest = (bit<16>)hdr.s.minSizeInBytes();
+    hdr.h.d = hdr.s.in1.second;"""
+    text = (
+        src(body=body)
+        .replace("struct hs { h_t h;", decls + "\nstruct hs { s_t s; h_t h;")
+        .replace(
+            "state start { p.extract(hdr.h);", "state start { p.extract(hdr.s); p.extract(hdr.h);"
+        )
+        .replace("apply { p.emit(hdr.h);", "apply { p.emit(hdr.s); p.emit(hdr.h);")
+    )
+    pipeline = compile_source(text, filename="nested.p4").instantiate()
+    res = pipeline.ingress(bytes([0xAB, 0x77, 0, 0]) + DATA, 0)
+    out = pipeline.egress(res.ctx, egress_port=1).data
+    assert out == bytes([0xAA, 0x77, 0, 4, 1, 2, 3, 0x77]) + DATA[4:]
