@@ -158,6 +158,9 @@ def build_parser() -> argparse.ArgumentParser:
     from icefabric.control.cli_agents import add_agent_parsers
 
     add_agent_parsers(sub, jsub, _add_json, _add_socket)
+    from icefabric.control.cli_telemetry import add_top_parser
+
+    add_top_parser(sub, _add_json, _add_socket)
 
     paths = sub.add_parser("paths", help="planned path of every flow (or one FLOW)")
     paths.add_argument("flow", metavar="FLOW", nargs="?", help="flow id (job/phase/cN/rA->rB)")
@@ -172,7 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_socket(stats)
     stats.set_defaults(func=cmd_stats)
 
-    tel = sub.add_parser("int", help="recent INT telemetry reports received by the controller")
+    tel = sub.add_parser(
+        "int", help="every link's utilisation, queue depth and drops; recent INT reports"
+    )
     tel.add_argument("-n", "--limit", type=int, default=20, help="how many (default 20)")
     tel.add_argument(
         "-f", "--follow", action="store_true", help="keep printing new reports (Ctrl-C stops)"

@@ -222,13 +222,17 @@ def _hops_text(r: dict[str, Any]) -> str:
 
 
 def cmd_int(args: argparse.Namespace) -> int:
-    """icectl int: the recent telemetry reports (--follow: keep printing new ones)."""
+    """icectl int: the state of every link and the recent telemetry reports (--follow: keep
+    printing new reports)."""
     if args.follow:
         return _follow_int(args)
     res = _call(args, "int", limit=args.limit)
     if args.json:
         render.emit_json(res)
         return EXIT_OK
+    from icefabric.control.cli_telemetry import print_links
+
+    print_links(res)
     con = render.console()
     con.print(f"{res['received']} report(s) received, showing the last {len(res['reports'])}")
     con.print(

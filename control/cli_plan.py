@@ -373,4 +373,7 @@ def add_run_parser(sub: Any) -> None:
     from icefabric.control.agents.options import add_agent_options
 
     add_agent_options(p)
+    from icefabric.control.telemetry.options import add_telemetry_options
+
+    add_telemetry_options(p)
     p.set_defaults(func=_cmd_run)

@@ -55,7 +55,9 @@ from icefabric.control.paths import write_private
 from icefabric.control.planner.plan import Plan
 from icefabric.control.planner.planner import Planner
 from icefabric.control.state import encode_state, load_state
+from icefabric.control.telemetry.poller import CounterPoller, switch_ports
 from icefabric.control.telemetry.reports import ReportLog
+from icefabric.control.telemetry.store import TelemetryStore
 from icefabric.control.topology import Topology, TopologyError
 from icefabric.control.views import ControllerViews
 from icefabric.topo.spec import TopologySpec
@@ -90,6 +92,7 @@ class Controller(ControllerViews, LinkFailures):
         probe_interval_s: float = DEFAULT_INTERVAL_S,
         probe_misses: int = DEFAULT_MISSES,
         rate_target: float = DEFAULT_TARGET,
+        counter_poll_s: float = 0.0,
     ) -> None:
         self.spec = spec
         self.topo = Topology(spec)
@@ -108,6 +111,12 @@ class Controller(ControllerViews, LinkFailures):
         self.reports = ReportLog(report_buffer, flow_of=self._flow_of_key)
         self.rates = RateAllocator(self.topo, target=rate_target)  # max-min fair caps
         self.agents = AgentHub(self)  # host agents: real flow keys, caps (icectl run listens)
+        self.telemetry = TelemetryStore(
+            self.topo,
+            target=rate_target,
+            planned_path=self.agents.planned_path,
+            on_over_target=self.agents.over_target,
+        )
         self.state_file = Path(state_file) if state_file else None
         self.state_errors: list[str] = []  # what the last state-file load could not read
         self._state_written = b""  # bytes last written, so an unchanged state is not rewritten
@@ -150,6 +159,13 @@ class Controller(ControllerViews, LinkFailures):
             )
             for s in spec.switches
         )
+        self.counter_poller = CounterPoller(  # wire losses and drop reasons for telemetry
+            self.pool,
+            self.telemetry,
+            switch_ports(self.topo),
+            interval_s=counter_poll_s,
+            enabled=lambda: self.active,
+        )
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -160,6 +176,7 @@ class Controller(ControllerViews, LinkFailures):
             conn.on("connection", functools.partial(self._on_connection, name))
             conn.on("arbitration", functools.partial(self._on_arbitration, name))
         self.start_worker()
+        self.counter_poller.start()
         self.pool.connect_all(self.connect_timeout)
         primaries = self.pool.primaries()
         if len(primaries) == len(self.pool):
@@ -187,6 +204,7 @@ class Controller(ControllerViews, LinkFailures):
         """Close every connection and stop the worker."""
         self._stopping = True
         self.agents.stop()
+        self.counter_poller.stop()
         if self.linkmon is not None:
             self.linkmon.stop()
         self._events.put(None)
@@ -551,7 +569,9 @@ class Controller(ControllerViews, LinkFailures):
     def _on_packet(self, switch: str, pkt: PacketIn) -> None:
         reason = int(pkt.metadata.get("reason", 0))
         if reason == n.PUNT_REASON_TELEMETRY:
-            self.reports.add(switch, pkt.payload, pkt.metadata)
+            rep = self.reports.add(switch, pkt.payload, pkt.metadata)
+            if rep is not None:
+                self.telemetry.add_report(rep)
         elif reason == n.PUNT_REASON_LINK_PROBE:
             mon = self.linkmon
             if mon is not None:

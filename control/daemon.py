@@ -31,6 +31,12 @@ from icefabric.control.fabric import (
 )
 from icefabric.control.ice_names import CPU_PORT
 from icefabric.control.paths import default_state_file, ensure_private_dir
+from icefabric.control.telemetry.metrics import MetricsServer
+from icefabric.control.telemetry.options import (
+    TelemetryOptionError,
+    check_telemetry_options,
+    start_metrics,
+)
 from icefabric.control.topology import TopologyError
 
 log = logging.getLogger(__name__)
@@ -87,6 +93,7 @@ def api_handlers(ctl: Controller) -> dict[str, Handler]:
             "received": ctl.reports.received,
             "undecodable": ctl.reports.undecodable,
             "reports": ctl.reports.recent(limit),
+            **ctl.telemetry.snapshot(),
         }
 
     def mode(args: dict[str, Any]) -> Any:
@@ -201,7 +208,8 @@ def run_daemon(args: argparse.Namespace) -> int:
         return 2
     try:
         check_agent_options(args)
-    except AgentOptionError as exc:
+        metrics_at = check_telemetry_options(args)
+    except (AgentOptionError, TelemetryOptionError) as exc:
         print(f"icectl: run: {exc}", file=sys.stderr)
         return 2
     jobs = [load_job(p) for p in args.job]
@@ -225,9 +233,11 @@ def run_daemon(args: argparse.Namespace) -> int:
         probe_interval_s=args.probe_interval / 1e3,
         probe_misses=args.probe_misses,
         rate_target=args.rate_target,
+        counter_poll_s=args.counter_poll,
     )
     server = ApiServer(args.socket, api_handlers(ctl))
     stop = threading.Event()
+    metrics: MetricsServer | None = None
 
     def on_signal(signum: int, _frame: Any) -> None:
         log.info("signal %d: shutting down", signum)
@@ -247,6 +257,13 @@ def run_daemon(args: argparse.Namespace) -> int:
         except (AgentOptionError, AgentServerError) as exc:
             print(f"icectl: run: agent channel: {exc}", file=sys.stderr)
             return 2 if isinstance(exc, AgentOptionError) else 1
+        try:
+            metrics = start_metrics(
+                ctl, metrics_at, best_effort=getattr(args, "metrics_default", False)
+            )
+        except OSError as exc:
+            print(f"icectl: run: --metrics {args.metrics}: {exc.strerror or exc}", file=sys.stderr)
+            return 1
         for job in jobs:
             ctl.add_job(job)
         role = "primary" if ctl.active else "backup"
@@ -257,8 +274,12 @@ def run_daemon(args: argparse.Namespace) -> int:
             len(spec.switches),
             args.socket,
         )
+        if metrics is not None:
+            log.warning("metrics on http://%s:%d/metrics", metrics.host, metrics.port)
         stop.wait()
     finally:
+        if metrics is not None:
+            metrics.stop()
         server.stop()
         ctl.stop()
     return 0

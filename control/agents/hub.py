@@ -29,6 +29,7 @@ from icefabric.control.agents.protocol import AgentAddress, FlowKey
 from icefabric.control.agents.registry import AgentFlows, agent_key
 from icefabric.control.agents.server import AgentServer, EventKind
 from icefabric.control.install import flow_key
+from icefabric.control.telemetry.metrics import LatencyTally
 
 if TYPE_CHECKING:
     from icefabric.control.controller import Controller
@@ -67,6 +68,8 @@ class AgentHub:
         self.phases: dict[str, str] = {}  # job -> the phase it runs now
         self.pushed: dict[str, dict[FlowKey, float]] = {}  # host -> caps last pushed
         self.key_installs: deque[KeyInstall] = deque(maxlen=100)
+        self.key_latency = LatencyTally()  # for /metrics
+        self.planned_nodes: dict[str, tuple[str, ...]] = {}  # flow id -> switches of its path
 
     # -- channel ---------------------------------------------------------------------------
 
@@ -140,6 +143,7 @@ class AgentHub:
         t0 = time.perf_counter()
         written = self.ctl.apply_flow_entries()
         ms = (time.perf_counter() - t0) * 1e3
+        self.key_latency.observe(ms / 1e3)
         self.key_installs.append(
             KeyInstall(why=why, flows=flows, entries=written, ms=ms, at=time.time())
         )
@@ -197,12 +201,35 @@ class AgentHub:
         """Recompute the rates and push changed cap sets; the number of hosts pushed to."""
         ctl = self.ctl
         with ctl.lock:
+            plan = ctl.planner.plan()
+            self.planned_nodes = {
+                pf.flow_id: pf.nodes[1:-1] for pf in plan.flows if pf.path_index >= 0
+            }
             if not ctl.active:
                 return 0
             rates = ctl.rates.compute(
-                ctl.planner.plan(), self.active_flows(), reason=reason, background=background
+                plan, self.active_flows(), reason=reason, background=background
             )
             return self.push(self.caps_by_host(rates))
+
+    def planned_path(self, flow_id: str) -> tuple[str, ...] | None:
+        """The switches of a flow's planned path (telemetry checks reports against it)."""
+        return self.planned_nodes.get(flow_id)
+
+    def over_target(self, measured: dict[int, float]) -> None:
+        """Telemetry saw links above the target: recompute with the traffic no allocated flow
+        accounts for taken off those links (queued on the worker)."""
+
+        def run() -> None:
+            with self.ctl.lock:
+                alloc = self.ctl.rates.link_bps
+                background = {
+                    lk: max(0.0, bps - alloc.get(lk, 0.0)) for lk, bps in measured.items()
+                }
+            names = ", ".join(self.ctl.topo.link_name(lk) for lk in sorted(measured)[:3])
+            self.reallocate(f"telemetry: {names} above target", background)
+
+        self.ctl.post(run)
 
     def caps_by_host(self, rates: Mapping[str, float]) -> dict[str, dict[FlowKey, float]]:
         """The caps of every sending host, keyed as its agent sees its flows."""
