@@ -32,7 +32,7 @@ KEY2 = FlowKey(src_ip="10.0.1.1", dst_ip="10.0.3.1", sport=50002, qp=0x102)
 FAST = Backoff(initial_s=0.01, max_s=0.05)
 
 
-def _until(cond: Callable[[], bool], timeout: float = 5.0) -> bool:
+def _until(cond: Callable[[], bool], timeout: float = 15.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if cond():
@@ -82,7 +82,7 @@ class FakeController:
                     self.received.append(msg)
                     if isinstance(msg, Hello):
                         self.sessions += 1
-                        conn.sendall(encode(Welcome(heartbeat_s=0.1, session=self.sessions)))
+                        conn.sendall(encode(Welcome(heartbeat_s=1.0, session=self.sessions)))
             conn.close()
 
     def send(self, data: bytes) -> None:
@@ -126,7 +126,7 @@ def test_client_reports_flows_receives_caps_and_resends_after_reconnect(
         assert isinstance(hello, Hello) and hello.host == "h1" and hello.token is None
         snap = ctl.flows_messages()[0]
         assert snap.replace and [f.flow_id for f in snap.flows] == ["f1"]
-        assert client.heartbeat_s == 0.1 and client.session == 1
+        assert client.heartbeat_s == 1.0 and client.session == 1
 
         client.report_flows([FlowReport(job="j", flow_id="f2", key=KEY2)])
         assert _until(lambda: len(ctl.flows_messages()) >= 2)

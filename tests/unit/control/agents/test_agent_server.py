@@ -29,7 +29,7 @@ KEY2 = FlowKey(src_ip="10.0.1.1", dst_ip="10.0.3.1", sport=50002, qp=0x102)
 FAST = Backoff(initial_s=0.01, max_s=0.05)
 
 
-def _until(cond: Callable[[], bool], timeout: float = 5.0) -> bool:
+def _until(cond: Callable[[], bool], timeout: float = 15.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if cond():
@@ -61,7 +61,7 @@ def events() -> Events:
 def server(tmp_path: Path, events: Events) -> Iterator[AgentServer]:
     srv = AgentServer(
         tmp_path / "agents.sock",
-        heartbeat_s=0.1,
+        heartbeat_s=0.5,
         on_event=events,
         known_host=lambda h: h.startswith("h"),
     )
@@ -143,7 +143,7 @@ def test_silent_agent_is_dropped_after_three_heartbeats(
         assert _until(lambda: server.hosts() == ["h2"])
         t0 = time.monotonic()
         assert _until(lambda: server.hosts() == [], timeout=5)
-        assert time.monotonic() - t0 >= 0.2  # not before 3 x 0.1 s (minus the handshake)
+        assert time.monotonic() - t0 >= 1.0  # not before 3 x 0.5 s (minus the handshake)
         assert events.kinds("h2") == ["joined", "lost"] and server.stats.lost == 1
 
 
