@@ -286,7 +286,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
                         r["index"],
                         r["comm"] + (f" (split of {r['parent']})" if r["parent"] else ""),
                         f"{r['ranks_found']}/{r['nranks']}",
-                        f"{len(r['hosts'])}: {', '.join(r['hosts'])}",
+                        _hosts_cell(r["hosts"]),
                         r["channels"],
                         _ring_cell(r),
                         f"{len(r['trees'])}"
@@ -309,6 +309,12 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         job = job_from_args(args, path=args.log, parsed=parsed)
         _write_job(job, args.to_job)
     return EXIT_OK
+
+
+def _hosts_cell(hosts: list[str]) -> str:
+    if len(hosts) <= 8:
+        return f"{len(hosts)}: {', '.join(hosts)}"
+    return f"{len(hosts)}: {', '.join(hosts[:6])} and {len(hosts) - 6} more (all in --json)"
 
 
 def _ring_cell(r: dict[str, Any]) -> str:

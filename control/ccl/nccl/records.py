@@ -22,7 +22,11 @@ from typing import TextIO
 
 MAX_LINE_CHARS = 1 << 20  # longer physical lines are cut here (with a warning)
 MAX_HOST_CHARS = 255
-_TAG = re.compile(r"\[(\d{1,6})\] ([A-Z][A-Za-z0-9]{0,11}CCL) (INFO|WARN|TRACE|ABORT)\b ?")
+# "[dev] NCCL INFO", "[dev] file.cc:123 NCCL WARN", "[dev] 12.345 file.cc:123 NCCL TRACE"
+_TAG = re.compile(
+    r"\[(\d{1,6})\] (?:\d{1,12}\.\d{1,12} )?(?:[\w./-]{1,200}:\d{1,7} )?"
+    r"([A-Z][A-Za-z0-9]{0,11}CCL) (INFO|WARN|TRACE|ABORT)\b ?"
+)
 # What launchers put in front of a line: Open MPI's tag, srun --label, a timestamp.
 _WRAP = (
     r"(?:\[\d{1,7},\d{1,7}\]<std(?:out|err)>:|\d{1,7}: |\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d"

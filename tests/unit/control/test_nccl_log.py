@@ -256,3 +256,20 @@ def test_warnings_escape_control_characters() -> None:
     log = parse_nccl_log(["h:1:1 [0] NCCL INFO Trees [0] \x1b[31mred\x07"], source="esc.log")
     (w,) = log.warnings
     assert "\x1b" not in str(w) and "\\x1b[31mred\\x07" in str(w)
+
+
+def test_warn_and_trace_lines_also_split_interleaved_output() -> None:
+    lines = [
+        "a:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 commId 0xd - Init START",
+        "b:2:2 [1] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 1 commId 0xd - Init START",
+        "a:1:1 [0] NCCL INFO Channel 00/01 :    0   1",
+        "a:1:1 [0] NCCL INFO Trees [0] 1/-1/-1->0->-1 [1] 1/-1/-1->0->-1 "
+        "b:2:2 [1] transport/net.cc:123 NCCL WARN NET/IB : oops",
+        "b:2:2 [1] NCCL INFO Trees [0] -1/-1/-1->1->0 [1] -1/-1/-1->1->0",
+        "[2025-01-02 03:04:05] b:2:2 [1] init.cc:9 NCCL WARN Cuda failure 'out of memory'",
+        "a:1:1 [0] 12.345678 enqueue.cc:77 NCCL TRACE opCount 0",
+    ]
+    log = parse_nccl_log(lines)
+    c = log.select()
+    assert c.rings == {0: (0, 1)} and c.hosts() == {0: "a", 1: "b"} and not log.warnings
+    assert c.trees == {0: {0: -1, 1: 0}, 1: {1: 0}}  # a's last entry was cut: not read
