@@ -346,3 +346,15 @@ def test_tensor_and_data_parallel_groups_without_comm_id(version: str) -> None:
             x for x in comms if [p[1] for p in x.procs] == [c.ranks[r].pid for r in range(c.nranks)]
         )
         assert c.rings == {i: tuple(r) for i, r in enumerate(spec.rings)}
+
+
+@pytest.mark.parametrize("version", ["2.4", "2.7", "2.12", "2.19", "2.29"])
+def test_one_process_driving_several_gpus(version: str) -> None:
+    # ncclCommInitAll: one pid, one thread per device; lines are told apart by [dev]
+    procs = [("como", 60725, g) for g in range(4)]
+    rings = [[0, 1, 2, 3], [0, 3, 2, 1]]
+    trees = [{0: -1, 1: 0, 2: 1, 3: 2}, {3: -1, 2: 3, 1: 2, 0: 1}]
+    log = parse_nccl_log(write_log(version, [Comm(procs, rings, trees)], seed=3))
+    (c,) = log.comms
+    _check(log, c, rings, trees)
+    assert {c.ranks[r].cuda_dev for r in range(4)} == {0, 1, 2, 3}
