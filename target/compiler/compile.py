@@ -185,7 +185,7 @@ class Compiler(ControlGen):
                 if id(d) not in self.global_actions:
                     self.compile_action(d, "")
             for f in self.unit.functions.values():
-                if id(f) not in self.functions_done:
+                if id(f) not in self.functions_done and not f.type_params:
                     self.compile_function(f)
         finally:
             self.model.actions = saved_actions

@@ -252,9 +252,10 @@ class ControlGen(TableGenMixin, ParserGen):
                     raise err(f"missing argument for parameter '{p.name}'", e.loc)
             arg = by_name[p.name]
             assert p.type is not None
-            t = self.unit.resolve_type(p.type)
+            t = self.unit.resolve_type(p.type, getattr(info, "tparams", None))
             m = self.mark()
-            if p.direction == "":
+            direction = "" if p.name in getattr(info, "byval", ()) else p.direction
+            if direction == "":
                 v = self.scalar(arg, t)
                 args = self.pin_before(args, m)
                 args.append(v)
@@ -320,10 +321,14 @@ class ControlGen(TableGenMixin, ParserGen):
 
     # ---- functions ------------------------------------------------------------------------
     def function_call(self, decl: A.FunctionDecl, e: A.Call) -> V | Ref:
-        """Call a P4 function (compiled once)."""
-        key = id(decl)
+        """Call a P4 function (compiled once, or once per type arguments when generic)."""
+        key: Any = id(decl)
+        tparams = None
+        if decl.type_params:
+            tparams = self.infer_type_args(decl, e)
+            key = (id(decl), tuple(str(tparams[n]) for n in decl.type_params))
         if key not in self.functions_done:
-            self.functions_done[key] = self.compile_function(decl)
+            self.functions_done[key] = self.compile_function(decl, tparams)
         fname, info = self.functions_done[key]
         ret = info.ret
         code = self.call_with_params(decl.params, fname, info, e)
@@ -339,13 +344,47 @@ class ControlGen(TableGenMixin, ParserGen):
         self.em.line(f"S[{base}:{base + n}] = S[{rb}:{int(rb) + n}]")
         return Ref(str(base), ret, base)
 
-    def compile_function(self, decl: A.FunctionDecl) -> tuple[str, Any]:
+    def infer_type_args(self, decl: A.FunctionDecl, e: A.Call) -> dict[str, Any]:
+        """Type arguments of a generic function call: written, or taken from the arguments."""
+        if e.type_args:
+            if len(e.type_args) != len(decl.type_params):
+                raise err(f"{decl.name} takes {len(decl.type_params)} type arguments", e.loc)
+            return {
+                n: self.unit.resolve_type(t)
+                for n, t in zip(decl.type_params, e.type_args, strict=True)
+            }
+        out: dict[str, Any] = {}
+        for i, a in enumerate(e.args):
+            p = next((q for q in decl.params if q.name == a.name), None) if a.name else None
+            if p is None and a.name is None and i < len(decl.params):
+                p = decl.params[i]
+            if p is None or p.type is None or p.type.kind != "name":
+                continue
+            if p.type.name in decl.type_params and p.type.name not in out:
+                saved = self.em
+                self.em = Emitter()  # only the argument's type is wanted here
+                try:
+                    v = self.expr(a.expr)
+                finally:
+                    self.em = saved
+                t = v.type if isinstance(v, (V, Ref)) else None
+                if t is None or str(t) == "int":
+                    raise err(f"cannot infer type argument {p.type.name} of {decl.name}", a.loc)
+                out[p.type.name] = t
+        missing = [n for n in decl.type_params if n not in out]
+        if missing:
+            raise err(f"cannot infer type arguments {missing} of {decl.name}", e.loc)
+        return out
+
+    def compile_function(
+        self, decl: A.FunctionDecl, tparams: dict[str, Any] | None = None
+    ) -> tuple[str, Any]:
         """Compile a P4 function into ``def F_x(S, ...)``."""
-        if decl.type_params:
-            raise err("generic functions are not supported", decl.loc)
+        if decl.type_params and tparams is None:
+            raise err("generic function used without type arguments", decl.loc)
         fname = self.unit.pyname(f"F_{decl.name}")
         assert decl.ret is not None
-        ret = self.unit.resolve_type(decl.ret)
+        ret = self.unit.resolve_type(decl.ret, tparams)
         ret_ref = None
         if ret is not VOID and not is_scalar(ret):
             if not isinstance(ret, (StructT, StackT, TupleT)):
@@ -359,12 +398,15 @@ class ControlGen(TableGenMixin, ParserGen):
             returns: bool
             dir_params: list[Any]
             ret_ref: Ref | None
+            tparams: dict[str, Any] | None
+            byval: set[str]  # `in` scalars passed as Python arguments
 
-        info = FInfo(ret, ret is not VOID and ret_ref is None, [], ret_ref)
+        info = FInfo(ret, ret is not VOID and ret_ref is None, [], ret_ref, tparams, set())
         em = self.new_func()
         saved_em, saved_scopes = self.em, self.scopes
         self.em, self.scopes = em, [{}]
         pyargs = ["S"]
+        self.unit.tparam_scope.append(tparams or {})
         try:
             for p in decl.params:
                 assert p.type is not None
@@ -373,7 +415,7 @@ class ControlGen(TableGenMixin, ParserGen):
                     py = f"p_{p.name}"
                     pyargs.append(py)
                     self.scopes[0][p.name] = V(py, t, None, _assigner(py))
-                    p.direction = ""
+                    info.byval.add(p.name)
                 else:
                     base = self.unit.alloc(t)
                     loc = slot_v(str(base), t) if is_scalar(t) else Ref(str(base), t, base)
@@ -387,6 +429,7 @@ class ControlGen(TableGenMixin, ParserGen):
             self.body_kind, self.ret_type, self.ret_ref = old
         finally:
             self.em, self.scopes = saved_em, saved_scopes
+            self.unit.tparam_scope.pop()
         self.funcs.append("\n".join(em.lines))
         return fname, info
 

@@ -73,6 +73,8 @@ class Unit:
     factories: dict[str, Callable[[Any], Any]] = field(default_factory=dict)
     names_used: set[str] = field(default_factory=set)
     const_eval: Callable[[A.Expr], Any] | None = None
+    # type parameters of the generic function being compiled (innermost last)
+    tparam_scope: list[dict[str, T]] = field(default_factory=list)
 
     # ---- slots ---------------------------------------------------------------------------
     def alloc(self, typ: T) -> int:
@@ -207,6 +209,8 @@ class Unit:
 
     def resolve_type(self, t: A.TypeRef, tparams: dict[str, T] | None = None) -> T:
         """Turn a written type into a semantic type."""
+        if tparams is None and self.tparam_scope:
+            tparams = self.tparam_scope[-1]
         k = t.kind
         if k in ("bit", "int", "varbit"):
             assert t.width is not None

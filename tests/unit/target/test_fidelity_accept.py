@@ -248,3 +248,16 @@ def test_header_fields_of_struct_type_are_laid_out_in_place() -> None:
     res = pipeline.ingress(bytes([0xAB, 0x77, 0, 0]) + DATA, 0)
     out = pipeline.egress(res.ctx, egress_port=1).data
     assert out == bytes([0xAA, 0x77, 0, 4, 1, 2, 3, 0x77]) + DATA[4:]
+
+
+def test_generic_functions_are_compiled_per_type() -> None:
+    decls = """
+    void swap<T>(inout T a, inout T b) { T t = a; a = b; b = t; }
+    T pick<T>(in bool first, in T a, in T b) { return first ? a : b; }"""
+    body = """
+    swap(hdr.h.a, hdr.h.b);
+    hdr.h2.setValid();
+    swap(hdr.h, hdr.h2);
+    bit<16> w = pick<bit<16>>(false, 1, 0x0304);
+    hdr.h2.c = w[7:0] + pick(true, hdr.h2.c, 8w0);"""
+    assert run(decls=decls, body=body) == bytes([0, 0, 0, 0, 2, 1, 7, 4, 5, 6, 7, 8])
