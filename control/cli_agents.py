@@ -39,7 +39,17 @@ def cmd_agents(args: argparse.Namespace) -> int:
     con.print(
         render.table(
             "agents",
-            ["host", "session", "peer", "flows", "accepted", "refused", "caps", "last seen ms"],
+            [
+                "host",
+                "session",
+                "peer",
+                "flows",
+                "accepted",
+                "no job",
+                "refused",
+                "caps",
+                "last seen ms",
+            ],
             [
                 (
                     a["host"],
@@ -47,6 +57,7 @@ def cmd_agents(args: argparse.Namespace) -> int:
                     a["peer"],
                     a["flows"],
                     a["accepted"],
+                    a.get("unplanned", 0),
                     len(a["rejected"]),
                     a["caps"],
                     a["last_seen_ms"],

@@ -265,6 +265,7 @@ class AgentHub:
             for s in sessions:
                 s["accepted"] = len(self.flows.reported.get(s["host"], {}))
                 s["rejected"] = self.flows.rejected.get(s["host"], [])[:20]
+                s["unplanned"] = self.flows.unplanned.get(s["host"], 0)
             st = self.server.stats if self.server else None
             return {
                 "listening": (

@@ -130,8 +130,8 @@ class FlowReport:
         if rate is not None:
             rate = _rate(rate, f"{where}.rate_bps")
         return cls(
-            job=_name(data, "job", where),
-            flow_id=_name(data, "flow_id", where),
+            job=_name(data, "job", where, allow_empty=True),
+            flow_id=_name(data, "flow_id", where, allow_empty=True),
             key=FlowKey.from_dict(data.get("key"), where=f"{where}.key"),
             state=state,
             rate_bps=rate,
@@ -389,11 +389,12 @@ def _depth(obj: Any) -> int:
     return deepest
 
 
-def _name(data: Mapping[str, Any], key: str, where: str) -> str:
+def _name(data: Mapping[str, Any], key: str, where: str, *, allow_empty: bool = False) -> str:
     v = data.get(key)
-    if not isinstance(v, str) or not v or len(v) > MAX_NAME or not v.isprintable():
+    lo = 0 if allow_empty else 1
+    if not isinstance(v, str) or len(v) < lo or len(v) > MAX_NAME or not v.isprintable():
         raise ProtocolError(
-            f"{where}.{key}: expected a printable string of 1..{MAX_NAME} characters, got "
+            f"{where}.{key}: expected a printable string of {lo}..{MAX_NAME} characters, got "
             f"{_short(v)}"
         )
     return v

@@ -45,6 +45,7 @@ class AgentFlows:
     lost: set[str] = field(default_factory=set)  # hosts whose agent went away
     rejected: dict[str, list[str]] = field(default_factory=dict)  # host -> one-line reasons
     by_key: dict[install.FlowKey, str] = field(default_factory=dict)  # match key -> flow id
+    unplanned: dict[str, int] = field(default_factory=dict)  # host -> flows of no job
 
     def update(
         self,
@@ -55,6 +56,7 @@ class AgentFlows:
     ) -> list[str]:
         """Take ``host``'s complete flow table; return the flow ids whose real key changed.
 
+        A report with neither job nor flow id is traffic of no job: counted in ``unplanned``.
         A report is accepted when it names a flow of a running job that sends from ``host``
         and its addresses are the two hosts' (``address(host)``) and its destination port is
         RoCEv2's; anything else is kept in ``rejected`` with the reason and otherwise ignored
@@ -64,7 +66,11 @@ class AgentFlows:
         now: dict[str, FlowReport] = {}
         bad: list[str] = []
         changed: list[str] = []
+        unplanned = 0
         for r in reports:
+            if not r.job and not r.flow_id:  # traffic of no job (e.g. icefabric-host --flow)
+                unplanned += 1
+                continue
             why = _mismatch(host, r, flows.get(r.flow_id), address)
             if why is not None:
                 bad.append(f"{r.flow_id} ({r.key}): {why}")
@@ -74,6 +80,7 @@ class AgentFlows:
                 self.set_key(r.flow_id, r.key)
                 changed.append(r.flow_id)
         self.reported[host] = now
+        self.unplanned[host] = unplanned
         if bad:
             if bad != self.rejected.get(host):
                 log.warning(
@@ -88,6 +95,7 @@ class AgentFlows:
         """``host``'s agent went away: its flows no longer count (their keys stay)."""
         self.reported.pop(host, None)
         self.rejected.pop(host, None)
+        self.unplanned.pop(host, None)
         self.lost.add(host)
 
     def forget(self, flow_ids: Iterable[str]) -> None:

@@ -212,6 +212,8 @@ def test_reports_that_do_not_match_are_refused_and_listed(ctl: Controller) -> No
                     flow_id="fanin/p1/c0/r9->r2",
                     key=FlowKey(**{**KEY3.to_dict(), "qp": 6}),
                 ),
+                # traffic of no job: counted, neither planned nor refused
+                FlowReport(job="", flow_id="", key=FlowKey(**{**KEY3.to_dict(), "qp": 9})),
             ]
         )
         assert _until(lambda: len(ctl.agents.flows.rejected.get("h3", [])) == 4)
@@ -221,7 +223,8 @@ def test_reports_that_do_not_match_are_refused_and_listed(ctl: Controller) -> No
         assert _flow_path_keys(ctl, "leaf2") == before and not ctl.agents.flows.keys
         view = api_handlers(ctl)["agents"]({})
         (a,) = view["agents"]
-        assert a["host"] == "h3" and a["flows"] == 4 and a["accepted"] == 0
+        assert a["host"] == "h3" and a["flows"] == 5 and a["accepted"] == 0
+        assert a["unplanned"] == 1
         assert len(a["rejected"]) == 4
     finally:
         h3.client.close()

@@ -96,6 +96,10 @@ GOOD_FLOW = {"job": "j", "flow_id": "f", "key": KEY.to_dict(), "state": "active"
         (_raw({"v": 2, "type": "hello", "host": "h"}), r"message\.v: expected 1, got 2"),
         (_raw({"v": 1, "type": "launch"}), r"message\.type"),
         (_raw({"v": 1, "type": "hello", "host": ""}), r"hello\.host"),
+        (
+            _raw({"v": 1, "type": "flows", "flows": [{**GOOD_FLOW, "job": 7}]}),
+            r"flows\.flows\[0\]\.job",
+        ),
         (_raw({"v": 1, "type": "hello", "host": "a\x1bb"}), r"hello\.host"),
         (_raw({"v": 1, "type": "hello", "host": "h" * 300}), r"hello\.host"),
         (_raw({"v": 1, "type": "hello", "host": "h", "token": 5}), r"hello\.token"),
