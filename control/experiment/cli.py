@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from icefabric.control import render
-from icefabric.control.cli_common import EXIT_OK, EXIT_USAGE, CliError
+from icefabric.control.cli_common import EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, CliError
 
 DEFAULT_OUT = Path("results")
 
@@ -20,6 +21,23 @@ def add_experiment_parser(sub: Any, add_json: Callable[[argparse.ArgumentParser]
     )
     esub = exp.add_subparsers(dest="experiment_command", metavar="SUBCOMMAND")
     esub.required = True
+    run = esub.add_parser(
+        "run",
+        help="run every mode of an experiment (file or --preset), write results/<name>-<time>/",
+    )
+    run.add_argument("file", metavar="FILE", nargs="?", help="experiment file (YAML/JSON)")
+    run.add_argument(
+        "--preset", default=None, help="a built-in experiment (icectl experiment list)"
+    )
+    run.add_argument(
+        "--modes", default=None, help="comma-separated modes to run instead of the file's"
+    )
+    run.add_argument(
+        "--out", type=Path, default=DEFAULT_OUT, help="results base directory (default results/)"
+    )
+    run.add_argument("--no-plot", action="store_true", help="do not write comparison.png")
+    add_json(run)
+    run.set_defaults(func=cmd_experiment_run)
     ls = esub.add_parser("list", help="the built-in presets")
     add_json(ls)
     ls.set_defaults(func=cmd_experiment_list)
@@ -27,6 +45,67 @@ def add_experiment_parser(sub: Any, add_json: Callable[[argparse.ArgumentParser]
     show.add_argument("dir", metavar="DIR", help="results/<name>-<time>/ (or its results.json)")
     add_json(show)
     show.set_defaults(func=cmd_experiment_show)
+
+
+def load_for_run(args: argparse.Namespace) -> Any:
+    """The experiment named by FILE or --preset, with the command line's overrides."""
+    from dataclasses import replace
+
+    from icefabric.control.experiment.config import MODES, load_experiment
+    from icefabric.control.experiment.presets import load_preset
+
+    if (args.file is None) == (args.preset is None):
+        raise CliError(
+            "experiment run: give an experiment FILE or --preset NAME (one of them)", EXIT_USAGE
+        )
+    exp = load_experiment(args.file) if args.file else load_preset(args.preset)
+    if args.modes:
+        modes = tuple(m.strip() for m in args.modes.split(",") if m.strip())
+        bad = [m for m in modes if m not in MODES]
+        if bad or not modes:
+            raise CliError(
+                f"--modes: expected names from {', '.join(MODES)}, got {args.modes!r}", EXIT_USAGE
+            )
+        exp = replace(exp, modes=modes)
+    return exp
+
+
+def cmd_experiment_run(args: argparse.Namespace) -> int:
+    """icectl experiment run: all modes, the table, results.json and comparison.png."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from icefabric.control.experiment.report import comparison_table, links_table
+    from icefabric.control.experiment.runner import run_experiment
+
+    exp = load_for_run(args)
+    err = render.console(sys.stderr)
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.percentage:>5.1f} % of messages"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=args.json,
+    ) as bar:
+        tasks = {m: bar.add_task(f"{exp.name}: {m}", total=1.0) for m in exp.modes}
+
+        def progress(mode: str, frac: float) -> None:
+            bar.update(tasks[mode], completed=frac)
+
+        outcome = run_experiment(exp, out_base=args.out, progress=progress, plot=not args.no_plot)
+    if args.json:
+        render.emit_json(outcome.doc)
+    else:
+        con = render.console()
+        con.print(comparison_table(outcome.doc))
+        con.print(links_table(outcome.doc))
+        if outcome.directory is not None:
+            con.print(
+                f"results: {outcome.directory}/results.json"
+                + ("" if args.no_plot else f", {outcome.directory}/comparison.png")
+            )
+    return EXIT_OK if outcome.ok else EXIT_RUNTIME
 
 
 def cmd_experiment_list(args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@
 * the job: completion time (first post to last arrival), slowest flow, busbw over all phases
   (sum of S x factor over the sum of the phase times; equal to the phase's busbw for one phase);
 * per directed link: bytes and utilisation over the run; egress queue depth p50 / p99 / max
-  (packets, sampled by the engine at fixed virtual-time intervals on every switch port) and its
+  (packets, seen by every packet leaving a switch port, data and control alike) and its
   CDF; drops by reason; CNPs; ECN-marked packets; data packets.
 
 Rates are those of the run (topology rate x scale); ``*_gbps_full`` fields divide by the scale,
@@ -38,7 +38,7 @@ class Observed:
     end_us: float = 0.0  # virtual time when the run stopped
     link_bytes: dict[str, int] = field(default_factory=dict)  # "a>b" -> bytes sent a to b
     link_bps: dict[str, float] = field(default_factory=dict)  # "a>b" -> rate in the run
-    queue_samples: list[int] = field(default_factory=list)  # egress depth (packets) samples
+    queue_hist: dict[int, int] = field(default_factory=dict)  # egress depth (packets) -> count
     drops: dict[str, int] = field(default_factory=dict)  # reason -> packets
     cnps: int = 0  # CNPs sent by receivers
     ecn_marks: int = 0  # CE-marked data packets received
@@ -57,20 +57,35 @@ def percentile(values: Sequence[float], q: float) -> float:
     return float(s[min(k, len(s)) - 1])
 
 
-def cdf_points(values: Sequence[int], points: int = 50) -> list[list[float]]:
-    """[[value, fraction <= value], ...] at up to ``points`` distinct values (for the plot)."""
-    if not values:
-        return []
-    s = sorted(values)
-    n = len(s)
-    distinct = sorted(set(s))
-    step = max(1, len(distinct) // points)
-    chosen = distinct[::step]
-    if chosen[-1] != distinct[-1]:
-        chosen.append(distinct[-1])
-    import bisect
+def hist_percentile(hist: Mapping[int, int], q: float) -> int:
+    """The q-th percentile (0..100) of a {value: count} histogram, nearest rank (0 if empty)."""
+    total = sum(hist.values())
+    if total == 0:
+        return 0
+    need = max(1, math.ceil(q / 100.0 * total))
+    seen = 0
+    for v in sorted(hist):
+        seen += hist[v]
+        if seen >= need:
+            return v
+    return max(hist)
 
-    return [[float(v), round(bisect.bisect_right(s, v) / n, 6)] for v in chosen]
+
+def cdf_points(hist: Mapping[int, int], points: int = 50) -> list[list[float]]:
+    """[[value, fraction <= value], ...] of a histogram at up to ``points`` values (the plot)."""
+    total = sum(hist.values())
+    if total == 0:
+        return []
+    distinct = sorted(v for v, k in hist.items() if k)
+    step = max(1, len(distinct) // points)
+    chosen = set(distinct[::step]) | {distinct[-1]}
+    out = []
+    seen = 0
+    for v in distinct:
+        seen += hist[v]
+        if v in chosen:
+            out.append([float(v), round(seen / total, 6)])
+    return out
 
 
 def host_bps(spec: TopologySpec, scale: float) -> dict[str, float]:
@@ -151,7 +166,7 @@ def measure(obs: Observed, schedule: Schedule, spec: TopologySpec, scale: float)
                 "utilisation": round(util, 6),
             }
         )
-    q = obs.queue_samples
+    q = obs.queue_hist
     return {
         "mode": obs.mode,
         "ok": done,
@@ -177,10 +192,10 @@ def measure(obs: Observed, schedule: Schedule, spec: TopologySpec, scale: float)
         "links": links,
         "max_link_utilisation": max((float(ln["utilisation"]) for ln in links), default=0.0),
         "queue_packets": {
-            "samples": len(q),
-            "p50": percentile(q, 50),
-            "p99": percentile(q, 99),
-            "max": max(q, default=0),
+            "samples": sum(q.values()),
+            "p50": hist_percentile(q, 50),
+            "p99": hist_percentile(q, 99),
+            "max": max((v for v, k in q.items() if k), default=0),
             "cdf": cdf_points(q),
         },
         "drops": sum(obs.drops.values()),

@@ -35,6 +35,13 @@ class Engine(Protocol):
         ...
 
 
+def make_engine(exp: Experiment) -> Engine:
+    """The engine the experiment names."""
+    from icefabric.control.experiment.virtual import VirtualEngine
+
+    return VirtualEngine()
+
+
 @dataclass(slots=True)
 class Outcome:
     """What one invocation produced."""
@@ -52,7 +59,7 @@ def run_experiment(
     exp: Experiment,
     *,
     out_base: Path | None,
-    engine: Engine,
+    engine: Engine | None = None,
     progress: Progress | None = None,
     plot: bool = True,
 ) -> Outcome:
@@ -61,7 +68,7 @@ def run_experiment(
     bad = check_against_demand(schedule, exp.job)
     if bad:  # the hosts would send other flows than the controller plans
         raise RuntimeError(f"{exp.name}: schedule and planned demand disagree: {bad[:3]}")
-    eng = engine
+    eng = engine if engine is not None else make_engine(exp)
     started = time.time()
     mode_docs = []
     wall: dict[str, float] = {}

@@ -14,6 +14,7 @@ from icefabric.control.experiment.measures import (
     Observed,
     bound_us,
     cdf_points,
+    hist_percentile,
     host_bps,
     measure,
     percentile,
@@ -87,7 +88,9 @@ def test_unfinished_run_reports_no_bandwidth() -> None:
 def test_percentiles_and_cdf() -> None:
     vals = list(range(1, 101))
     assert percentile(vals, 50) == 50 and percentile(vals, 99) == 99 and percentile([], 50) == 0
-    pts = cdf_points([0, 0, 0, 5])
+    assert hist_percentile({0: 3, 5: 1}, 50) == 0 and hist_percentile({0: 3, 5: 1}, 99) == 5
+    assert hist_percentile({}, 50) == 0
+    pts = cdf_points({0: 3, 5: 1})
     assert pts[0] == [0.0, 0.75] and pts[-1] == [5.0, 1.0]
 
 
@@ -99,7 +102,7 @@ def _doc(tmp_path: Path) -> Path:
         executor=ex,
         link_bps={"leaf1>spine1": 1e8, "h1>leaf1": 1e8},
         link_bytes={"leaf1>spine1": 1000},
-        queue_samples=[0, 1, 2, 3],
+        queue_hist={0: 1, 1: 1, 2: 1, 3: 1},
     )
     m = measure(obs, sched, exp.topology, 1e-3)
     doc = results.build(exp.to_dict(), [m], wall_s={"ice": 1.0}, started=0.0)
