@@ -276,7 +276,10 @@ def run_daemon(args: argparse.Namespace) -> int:
         )
         if metrics is not None:
             log.warning("metrics on http://%s:%d/metrics", metrics.host, metrics.port)
-        stop.wait()
+        # Wake up now and then: a signal delivered to another thread only sets a flag, and a main
+        # thread blocked in an untimed wait would never run the Python handler.
+        while not stop.wait(0.2):
+            pass
     finally:
         if metrics is not None:
             metrics.stop()

@@ -148,6 +148,9 @@ def _port_prio_value(spec: str, queues: int) -> tuple[int, int, int]:
     return port, prio, value
 
 
+SHUTDOWN_GRACE_S = 5.0  # after SIGTERM/SIGINT, the longest an orderly shutdown may take
+
+
 def _level(name: str | None, console: bool) -> int:
     if name is None:
         return logging.INFO if console else logging.WARNING
@@ -278,7 +281,10 @@ def run(args: argparse.Namespace, stop: threading.Event) -> int:
             ", ".join(f"{p}@{i}" for p, i in specs) or "none",
             p4file or "none (waiting for SetForwardingPipelineConfig)",
         )
-        stop.wait()
+        # Wake up now and then: a signal delivered to another thread only sets a flag, and a main
+        # thread blocked in an untimed wait would never run the Python handler.
+        while not stop.wait(0.2):
+            pass
         log.info("shutting down")
         return EXIT_OK
     finally:
@@ -333,6 +339,11 @@ def main(argv: list[str] | None = None) -> int:
     signalled: list[int] = []
 
     def on_signal(signum: int, frame: object) -> None:
+        if not signalled:
+            # The orderly shutdown below gets SHUTDOWN_GRACE_S; then the process ends anyway.
+            watchdog = threading.Timer(SHUTDOWN_GRACE_S, os._exit, args=(EXIT_OK,))
+            watchdog.daemon = True
+            watchdog.start()
         signalled.append(signum)
         stop.set()
 
