@@ -131,6 +131,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_ccl_parser(sub, _add_json, _Parser)
 
+    from icefabric.sim.cli import add_sim_parser
+
+    add_sim_parser(sub, _add_json)
+
     st = sub.add_parser("status", help="the daemon: role, mode, switches, jobs")
     _add_json(st)
     _add_socket(st)

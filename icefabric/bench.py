@@ -18,6 +18,7 @@ BENCHMARKS: dict[str, str] = {
     "waterfill": "icefabric.control.congestion.bench",
     "nccl-log": "icefabric.control.ccl.nccl.bench",
     "endpoint": "icefabric.traffic.bench",
+    "sim": "icefabric.sim.bench",
 }
 
 

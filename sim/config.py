@@ -37,6 +37,7 @@ class SimConfig:
     pfc_xon_kb: float = 600.0
     flowlet_gap_us: float = 50.0  # flowlet routing: a flow may move after an idle gap this long
     base_rtt_us: float | None = None  # ICE's T; None: the fabric's longest path RTT
+    switch_latency_us: float = 1.0  # per switch traversed, in the base RTT (INT feedback delay)
     seed: int = 1
     progress: bool = False
 

@@ -104,7 +104,7 @@ class Simulator:
         nic_step = np.zeros(max(n_hosts, 1))
         for j in range(n_hosts):
             nic_step[j] = cap_step[2 * len(self.topo.spec.links) + 2 * j]
-        rtt = cfg.base_rtt_us or net.base_rtt_us(path, cfg.mtu_bytes)
+        rtt = cfg.base_rtt_us or net.base_rtt_us(path, cfg.mtu_bytes, cfg.switch_latency_us)
         real = path != pad
         hop_id = np.where(real, path, -1)
         link_bps_fh = cap_bps[path]
@@ -198,11 +198,7 @@ class Simulator:
                 break
             # ---- 1. injection
             active = started & (sent < size)
-            allowed = np.where(
-                has_pred,
-                np.minimum(size, chunk * (lead + np.floor(deliv[pred_idx] / chunk + 1e-9))),
-                size,
-            )
+            allowed = np.where(has_pred, np.minimum(size, deliv[pred_idx] + lead * chunk), size)
             want = np.maximum(allowed - sent, 0.0)
             if dc is not None:
                 rate = dc.rates()

@@ -85,15 +85,16 @@ class SimNetwork:
             [int(state.host_up[i]), *[int(x) for x in fabric], int(state.host_down[i])]
         )
 
-    def base_rtt_us(self, path: np.ndarray, mtu_bytes: int) -> float:
-        """The longest round trip over ``path`` rows: propagation both ways plus one packet's
-        serialisation per hop each way (the ICE algorithm's T)."""
+    def base_rtt_us(self, path: np.ndarray, mtu_bytes: int, switch_latency_us: float) -> float:
+        """The longest round trip over ``path`` rows: propagation, one packet's serialisation
+        and ``switch_latency_us`` per switch, both ways (the ICE algorithm's T)."""
         if path.size == 0:
             return 1.0
         real = path != self.pad
         prop = np.where(real, self.delay_us[path], 0.0).sum(axis=1)
         ser = np.where(real, mtu_bytes * 8.0 / self.cap_bps[path] * 1e6, 0.0).sum(axis=1)
-        return float(max((2 * prop + 2 * ser).max(), 1.0))
+        switches = np.maximum(real.sum(axis=1) - 1, 0) * switch_latency_us
+        return float(max((2 * (prop + ser + switches)).max(), 1.0))
 
 
 def route(

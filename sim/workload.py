@@ -2,11 +2,12 @@
 
 Flows come from ``icefabric.control.ccl.demand`` (the controller's own demand model). On top:
 
-* **Ring collectives** (all-reduce 2(n-1) steps, all-gather / reduce-scatter n-1 steps, each step
-  ``message / (n * channels)`` bytes per channel): a rank forwards step k only after it has
-  received step k-1, so a flow may be at most ``lead`` chunks ahead of what its predecessor in the
-  ring (the network flow into its source rank) has delivered; ``lead`` is 1 plus the intra-host
-  hops (NVLink, taken as instantaneous) between the two. One slow link slows the whole ring.
+* **Ring collectives** (all-reduce 2(n-1) steps, all-gather / reduce-scatter n-1 steps of
+  ``message / (n * channels)`` bytes per channel): a rank forwards what it has received, in
+  NCCL's pipelined slices (``min(step, NCCL_SLICE_BYTES)``, NCCL's 4 MiB buffer over its 8
+  steps), so a flow may be at most ``lead`` slices ahead of what its predecessor in the ring
+  (the network flow into its source rank) has delivered; ``lead`` is 1 plus the intra-host hops
+  (NVLink, taken as instantaneous) between the two. One slow link slows the whole ring.
 * **Other collectives** (tree, halving-doubling, all-to-all, send-recv): every flow may send all of
   its bytes at once (their internal step order is not modelled).
 * **Phases** of a job run one after another; ``compute_us`` before each (training compute).
@@ -24,6 +25,7 @@ from icefabric.control.ccl.demand import Flow, demand_from_job
 from icefabric.control.ccl.job import JobSpec, Phase
 
 RING_STEPS = {"all-reduce": 2, "all-gather": 1, "reduce-scatter": 1}
+NCCL_SLICE_BYTES = (4 << 20) // 8  # NCCL_BUFFSIZE (4 MiB) / NCCL_STEPS (8)
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)
@@ -51,7 +53,7 @@ class Workload:
     group: np.ndarray  # collective index per flow
     size: np.ndarray  # bytes
     pred: np.ndarray  # row of the flow this one waits for (-1: none)
-    chunk: np.ndarray  # bytes per dependency step
+    chunk: np.ndarray  # the slack unit of a ring dependency (bytes)
     lead: np.ndarray  # steps a flow may be ahead of its predecessor's deliveries
     collectives: tuple[Collective, ...]
 
@@ -134,7 +136,8 @@ def workload_from_jobs(
                     flows.append(f)
                     group.append(ci)
                     if ring and n > 1:
-                        chunk.append(float(phase.message_bytes) / (n * phase.channels))
+                        step = float(phase.message_bytes) / (n * phase.channels)
+                        chunk.append(min(step, float(NCCL_SLICE_BYTES)))
                     else:
                         chunk.append(float(f.bytes))
                     pred_id.append(preds.get(f.flow_id))

@@ -1,0 +1,143 @@
+"""Simulator speed: ``python -m icefabric.sim.bench`` (part of ``make bench``).
+
+A 1 GiB ring all-reduce with 8 channels whose ranks a scheduler scattered over a 400G leaf-spine
+(seeded shuffle of the hosts, one GPU per NIC), under ECMP + DCQCN (ice.p4's hash, the most
+eventful configuration: collisions, queues, CNPs):
+
+* 1,024 GPUs: 32 leaves x 32 hosts, 16 spines (1:1); 8,192 flows. Target <= 30 s on one core.
+* 4,096 GPUs: 64 leaves x 64 hosts, 32 spines (1:1); 32,768 flows. Target <= 5 min
+  (``--only 4096`` or ``--all``; not in the default run, which ``make bench`` uses).
+
+Both the wall time and the process's CPU time are printed: on a shared machine the CPU time is
+what one core spent; the target is judged on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from icefabric.control.ccl.job import JobSpec, parse_job
+from icefabric.control.topology import Topology
+from icefabric.sim.config import SimConfig
+from icefabric.sim.engine import Simulator
+from icefabric.sim.workload import workload_from_jobs
+from icefabric.topo.generators import leaf_spine
+from icefabric.topo.spec import TopologySpec
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class SimBench:
+    """One scenario's measurement."""
+
+    name: str
+    gpus: int
+    flows: int
+    label: str
+    steps: int
+    sim_ms: float
+    busbw_over_bound: float
+    wall_s: float
+    cpu_s: float
+    target_s: float
+
+    @property
+    def ok(self) -> bool:
+        """Within the target on one core (CPU time)."""
+        return self.cpu_s <= self.target_s
+
+
+def ring_job(spec: TopologySpec, *, gpus: int, size: int, channels: int, seed: int) -> JobSpec:
+    """A ring all-reduce over a seeded shuffle of the hosts (one rank per host)."""
+    rng = np.random.default_rng(seed)
+    hosts = [spec.hosts[i].name for i in rng.permutation(len(spec.hosts))[:gpus]]
+    return parse_job(
+        {
+            "name": "bench",
+            "hosts": hosts,
+            "phases": [
+                {
+                    "name": "allreduce",
+                    "collective": "all-reduce",
+                    "algorithm": "ring",
+                    "channels": channels,
+                    "message_bytes": size,
+                }
+            ],
+        }
+    )
+
+
+def run(gpus: int, *, target_s: float, config: SimConfig, seed: int = 1) -> SimBench:
+    """Simulate the scenario of ``gpus`` GPUs and time it."""
+    side = 32 if gpus <= 1024 else 64
+    spec = leaf_spine(
+        leaves=gpus // side, spines=side // 2, hosts_per_leaf=side, host_rate_gbps=400.0
+    )
+    job = ring_job(spec, gpus=gpus, size=1 << 30, channels=8, seed=seed)
+    w = workload_from_jobs([job])
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    res = Simulator(Topology(spec), w, config).run()
+    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    return SimBench(
+        name=f"ring all-reduce {gpus}",
+        gpus=gpus,
+        flows=len(w),
+        label=res.label,
+        steps=res.steps,
+        sim_ms=res.sim_time_us / 1e3,
+        busbw_over_bound=res.collectives[0].busbw_over_bound,
+        wall_s=wall,
+        cpu_s=cpu,
+        target_s=target_s,
+    )
+
+
+def format_table(rows: list[SimBench]) -> str:
+    """A plain-text table."""
+    head = (
+        f"{'scenario':<26}{'flows':>7}{'config':>12}{'steps':>7}{'sim ms':>8}{'busbw/B':>8}"
+        f"{'wall s':>8}{'cpu s':>7}{'target':>7}  ok"
+    )
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        lines.append(
+            f"{r.name:<26}{r.flows:>7}{r.label:>12}{r.steps:>7}{r.sim_ms:>8.1f}"
+            f"{r.busbw_over_bound:>8.3f}{r.wall_s:>8.1f}{r.cpu_s:>7.1f}{r.target_s:>7.0f}"
+            f"  {'yes' if r.ok else 'NO'}"
+        )
+    lines.append(
+        "1 GiB ring all-reduce, 8 channels, ranks scattered over a 400G leaf-spine (1:1); "
+        "busbw/B = busbw / NIC rate; target on CPU time (one core)"
+    )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark, print the table; exit status 1 when a target is missed."""
+    ap = argparse.ArgumentParser(
+        prog="python -m icefabric.sim.bench", description=__doc__.split("\n")[0]
+    )
+    ap.add_argument("--only", choices=("1024", "4096"), help="run one scenario")
+    ap.add_argument("--all", action="store_true", help="also the 4,096-GPU scenario")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("-v", "--verbose", action="store_true")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING)
+    cfg = SimConfig(routing="ecmp", control="dcqcn")
+    rows = []
+    if args.only in (None, "1024"):
+        rows.append(run(1024, target_s=30.0, config=cfg, seed=args.seed))
+    if args.only == "4096" or (args.only is None and args.all):
+        rows.append(run(4096, target_s=300.0, config=cfg, seed=args.seed))
+    sys.stdout.write(format_table(rows) + "\n")
+    return 0 if all(r.ok for r in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,255 @@
+"""``icectl sim run`` (one configuration) and ``icectl sim compare`` (several, same seed)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from icefabric.control import render
+from icefabric.control.cli_common import EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, CliError
+from icefabric.sim.config import CONTROLS, ROUTINGS, SimConfig, SimConfigError
+from icefabric.sim.results import SimResult
+
+DEFAULT_COMPARE = ("ecmp+dcqcn", "ice+ice")
+
+
+def _config(args: argparse.Namespace, routing: str, control: str) -> SimConfig:
+    try:
+        return SimConfig(
+            routing=routing,
+            control=control,
+            caps=args.caps,
+            dt_us=args.dt_us,
+            max_time_us=args.max_time_ms * 1e3,
+            pfc=args.pfc,
+            seed=args.seed,
+        )
+    except SimConfigError as e:
+        raise CliError(f"icectl sim: {e}", EXIT_USAGE) from None
+
+
+def _parse_pair(text: str) -> tuple[str, str]:
+    parts = text.split("+")
+    if len(parts) != 2 or parts[0] not in ROUTINGS or parts[1] not in CONTROLS:
+        raise CliError(
+            f"icectl sim compare: --config {text!r}: expected ROUTING+CONTROL with ROUTING one of "
+            f"{', '.join(ROUTINGS)} and CONTROL one of {', '.join(CONTROLS)}",
+            EXIT_USAGE,
+        )
+    return parts[0], parts[1]
+
+
+def _run(args: argparse.Namespace, cfg: SimConfig) -> SimResult:
+    from icefabric.control.ccl.job import load_job
+    from icefabric.control.topology import Topology
+    from icefabric.sim.engine import Simulator
+    from icefabric.sim.workload import workload_from_jobs
+    from icefabric.topo.spec import load_topology
+
+    spec = load_topology(args.topo)
+    jobs = [load_job(p) for p in args.job]
+    known = {h.name for h in spec.hosts}
+    for job, path in zip(jobs, args.job, strict=True):
+        for r in job.ranks:
+            if r.host not in known:
+                raise CliError(
+                    f"{path}: ranks[{r.rank}].host: no host {r.host!r} in topology {spec.name!r}",
+                    EXIT_USAGE,
+                )
+    w = workload_from_jobs(jobs, iterations=args.iterations)
+    try:
+        sim = Simulator(Topology(spec), w, cfg)
+    except ValueError as e:
+        raise CliError(f"icectl sim: {e}", EXIT_RUNTIME) from None
+    if not args.progress:
+        return sim.run()
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn(f"{cfg.label:<18}"),
+        BarColumn(),
+        TextColumn("{task.percentage:>5.1f}% of bytes, sim {task.fields[t]:.2f} ms"),
+        TimeElapsedColumn(),
+        transient=True,
+    ) as bar:
+        task = bar.add_task("sim", total=1.0, t=0.0)
+
+        def hook(frac: float, t_us: float) -> None:
+            bar.update(task, completed=frac, t=t_us / 1e3)
+
+        return sim.run(progress=hook)
+
+
+def _fmt(x: float, scale: float, digits: int = 3) -> str:
+    return "-" if math.isnan(x) else f"{x * scale:.{digits}g}"
+
+
+def _print(results: list[SimResult]) -> None:
+    con = render.console()
+    rows = []
+    for r in results:
+        for c in r.collectives:
+            rows.append(
+                (
+                    r.label,
+                    f"{c.job}/{c.phase}#{c.iteration}",
+                    c.collective,
+                    c.flows,
+                    _fmt(c.time_us, 1e-3),
+                    _fmt(c.busbw_bps, 1e-9),
+                    f"{c.busbw_over_bound:.3f}",
+                )
+            )
+    con.print(
+        render.table(
+            "collectives (busbw as nccl-tests; bound = the slowest sender NIC)",
+            ["config", "collective", "kind", "flows", "time ms", "busbw Gbit/s", "busbw/bound"],
+            rows,
+        )
+    )
+    con.print(
+        render.table(
+            "fabric",
+            [
+                "config",
+                "util mean",
+                "util max",
+                "queue p50 KB",
+                "p99 KB",
+                "max KB",
+                "PFC pause ms",
+                "CNPs",
+                "unfinished",
+                "sim ms",
+                "wall s",
+            ],
+            [
+                (
+                    r.label,
+                    f"{r.fabric_util_mean:.3f}",
+                    f"{r.fabric_util_max:.3f}",
+                    f"{r.queue_p50_bytes / 1e3:.3g}",
+                    f"{r.queue_p99_bytes / 1e3:.3g}",
+                    f"{r.queue_max_bytes / 1e3:.3g}",
+                    f"{r.pfc_pause_us_total / 1e3:.3g}",
+                    r.cnps,
+                    r.unfinished,
+                    f"{r.sim_time_us / 1e3:.3g}",
+                    f"{r.wall_s:.2f}",
+                )
+                for r in results
+            ],
+        )
+    )
+
+
+def _write(out: str | None, results: list[SimResult], title: str) -> None:
+    if not out:
+        return
+    from icefabric.sim.results import plot_results
+
+    d = Path(out)
+    d.mkdir(parents=True, exist_ok=True)
+    for r in results:
+        r.write_json(d / f"{r.label}.json")
+    plot_results(results, d / "sim.png", title=title)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    cfg = _config(args, args.routing, args.control)
+    res = _run(args, cfg)
+    _write(args.out, [res], f"{res.topology}: {res.label}")
+    if args.json:
+        render.emit_json(res.to_dict(trace=args.trace))
+    else:
+        _print([res])
+    return EXIT_OK if res.unfinished == 0 else EXIT_RUNTIME
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    pairs = [_parse_pair(c) for c in (args.config or list(DEFAULT_COMPARE))]
+    results = [_run(args, _config(args, r, c)) for r, c in pairs]
+    _write(args.out, results, f"{results[0].topology}: " + " vs ".join(r.label for r in results))
+    base = results[0].completion_us
+    ratios = {
+        r.label: (base / r.completion_us if r.completion_us > 0 else math.nan) for r in results
+    }
+    if args.json:
+        render.emit_json(
+            {
+                "results": [r.to_dict(trace=args.trace) for r in results],
+                "speedup_over_first": ratios,
+            }
+        )
+    else:
+        _print(results)
+        con = render.console()
+        for label, ratio in ratios.items():
+            con.print(
+                f"{label}: completion {_fmt(results[0].completion_us, 1e-3)} ms / "
+                f"{_fmt(next(r.completion_us for r in results if r.label == label), 1e-3)} ms "
+                f"= {ratio:.3f}x {results[0].label}"
+            )
+    return EXIT_OK if all(r.unfinished == 0 for r in results) else EXIT_RUNTIME
+
+
+def _common(
+    p: argparse.ArgumentParser, add_json: Callable[[argparse.ArgumentParser], None]
+) -> None:
+    p.add_argument("--topo", required=True, help="topology spec (YAML/JSON)")
+    p.add_argument("--job", required=True, action="append", help="job description (repeat)")
+    p.add_argument("--iterations", type=int, default=1, help="repeat the jobs' phases N times")
+    p.add_argument(
+        "--caps",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="the controller's water-filling caps (default: on with ice routing)",
+    )
+    p.add_argument("--pfc", action="store_true", help="lossless fabric: PFC pause on")
+    p.add_argument(
+        "--dt-us", type=float, default=None, help="time step (default: 200 KB at NIC rate)"
+    )
+    p.add_argument(
+        "--max-time-ms", type=float, default=10_000.0, help="stop after this much simulated time"
+    )
+    p.add_argument("--seed", type=int, default=1, help="seed (flowlet draws)")
+    p.add_argument("--out", default=None, help="directory for <config>.json and sim.png")
+    p.add_argument("--trace", action="store_true", help="with --json: include the time series")
+    p.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="progress bar on stderr (default on)",
+    )
+    add_json(p)
+
+
+def add_sim_parser(sub: Any, add_json: Callable[[argparse.ArgumentParser], None]) -> None:
+    """Register ``icectl sim run|compare``."""
+    sim = sub.add_parser("sim", help="fluid simulation of jobs on a (large) fabric")
+    ssub = sim.add_subparsers(dest="sim_cmd", required=True)
+    run = ssub.add_parser(
+        "run",
+        help="simulate the jobs under one routing + endpoint control",
+        description="Simulate the jobs' collectives on the topology (sim/README.md): per "
+        "collective time and busbw, fabric utilisation, queues, PFC pauses.",
+    )
+    _common(run, add_json)
+    run.add_argument("--routing", choices=ROUTINGS, default="ecmp", help="default ecmp")
+    run.add_argument("--control", choices=CONTROLS, default="dcqcn", help="default dcqcn")
+    run.set_defaults(func=_cmd_run)
+    cmp = ssub.add_parser(
+        "compare",
+        help="the same jobs under several configurations (default ecmp+dcqcn vs ice+ice)",
+    )
+    _common(cmp, add_json)
+    cmp.add_argument(
+        "--config",
+        action="append",
+        metavar="ROUTING+CONTROL",
+        help="a configuration to run (repeat; default ecmp+dcqcn and ice+ice)",
+    )
+    cmp.set_defaults(func=_cmd_compare)
