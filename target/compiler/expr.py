@@ -625,6 +625,9 @@ class ExprGen:
             tmp = Ref(str(self.unit.alloc(a.type)), a.type, None)
             self.assign_value(tmp, b, e.right.loc)  # type: ignore[attr-defined]
             b = tmp
+        if isinstance(a, ListV) and isinstance(b, ListV):
+            code = self._list_eq(a, b, e.loc)
+            return V(f"(not {code})" if e.op == "!=" else code, BOOL)
         if not (isinstance(a, Ref) and isinstance(b, Ref)):
             raise err("comparison of composite values needs two headers or structs", e.loc)
         if not self._same_shape(a.type, b.type):
@@ -633,6 +636,25 @@ class ExprGen:
         if e.op == "!=":
             code = f"(not {code})"
         return V(code, BOOL)
+
+    def _list_eq(self, a: ListV, b: ListV, loc: SourceLoc) -> str:
+        """Code comparing two list (tuple) expressions element by element."""
+        from icefabric.target.compiler.binops import binary
+
+        if len(a.items) != len(b.items):
+            raise err("comparing lists of different lengths", loc)
+        parts: list[str] = []
+        for x, y in zip(a.items, b.items, strict=True):
+            if isinstance(x, ListV) and isinstance(y, ListV):
+                parts.append(self._list_eq(x, y, loc))
+            elif isinstance(x, V) and isinstance(y, V):
+                x, y = self.unify(x, y, loc)
+                parts.append(binary("==", x, y, loc).code)
+            elif isinstance(x, Ref) and isinstance(y, Ref) and self._same_shape(x.type, y.type):
+                parts.append(self._eq_code(x.base, y.base, x.type))
+            else:
+                raise err("list elements of different kinds cannot be compared", loc)
+        return "(" + " and ".join(parts or ["True"]) + ")"
 
     def _same_shape(self, x: T, y: T) -> bool:
         if isinstance(x, StructT) and isinstance(y, StructT):

@@ -198,3 +198,11 @@ def test_out_header_arguments_start_invalid_at_every_call() -> None:
     fill.apply(2, hdr.h2);
     if (!hdr.h2.isValid()) { hdr.h.c = 0xC0; }"""
     assert run(body, decls=decls, locals_="Fill() fill;") == bytes([1, 2, 0xC0, 0xD0])
+
+
+def test_lists_and_tuples_compare_element_by_element() -> None:
+    body = """
+    if ({hdr.h.a, hdr.h.b} == {8w1, 8w2}) { hdr.h.d = 5; }
+    tuple<bit<8>, bit<8>> t = { hdr.h.a, 7 };
+    if (t != { 8w1, 8w2 }) { hdr.h.c = 6; }"""
+    assert run(body) == bytes([1, 2, 6, 5])
