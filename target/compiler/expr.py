@@ -473,9 +473,11 @@ class ExprGen:
             raise err("expected a value to cast", e.expr.loc)
         return self.cast(inner, t, e.loc)
 
-    def e_Ternary(self, e: A.Ternary, want: T | None) -> V:
+    def e_Ternary(self, e: A.Ternary, want: T | None) -> V | Ref:
         """Compile a Ternary expression."""
         c = self.scalar(e.cond, BOOL)
+        if not self._is_scalar_expr(e.then) and not isinstance(e.then, (A.ListExpr, A.StructExpr)):
+            return self.composite_ternary(c, e)
         ma = self.mark()
         a = self.scalar(e.then)
         mb = self.mark()
@@ -501,6 +503,24 @@ class ExprGen:
             self.put_lines(b_lines)
             self.em.line(f"{tmp} = {b.code}")
         return V(tmp, a.type)
+
+    def composite_ternary(self, c: V, e: A.Ternary) -> Ref:
+        """``c ? x : y`` on headers/structs: the chosen one is copied into a temporary."""
+        branches: list[tuple[list[str], Any]] = []
+        for x in (e.then, e.other):
+            m = self.mark()
+            v = self.expr(x)
+            branches.append((self.take_lines(m), v))
+        (la, a), (lb, b) = branches
+        if not (isinstance(a, Ref) and isinstance(b, Ref)) or not self._same_shape(a.type, b.type):
+            raise err("the branches of ?: must have the same type", e.loc)
+        n = a.type.slots
+        tmp = self.unit.alloc(a.type)
+        for cond, lines, v in ((f"if {c.code}:", la, a), ("else:", lb, b)):
+            with self.em.block(cond):
+                self.put_lines(lines)
+                self.em.line(f"S[{tmp}:{tmp + n}] = S[{v.base}:{add_base(v.base, n)}]")
+        return Ref(str(tmp), a.type, tmp, readonly=True)
 
     def e_ListExpr(self, e: A.ListExpr, want: T | None) -> ListV:
         """Compile a ListExpr expression."""

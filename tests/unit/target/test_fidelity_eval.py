@@ -206,3 +206,13 @@ def test_lists_and_tuples_compare_element_by_element() -> None:
     tuple<bit<8>, bit<8>> t = { hdr.h.a, 7 };
     if (t != { 8w1, 8w2 }) { hdr.h.c = 6; }"""
     assert run(body) == bytes([1, 2, 6, 5])
+
+
+def test_conditional_operator_on_headers_and_structs() -> None:
+    body = """
+    hdr.h2 = hdr.h.a == 1 ? hdr.h : hdr.h2;
+    m_t p = { 1, 2 }; m_t q = { 3, 4 };
+    m_t r = hdr.h.b == 9 ? p : q;
+    hdr.h.d = r.y;"""
+    assert run(body)[:8] == bytes([1, 2, 3, 4, 1, 2, 3, 4])
+    assert run(body, data=bytes([7, 9, 3, 4])) == bytes([7, 9, 3, 2])
