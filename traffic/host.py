@@ -129,16 +129,21 @@ class RealTimeHost:
         """AgentClient's callback (its thread): hand the cap set to the loop."""
         self.caps.put(caps)
 
-    def post(
-        self, dst_ip: str, nbytes: int, tag: int, *, job: str = "", flow_id: str = ""
-    ) -> FlowKey:
-        """Queue a message to ``dst_ip`` (one flow per flow id; a new one per call without)."""
+    def open_flow(self, dst_ip: str, *, job: str = "", flow_id: str = "") -> FlowKey:
+        """Open (and report) the QP of ``flow_id`` now, as a CCL connects its QPs at init."""
         key = self._flows.get(flow_id) if flow_id else None
         if key is None:
             key = self.endpoint.open_flow(dst_ip, job=job, flow_id=flow_id)
             if flow_id:
                 self._flows[flow_id] = key
             self._report()
+        return key
+
+    def post(
+        self, dst_ip: str, nbytes: int, tag: int, *, job: str = "", flow_id: str = ""
+    ) -> FlowKey:
+        """Queue a message to ``dst_ip`` (one flow per flow id; a new one per call without)."""
+        key = self.open_flow(dst_ip, job=job, flow_id=flow_id)
         self.endpoint.post_send(key, nbytes, tag, now_us=self.now_us())
         return key
 
@@ -329,6 +334,14 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         help="start sending at this wall-clock time (time.time()), to start hosts together",
     )
+    ap.add_argument(
+        "--linger",
+        type=float,
+        default=0.2,
+        metavar="S",
+        help="stay this long after the work is done (late CNPs, feedback; the controller keeps "
+        "seeing the agent); default 0.2",
+    )
     ap.add_argument("--duration", type=float, help="stop after this many seconds")
     ap.add_argument(
         "--controller",
@@ -490,6 +503,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             host.post(ips[m.dst_host], m.nbytes, m.id, job=schedule.job, flow_id=m.flow_id or "")
 
         host.executor = WorkloadExecutor(schedule=schedule, post=post, host=cfg.name)
+        # Connect every QP of this host's share up front (reported at once), so the controller
+        # can install the real keys before the first message.
+        for m in schedule.messages:
+            if m.src_host == cfg.name and m.flow_id is not None:
+                host.open_flow(ips[m.dst_host], job=schedule.job, flow_id=m.flow_id)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: host.stop.set())
     log.info("%s ready on %s (%s, %s)", cfg.name, args.iface, cfg.ip, args.kind)
@@ -499,7 +517,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         host.post(f.dst_ip, f.nbytes, tag=i + 1)
     rc = 0
     try:
-        host.run(duration_s=args.duration)
+        host.run(duration_s=args.duration, linger_s=args.linger)
         if not host.done():
             log.warning("%s: stopped before its work was done", cfg.name)
             rc = 1

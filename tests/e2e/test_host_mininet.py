@@ -1,0 +1,194 @@
+"""icefabric-host in Mininet: hosts run a ring all-reduce's share through ice-switch processes
+programmed by `icectl run`, report their real keys over the agent channel, and finish."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import select
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+if os.geteuid() != 0:
+    pytest.skip("Mininet needs root (network namespaces, veth pairs)", allow_module_level=True)
+if shutil.which("mnexec") is None:
+    pytest.skip(
+        "Mininet is not installed (mnexec missing); run `make setup`", allow_module_level=True
+    )
+
+from icefabric.control.ccl.job import parse_job  # noqa: E402
+from icefabric.control.demo import ring_job  # noqa: E402
+from icefabric.topo.generators import leaf_spine  # noqa: E402
+from icefabric.topo.mininet import start_network  # noqa: E402
+from icefabric.topo.spec import save_topology  # noqa: E402
+from icefabric.traffic.workload import build_schedule  # noqa: E402
+
+ICECTL = str(Path(sys.executable).parent / "icectl")
+
+
+def _free_port_base(count: int) -> int:
+    rng = random.Random(os.getpid() + 8)
+    for _ in range(50):
+        base = rng.randrange(20000, 40000)
+        with contextlib_sockets(count, base) as ok:
+            if ok:
+                return base
+    raise RuntimeError("no free block of TCP ports")
+
+
+class contextlib_sockets:
+    def __init__(self, count: int, base: int) -> None:
+        self.socks: list[socket.socket] = []
+        self.count, self.base = count, base
+
+    def __enter__(self) -> bool:
+        for port in range(self.base, self.base + self.count):
+            s = socket.socket()
+            self.socks.append(s)
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                return False
+        return True
+
+    def __exit__(self, *exc: object) -> None:
+        for s in self.socks:
+            s.close()
+
+
+def _icectl(sock: Path, *args: str) -> Any:
+    out = subprocess.run(
+        [ICECTL, "--socket", str(sock), *args, "--json"], capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+@pytest.fixture
+def fabric(tmp_path: Path) -> Iterator[tuple[Any, Any, Path, Path]]:
+    spec = leaf_spine(leaves=2, spines=2, hosts_per_leaf=1, grpc_base_port=_free_port_base(4))
+    topo = tmp_path / "topo.yaml"
+    save_topology(spec, topo)
+    job = ring_job([h.name for h in spec.hosts], channels=1, name="ring")
+    job["phases"][0]["message_bytes"] = "256KiB"
+    (tmp_path / "job.json").write_text(json.dumps(job))
+    net = start_network(spec, target="embedded", log_dir=str(tmp_path))
+    sock = tmp_path / "icectl.sock"
+    cmd = [
+        ICECTL,
+        "run",
+        "--topo",
+        str(topo),
+        "--socket",
+        str(sock),
+        "--job",
+        str(tmp_path / "job.json"),
+    ]
+    cmd += ["--state", str(tmp_path / "state.json"), "--target", "embedded"]
+    log = (tmp_path / "icectl.log").open("wb")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            st = subprocess.run(
+                [ICECTL, "--socket", str(sock), "status", "--json"], capture_output=True, text=True
+            )
+            if st.returncode == 0 and json.loads(st.stdout).get("role") == "primary":
+                break
+            assert proc.poll() is None, (tmp_path / "icectl.log").read_text()
+            assert time.monotonic() < deadline, "controller did not become primary in time"
+            time.sleep(0.2)
+        schedule = build_schedule(parse_job(job))
+        (tmp_path / "schedule.json").write_text(json.dumps(schedule.to_dict()))
+        yield spec, net, sock, topo
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        log.close()
+        net.stop()
+
+
+def test_hosts_run_their_share_report_real_keys_and_finish(
+    fabric: tuple[Any, Any, Path, Path], tmp_path: Path
+) -> None:
+    spec, net, sock, topo = fabric
+    agents = sock.parent / "icectl-agents.sock"
+    start_at = time.time() + 20
+    procs: dict[str, subprocess.Popen[str]] = {}
+    try:
+        for h in spec.hosts:
+            node = net.get(h.name)
+            cmd = [
+                sys.executable,
+                "-m",
+                "icefabric.traffic.host",
+                "--topology",
+                str(topo),
+                "--host",
+                h.name,
+            ]
+            cmd += [
+                "--iface",
+                node.defaultIntf().name,
+                "--schedule",
+                str(tmp_path / "schedule.json"),
+            ]
+            cmd += ["--line-rate", "5M", "--kind", "ice", "--controller", str(agents)]
+            cmd += ["--start-at", str(start_at), "--linger", "5", "--duration", "120"]
+            cmd += ["--stats", str(tmp_path / f"{h.name}.json"), "-v"]
+            procs[h.name] = node.popen(
+                cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            )
+        for p in procs.values():  # every host's socket is open before anyone sends
+            _wait_for_line(p, " ready on ", deadline=start_at - 1)
+        # The controller sees both agents and installs their flows' real keys.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            seen = {a["host"] for a in _icectl(sock, "agents")["agents"]}
+            rows = _icectl(sock, "paths")
+            if seen == {h.name for h in spec.hosts} and all(
+                r["key_source"] == "agent" for r in rows
+            ):
+                break
+            time.sleep(0.3)
+        assert seen == {h.name for h in spec.hosts}
+        assert rows and all(r["key_source"] == "agent" for r in rows), rows
+        for name, p in procs.items():
+            out, _ = p.communicate(timeout=150)
+            assert p.returncode == 0, f"{name}:\n{out}"
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    for h in spec.hosts:
+        st = json.loads((tmp_path / f"{h.name}.json").read_text())
+        assert st["messages"] and all(m["bytes"] > 0 for m in st["messages"])
+        # QPs open (and real keys reported) before --start-at: no path moves mid-flow, no loss.
+        rx = [(f["psn_gap_losses"], f["out_of_order"]) for f in st["rx"]]
+        assert all(r == (0, 0) for r in rx), json.dumps(st, indent=1)
+        assert all(f["feedback_received"] > 0 for f in st["tx"])  # ICE feedback from the last hop
+
+
+def _wait_for_line(proc: subprocess.Popen[str], text: str, *, deadline: float) -> None:
+    assert proc.stdout is not None
+    while time.time() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], 0.1)
+        if ready:
+            line = proc.stdout.readline()
+            if text in line:
+                return
+            if not line and proc.poll() is not None:
+                break
+    raise AssertionError(f"host not ready in time (exit code {proc.poll()})")
