@@ -339,6 +339,13 @@ class VirtualFabric:
         """Every switch port's figures (host ports and fabric ports)."""
         return self.ports
 
+    def queue_depths(self) -> dict[tuple[str, int], int]:
+        """Packets queued now on every switch port (all priorities): sample it between runs."""
+        return {
+            (switch, port): self.switches[switch].device.queue_depth(port)
+            for (switch, port) in self.ports
+        }
+
     def drops(self) -> dict[str, dict[str, int]]:
         """Packets each switch dropped, by reason (queue_full, egress_drop, ...)."""
         return {name: sw.device.drop_counts() for name, sw in self.switches.items()}
