@@ -272,14 +272,16 @@ class Simulator:
                 old = (slot + 1) % delay_steps if steps >= delay_steps else 0
                 rows = np.flatnonzero(active)
                 if rows.size and steps >= delay_steps:
-                    pr = path[rows]
+                    every = rows.size == n_f
+                    pr = path if every else path[rows]
+                    re = real if every else real[rows]
                     ice.on_feedback(
                         rows,
                         t,
-                        hop_id[rows],
-                        link_bps_fh[rows],
+                        hop_id if every else hop_id[rows],
+                        link_bps_fh if every else link_bps_fh[rows],
                         hist_tx[old][pr],
-                        np.where(real[rows], hist_t[old], 0.0),
+                        np.where(re, hist_t[old], 0.0),
                         hist_q[old][pr],
                     )
             hist_tx[slot] = tx

@@ -206,36 +206,37 @@ class IceArray:
         ts_us: FloatArray,
         qdepth_bytes: FloatArray,
     ) -> None:
-        """One INT path record per flow of ``rows``; hop arrays are [len(rows), hops] with
-        ``hop_id`` < 0 where the path has no such hop (paths are prefixes of the columns)."""
+        """One INT path record per flow of ``rows`` (distinct, ascending); hop arrays are
+        [len(rows), hops] with ``hop_id`` < 0 where a path has no such hop."""
         if rows.size == 0:
             return
         p = self.params
         t = p.base_rtt_us
+        # every flow at once (the simulator's usual case): views instead of gathered copies
+        sel: IntArray | slice = slice(None) if rows.size == self.n else rows
         present = hop_id >= 0
-        prev_id = self.prev_hop[rows]
         valid = present & (link_bps > 0)
-        same = present & (prev_id == hop_id)
-        dt = ts_us - self.prev_ts[rows]
+        same = present & (self.prev_hop[sel] == hop_id)
+        dt = ts_us - self.prev_ts[sel]
         ok = valid & same & (dt > 0)
         with np.errstate(divide="ignore", invalid="ignore"):
-            sent = tx_bytes - self.prev_tx[rows]
-            tx_bps = sent * 8.0 / (dt * 1e-6)
-            queue = np.minimum(qdepth_bytes, self.prev_q[rows])
+            tx_bps = (tx_bytes - self.prev_tx[sel]) * 8.0 / (dt * 1e-6)
+            queue = np.minimum(qdepth_bytes, self.prev_q[sel])
             u = queue * 8.0 / (link_bps * t * 1e-6) + tx_bps / link_bps
-        u = np.where(ok, u, -1.0)
+        u[~ok] = -1.0
         # remember this record (every present hop; absent hops forget theirs, as the scalar)
-        self.prev_hop[rows] = np.where(present, hop_id, -1)
-        self.prev_tx[rows] = np.where(present, tx_bytes, 0.0)
-        self.prev_ts[rows] = np.where(present, ts_us, 0.0)
-        self.prev_q[rows] = np.where(present, qdepth_bytes, 0.0)
+        self.prev_hop[sel] = np.where(present, hop_id, -1)
+        self.prev_tx[sel] = np.where(present, tx_bytes, 0.0)
+        self.prev_ts[sel] = np.where(present, ts_us, 0.0)
+        self.prev_q[sel] = np.where(present, qdepth_bytes, 0.0)
         best = np.argmax(u, axis=1)
-        u_max = u[np.arange(rows.size), best]
-        tau = np.where(ok[np.arange(rows.size), best], dt[np.arange(rows.size), best], t)
+        k = np.arange(rows.size)
+        u_max = u[k, best]
         upd = u_max >= 0
-        r = rows[upd]
-        if r.size == 0:
+        if not upd.any():
             return
+        tau = np.where(ok[k, best], dt[k, best], t)
+        r = rows[upd]
         self.feedbacks[r] += 1
         tau = np.minimum(tau[upd], t)
         self.u[r] = (1.0 - tau / t) * self.u[r] + (tau / t) * u_max[upd]
