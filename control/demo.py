@@ -1,16 +1,19 @@
-"""``make demo``: the main job end to end, in one process, no root needed.
+"""``make demo``: ICE against ECMP + DCQCN, timed, then a link failure, in one process, no root.
 
-A leaf-spine from ``topo/examples/`` becomes one embedded P4 switch per topology switch, wired
-to each other in-process (:mod:`icefabric.control.wire`), each serving P4Runtime on 127.0.0.1.
-The controller connects over real P4Runtime, pushes ``p4src/ice.p4``, installs base forwarding,
-plans a ring all-reduce and installs the plan. Every flow then sends RoCEv2 packets (scapy)
-from its host, first under ICE, then with the same switches in the ECMP-baseline mode; per-link
-load comes from the switches' per-tag counters (read over P4Runtime) and the path each flow
-took from the INT records of the telemetry reports. Last, a leaf-spine wire is cut without
-telling the controller: its LLDP link probes (packet-out on every fabric port, packet-in at the
-far end) stop arriving, the controller declares the link down, replans the flows that crossed it
-and installs the new paths; the times are measured and the traffic checked again. The wire is
-then healed and the probes restore the link. Exit status 0 only when every step worked.
+1. **Timed comparison** (virtual time, deterministic): the default experiment preset
+   (``ecmp-collides``: 4 leaves x 2 spines, 8 hosts, ring all-reduce over 2 channels) runs
+   under ECMP + DCQCN and then under ICE (planned paths, INT-driven senders, controller caps) on
+   embedded switches running ``p4src/ice.p4``, the controller installing everything over
+   P4Runtime; collective bandwidth comes from the measured completion times. The comparison is
+   printed and written to ``results/<preset>-<time>/results.json`` and ``comparison.png``.
+2. **Link failure** (real time): the same fabric as in-process embedded switches with their own
+   schedulers (:mod:`icefabric.control.wire`); the controller plans the ring and every flow sends
+   a short RoCEv2 burst; a leaf-spine wire is cut without telling the controller: its LLDP link
+   probes stop arriving, the controller declares the link down, replans the flows that crossed it
+   and installs the new paths (times measured), the traffic runs again and must avoid the cut;
+   the wire is healed and the probes restore the link.
+
+Exit status 0 only when every step worked.
 """
 
 from __future__ import annotations
@@ -64,11 +67,9 @@ def ring_job(hosts: Sequence[str], *, channels: int, name: str = "allreduce") ->
 def interleaved_hosts(topo: Topology) -> list[str]:
     """Hosts ordered so that every ring neighbour sits on another leaf (all traffic crosses
     the spines): first host of every leaf, then the second of every leaf, ..."""
-    per_leaf = [[h.name for h in topo.spec.hosts if h.leaf == leaf] for leaf in topo.leaves]
-    out: list[str] = []
-    for i in range(max(len(x) for x in per_leaf)):
-        out.extend(x[i] for x in per_leaf if i < len(x))
-    return out
+    from icefabric.control.experiment.config import interleaved_hosts as by_spec
+
+    return by_spec(topo.spec)
 
 
 @dataclass(slots=True)
@@ -244,15 +245,67 @@ def _udp_dport(frame: bytes) -> int | None:
     return int.from_bytes(frame[off + 2 : off + 4], "big") if len(frame) >= off + 4 else None
 
 
-def _link_table(con: Console, ice: Phase, ecmp: Phase, failed: Phase | None) -> None:
-    cols = ["fabric link", "ICE pkts", "ECMP pkts"] + (["ICE after failure"] if failed else [])
-    rows = []
-    for link in ice.link_packets:
-        row: list[Any] = [link, ice.link_packets[link], ecmp.link_packets.get(link, 0)]
-        if failed is not None:
-            row.append(failed.link_packets.get(link, 0))
-        rows.append(row)
-    con.print(render.table("per-link load (data packets, from per-tag counters)", cols, rows))
+def _link_table(con: Console, before: Phase, after: Phase) -> None:
+    rows = [  # the leaf uplinks: where the cut moves the load
+        [link, before.link_packets[link], after.link_packets.get(link, 0)]
+        for link in before.link_packets
+        if link.startswith("leaf")
+    ]
+    con.print(
+        render.table(
+            "leaf uplinks in the failure step (data packets, from per-tag counters)",
+            ["uplink", "before the cut", "after the cut"],
+            rows,
+        )
+    )
+
+
+def timed_comparison(
+    preset: str, out_base: Path, con: Console, failures: list[str]
+) -> dict[str, Any] | None:
+    """Step 1: the preset's modes in virtual time; prints and writes the comparison."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from icefabric.control.experiment.presets import load_preset
+    from icefabric.control.experiment.report import comparison_table
+    from icefabric.control.experiment.runner import run_experiment
+
+    exp = load_preset(preset)
+    ph = exp.job.phases[0]
+    con.print(
+        f"[bold]1. timed comparison[/bold] (virtual time): preset {exp.name}: "
+        f"{exp.topology.name} ({len(exp.topology.switches)} embedded switches running ice.p4, "
+        f"{len(exp.topology.hosts)} hosts), {ph.collective} {ph.algorithm} over "
+        f"{len(exp.job.ranks)} ranks, {ph.channels} channels, "
+        f"{render.human_bytes(ph.message_bytes)}; links at {exp.rates.scale:g} x their rates"
+    )
+    with Progress(
+        TextColumn("  {task.description}"),
+        BarColumn(),
+        TextColumn("{task.percentage:>5.1f} % of messages"),
+        TimeElapsedColumn(),
+        console=con,
+        transient=True,
+    ) as bar:
+        tasks = {m: bar.add_task(m, total=1.0) for m in exp.modes}
+        outcome = run_experiment(
+            exp,
+            out_base=out_base,
+            progress=lambda m, f: bar.update(tasks[m], completed=f),
+        )
+    doc = outcome.doc
+    con.print(comparison_table(doc))
+    for m in doc["modes"]:
+        if not m["ok"]:
+            failures.append(f"{m['mode']}: {m['error']}")
+            con.print(f"[red]FAILED[/red] {m['mode']}: {m['error']}")
+        elif m["drops"] or m["psn_losses"]:
+            failures.append(f"{m['mode']}: {m['drops']} drops, {m['psn_losses']} lost packets")
+    if outcome.directory is not None:
+        con.print(
+            f"  results: {outcome.directory}/results.json, {outcome.directory}/comparison.png"
+        )
+    return doc
 
 
 def run(
@@ -264,16 +317,23 @@ def run(
     link_pps: int | None,
     probe_interval_ms: float = 100.0,
     probe_misses: int = 3,
+    preset: str = "ecmp-collides",
+    out_base: Path = Path("results"),
+    timed: bool = True,
 ) -> int:
     """The whole demo; returns the exit code."""
     from icefabric.p4src import ICE_P4
     from icefabric.topo.spec import load_topology
 
     t_start = time.perf_counter()
+    failures: list[str] = []
+    doc = timed_comparison(preset, out_base, con, failures) if timed else None
     spec = load_topology(topo_path)
     con.print(
-        f"[bold]ICE demo[/bold]: {spec.name} from {topo_path.relative_to(ROOT) if topo_path.is_relative_to(ROOT) else topo_path}"
-        f" - {len(spec.switches)} embedded P4 switches, {len(spec.hosts)} hosts"
+        f"\n[bold]2. link failure[/bold] (real time): {spec.name} from "
+        f"{topo_path.relative_to(ROOT) if topo_path.is_relative_to(ROOT) else topo_path}"
+        f" - {len(spec.switches)} embedded P4 switches with their own schedulers, "
+        f"{len(spec.hosts)} hosts"
     )
     pipeline = PipelineConfig.for_embedded(ICE_P4)
     options = FabricOptions(
@@ -293,11 +353,12 @@ def run(
             ctl.start()
             entries = sum(len(v) for v in ctl.installed.values())
             con.print(
-                f"controller primary on {len(ctl.pool.primaries())}/{len(spec.switches)} switches over "
-                f"P4Runtime; pipeline pushed, {entries} base entries installed in "
+                f"controller primary on {len(ctl.pool.primaries())}/{len(spec.switches)} switches "
+                f"over P4Runtime; pipeline pushed, {entries} base entries installed in "
                 f"{(time.perf_counter() - t0) * 1e3:.0f} ms"
             )
             demo = Demo(ctl, fab, con, packets)
+            demo.failures = failures
             demo.check(ctl.active, "controller became primary on every switch")
             demo.check(ctl.linkmon is not None, "LLDP link probes running (--probe-interval > 0)")
             job = ring_job(interleaved_hosts(ctl.topo), channels=channels)
@@ -308,36 +369,9 @@ def run(
                 f"{res['entries']} flow entries installed in {res['install_ms']:.1f} ms"
             )
             planned = demo.planned_switches()
-            plan_rows = ctl.paths()
-
             ice = demo.run_traffic("ice")
-            ctl.set_mode("ecmp")
-            ecmp = demo.run_traffic("ecmp")
-            ctl.set_mode("ice")
-
-            def took(ph: Phase, flow: str) -> str:
-                hops = ph.paths.get(flow)
-                return " > ".join(hops) if hops else "(no report)"
-
-            con.print(
-                render.table(
-                    "paths: planned, and taken (from INT) under ICE and under ECMP",
-                    ["flow", "src>dst", "tag", "planned", "ICE took", "ECMP took"],
-                    [
-                        (
-                            r["flow"].split("/", 1)[-1],
-                            f"{r['src']}>{r['dst']}",
-                            r["tag"],
-                            " > ".join(planned.get(r["flow"], ())),
-                            took(ice, r["flow"]),
-                            took(ecmp, r["flow"])
-                            + ("" if ecmp.paths.get(r["flow"]) == planned.get(r["flow"]) else " *"),
-                        )
-                        for r in plan_rows
-                    ],
-                )
-            )
-            con.print("  * ECMP's hash chose another path than the balanced plan")
+            if doc is not None:
+                _path_table(con, doc)
 
             # a leaf-spine wire is cut and nobody tells the controller: its probes find out
             busiest = max(
@@ -360,17 +394,17 @@ def run(
             if down is not None and down.paths_installed_at is not None:
                 con.print(
                     f"wire {a}-{b} cut (controller not told): LLDP probes declared it down "
-                    f"{(down.at - t_cut) * 1e3:.0f} ms after the cut ({down.detection_ms or 0:.0f} ms "
-                    f"after its last probe), {down.moved} flow(s) replanned in "
-                    f"{down.plan_ms or 0:.1f} ms, new paths installed in {down.install_ms or 0:.1f} ms "
-                    f"(cut -> new paths {(down.paths_installed_at - t_cut) * 1e3:.0f} ms; "
-                    f"+{down.base_ms or 0:.1f} ms candidate groups/routes)"
+                    f"{(down.at - t_cut) * 1e3:.0f} ms after the cut ({down.detection_ms or 0:.0f} "
+                    f"ms after its last probe), {down.moved} flow(s) replanned in "
+                    f"{down.plan_ms or 0:.1f} ms, new paths installed in "
+                    f"{down.install_ms or 0:.1f} ms (cut -> new paths "
+                    f"{(down.paths_installed_at - t_cut) * 1e3:.0f} ms)"
                 )
             ctl.wait_idle(10.0)
             failed = demo.run_traffic("failure")
-            _link_table(con, ice, ecmp, failed)
+            _link_table(con, ice, failed)
 
-            for ph in (ice, ecmp, failed):
+            for ph in (ice, failed):
                 demo.check(
                     ph.delivered == ph.sent,
                     f"{ph.name}: {ph.delivered}/{ph.sent} data packets delivered",
@@ -383,7 +417,7 @@ def run(
             crossing = [
                 f
                 for f, p in failed.paths.items()
-                if any(a in dead and b in dead for a, b in itertools.pairwise(p))
+                if any(x in dead and y in dead for x, y in itertools.pairwise(p))
             ]
             demo.check(
                 not crossing,
@@ -421,40 +455,14 @@ def run(
                 if {e.a, e.b} != {a, b}
             ]
             demo.check(not spurious, f"no other link declared down by the probes: {spurious[:3]}")
-
-            sample = next(iter(ctl.reports.recent(1)), None)
-            if sample is not None:
-                con.print(
-                    render.table(
-                        f"INT telemetry: last report from {sample['switch']} ({sample['flow']})",
-                        ["switch", "in port", "out port", "queue", "tx bytes", "link Mbit/s"],
-                        [
-                            (
-                                demo.names.get(h["switch_id"], h["switch_id"]),
-                                h["ingress_port"],
-                                h["egress_port"],
-                                h["qdepth"],
-                                h["tx_bytes"],
-                                h["link_rate_mbps"],
-                            )
-                            for h in reversed(sample["hops"])
-                        ],
-                    )
-                )
-            off_plan_ecmp = sum(1 for f, p in planned.items() if ecmp.paths.get(f) != p)
+            _int_table(con, demo)
             con.print("")
             con.print("[bold]summary[/bold]")
+            if doc is not None:
+                _summary_timed(con, doc)
             con.print(
-                f"  ICE : {ice.delivered}/{ice.sent} delivered, busiest fabric link {ice.max_link} "
-                f"packets (deepest queue in INT {ice.max_queue}), every flow on its planned path, "
-                f"{ice.reports} INT reports, "
-                f"{ice.feedback} feedback packets to senders ({ice.seconds:.2f} s)"
-            )
-            con.print(
-                f"  ECMP: {ecmp.delivered}/{ecmp.sent} delivered, busiest fabric link "
-                f"{ecmp.max_link} packets ({ecmp.max_link / max(ice.max_link, 1):.2f}x ICE, deepest "
-                f"queue in INT {ecmp.max_queue}), "
-                f"{off_plan_ecmp}/{len(planned)} flows hashed off the balanced plan"
+                f"  failure step: {ice.delivered}/{ice.sent} delivered before the cut, every flow "
+                f"on its planned path, {ice.reports} INT reports, {ice.feedback} feedback packets"
             )
             if down is not None and down.paths_installed_at is not None:
                 con.print(
@@ -466,16 +474,80 @@ def run(
                     f"{failed.sent} delivered afterwards"
                     + (f"; restored {(up.at - t_heal) * 1e3:.0f} ms after the repair" if up else "")
                 )
-            total = time.perf_counter() - t_start
-            if demo.failures:
-                con.print(
-                    f"[red bold]demo FAILED[/red bold] ({len(demo.failures)} check(s)) in {total:.1f} s"
-                )
-                return 1
-            con.print(f"[green bold]demo OK[/green bold] in {total:.1f} s")
-            return 0
         finally:
             ctl.stop()
+    total = time.perf_counter() - t_start
+    if failures:
+        con.print(f"[red bold]demo FAILED[/red bold] ({len(failures)} check(s)) in {total:.1f} s")
+        return 1
+    con.print(f"[green bold]demo OK[/green bold] in {total:.1f} s")
+    return 0
+
+
+def _path_table(con: Console, doc: dict[str, Any]) -> None:
+    """Paths each flow took in the timed run (INT reports), ICE against ECMP's hash."""
+    by = {m["mode"]: m for m in doc["modes"]}
+    ice, ecmp = by.get("ice"), by.get("ecmp+dcqcn")
+    if ice is None or ecmp is None:
+        return
+    flows = sorted(set(ice["paths"]) & set(ecmp["paths"]))
+    moved = [f for f in flows if ice["paths"][f] != ecmp["paths"][f]]
+    con.print(
+        render.table(
+            f"paths in the timed run (sampled INT reports): the {len(moved)} of {len(flows)} "
+            "flows ECMP's hash put off ICE's plan",
+            ["flow", "ICE took (planned)", "ECMP took"],
+            [
+                (f.split("/", 2)[-1], " > ".join(ice["paths"][f]), " > ".join(ecmp["paths"][f]))
+                for f in moved
+            ],
+        )
+    )
+
+
+def _int_table(con: Console, demo: Demo) -> None:
+    sample = next(iter(demo.ctl.reports.recent(1)), None)
+    if sample is None:
+        return
+    con.print(
+        render.table(
+            f"INT telemetry: last report from {sample['switch']} ({sample['flow']})",
+            ["switch", "in port", "out port", "queue", "tx bytes", "link Mbit/s"],
+            [
+                (
+                    demo.names.get(h["switch_id"], h["switch_id"]),
+                    h["ingress_port"],
+                    h["egress_port"],
+                    h["qdepth"],
+                    h["tx_bytes"],
+                    h["link_rate_mbps"],
+                )
+                for h in reversed(sample["hops"])
+            ],
+        )
+    )
+
+
+def _summary_timed(con: Console, doc: dict[str, Any]) -> None:
+    by = {m["mode"]: m for m in doc["modes"]}
+    scale = float(doc["experiment"]["rates"]["scale"])
+    for m in doc["modes"]:
+        if m["ok"]:
+            con.print(
+                f"  {m['mode']:<11}: busbw {m['busbw_gbps'] / scale:.1f} Gbit/s "
+                f"({m['busbw_over_bound'] * 100:.1f} % of the non-blocking bound "
+                f"{m['bound_busbw_gbps'] / scale:.1f}), completion {m['completion_us'] / 1e3:.1f} ms "
+                f"virtual, busiest link {m['max_link_utilisation'] * 100:.0f} %, queue p99 "
+                f"{m['queue_packets']['p99']} packets, {m['ecn_marks']} ECN marks"
+            )
+    ice, base = by.get("ice"), by.get("ecmp+dcqcn")
+    if ice and base and ice["ok"] and base["ok"]:
+        speed = ice["busbw_gbps"] / base["busbw_gbps"]
+        con.print(
+            f"  ICE / ECMP+DCQCN = {speed:.2f}x (goal >= 1.3x: {'met' if speed >= 1.3 else 'NOT met'}); "
+            f"ICE at {ice['busbw_over_bound'] * 100:.1f} % of the bound (goal >= 90 %: "
+            f"{'met' if ice['busbw_over_bound'] >= 0.9 else 'NOT met'})"
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -484,7 +556,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m icefabric.control.demo", description=__doc__.split("\n")[0]
     )
     p.add_argument("--topo", type=Path, default=DEFAULT_TOPO, help="leaf-spine topology spec")
-    p.add_argument("--packets", type=int, default=8, help="packets per flow per phase")
+    p.add_argument(
+        "--preset", default="ecmp-collides", help="experiment preset of the timed comparison"
+    )
+    p.add_argument(
+        "--out", type=Path, default=Path("results"), help="results base directory (results/)"
+    )
+    p.add_argument(
+        "--no-timed", action="store_true", help="skip the timed comparison (failure step only)"
+    )
+    p.add_argument(
+        "--packets", type=int, default=4, help="packets per flow per round of the failure step"
+    )
     p.add_argument("--channels", type=int, default=2, help="ring channels of the job")
     p.add_argument(
         "--link-pps",
@@ -520,6 +603,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             link_pps=args.link_pps or None,
             probe_interval_ms=args.probe_interval,
             probe_misses=args.probe_misses,
+            preset=args.preset,
+            out_base=args.out,
+            timed=not args.no_timed,
         )
     except Exception as exc:
         log.exception("demo failed")
