@@ -57,10 +57,9 @@ class SubControl:
 
     decl: A.ControlDecl | A.ParserDecl
     prefix: str
-    func: str | None = None
     ctor: dict[str, Any] = field(default_factory=dict)  # constructor parameter values
-    arg_keys: list[str] = field(default_factory=list)
-    copy_slots: list[int | None] = field(default_factory=list)
+    # compiled function and copied-in slots per way of binding the arguments
+    variants: dict[tuple[str, ...], tuple[str, list[int | None]]] = field(default_factory=dict)
 
 
 class ControlGen(TableGenMixin, ParserGen):
@@ -435,66 +434,93 @@ class ControlGen(TableGenMixin, ParserGen):
 
     # ---- sub-controls ---------------------------------------------------------------------
     def subcontrol_apply(self, sub: SubControl, e: A.Call) -> V:
-        """Apply a control instantiated inside another control."""
+        """Apply a control (or parser) instantiated inside another control (or parser).
+
+        Arguments with a fixed location are bound by reference, others copied into slots of
+        the callee. An instance applied to other locations is compiled again for them (as p4c
+        inlines each invocation), unless it holds tables or extern instances."""
         params = sub.decl.params
         if len(e.args) != len(params):
             raise err(f"{sub.decl.name}.apply needs {len(params)} arguments", e.loc)
         vals = [self.expr(a.expr) for a in e.args]
-        keys = [
-            v.base if isinstance(v, Ref) else (v.code if isinstance(v, V) else "") for v in vals
-        ]
-        if sub.func is None:
-            bindings: dict[str, Any] = {}
-            for p, v, a in zip(params, vals, e.args, strict=True):
-                assert p.type is not None
-                t = self.unit.resolve_type(p.type)
-                if isinstance(v, Ref) and v.sbase is not None:
-                    # By reference; an `in` composite must then not be written by the callee.
-                    ro = v.readonly or p.direction in ("in", "")
-                    bindings[p.name] = Ref(v.base, v.type, v.sbase, ro)
-                    sub.copy_slots.append(None)
-                elif isinstance(v, V) and v.write is not None and p.direction in ("inout", "out"):
-                    bindings[p.name] = v
-                    sub.copy_slots.append(None)
-                elif isinstance(v, V) and is_scalar(t):
-                    base = self.unit.alloc(t)
-                    bindings[p.name] = slot_v(str(base), t)
-                    sub.copy_slots.append(base)
-                elif isinstance(v, ObjV) and v.kind in ("packet_in", "packet_out"):
-                    bindings[p.name] = v
-                    sub.copy_slots.append(None)
-                else:
-                    raise err(f"unsupported argument for parameter '{p.name}'", a.loc)
-            sub.arg_keys = keys
-            bindings.update(sub.ctor)
-            saved_sm = self.sm_ref
-            if isinstance(sub.decl, A.ParserDecl):
-                sub.func = self.compile_subparser(sub, bindings)
+        kinds: list[str] = []
+        for p, v, a in zip(params, vals, e.args, strict=True):
+            assert p.type is not None
+            t = self.unit.resolve_type(p.type)
+            if isinstance(v, Ref) and v.sbase is not None:
+                kinds.append(f"ref {v.base} {v.readonly or p.direction in ('in', '')}")
+            elif isinstance(v, V) and v.write is not None and p.direction in ("inout", "out"):
+                kinds.append(f"lv {v.code}")
+            elif isinstance(v, V) and is_scalar(t):
+                kinds.append("copy")
+            elif isinstance(v, ObjV) and v.kind in ("packet_in", "packet_out"):
+                kinds.append("obj")
             else:
-                saved_in = self.in_parser  # a control applied from a parser state
-                self.in_parser = False
-                try:
-                    sub.func = self.compile_control(sub.decl, sub.prefix, bindings)
-                finally:
-                    self.in_parser = saved_in
-            self.sm_ref = saved_sm
-        for i, (k, slot, v, a) in enumerate(zip(keys, sub.copy_slots, vals, e.args, strict=True)):
-            p = params[i]
+                raise err(f"unsupported argument for parameter '{p.name}'", a.loc)
+        sig = tuple(kinds)
+        variant = sub.variants.get(sig)
+        if variant is None:
+            if sub.variants and any(
+                not isinstance(x, (A.VarDecl, A.ActionDecl)) for x in sub.decl.locals
+            ):
+                raise err(
+                    "a control or parser instance with tables or extern instances must always "
+                    "be applied to the same arguments",
+                    e.loc,
+                )
+            variant = self._compile_variant(sub, params, vals)
+            sub.variants[sig] = variant
+        func, copy_slots = variant
+        for slot, v, a, p in zip(copy_slots, vals, e.args, params, strict=True):
             assert p.type is not None
             if slot is not None:
                 t = self.unit.resolve_type(p.type)
-                if not isinstance(v, V):
-                    raise err(f"expected a value for parameter '{p.name}'", a.loc)
+                assert isinstance(v, V)
                 self.em.line(f"S[{slot}] = {self.coerce(v, t, a.loc).code}")
-            elif k != sub.arg_keys[i]:
-                raise err("a control instance must always be applied to the same arguments", a.loc)
             if p.direction == "out" and isinstance(v, Ref):
                 self.reset_out(v)
         if isinstance(sub.decl, A.ParserDecl):
-            self.em.line(f"pos = {sub.func}(S, data, nbits, pos)")
+            self.em.line(f"pos = {func}(S, data, nbits, pos)")
         else:
-            self.em.line(f"{sub.func}(S)")
+            self.em.line(f"{func}(S)")
         return V("", VOID)
+
+    def _compile_variant(
+        self, sub: SubControl, params: list[A.Param], vals: list[Any]
+    ) -> tuple[str, list[int | None]]:
+        bindings: dict[str, Any] = {}
+        copy_slots: list[int | None] = []
+        for p, v in zip(params, vals, strict=True):
+            assert p.type is not None
+            t = self.unit.resolve_type(p.type)
+            if isinstance(v, Ref) and v.sbase is not None:
+                # By reference; an `in` composite must then not be written by the callee.
+                ro = v.readonly or p.direction in ("in", "")
+                bindings[p.name] = Ref(v.base, v.type, v.sbase, ro)
+                copy_slots.append(None)
+            elif isinstance(v, V) and v.write is not None and p.direction in ("inout", "out"):
+                bindings[p.name] = v
+                copy_slots.append(None)
+            elif isinstance(v, V):
+                base = self.unit.alloc(t)
+                bindings[p.name] = slot_v(str(base), t)
+                copy_slots.append(base)
+            else:
+                bindings[p.name] = v
+                copy_slots.append(None)
+        bindings.update(sub.ctor)
+        saved_sm = self.sm_ref
+        if isinstance(sub.decl, A.ParserDecl):
+            func = self.compile_subparser(sub, bindings)
+        else:
+            saved_in = self.in_parser  # a control applied from a parser state
+            self.in_parser = False
+            try:
+                func = self.compile_control(sub.decl, sub.prefix, bindings)
+            finally:
+                self.in_parser = saved_in
+        self.sm_ref = saved_sm
+        return func, copy_slots
 
     def compile_subparser(self, sub: SubControl, bindings: dict[str, Any]) -> str:
         """Compile a parser instantiated inside a parser (runs on the same packet cursor)."""

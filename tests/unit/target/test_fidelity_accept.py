@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from icefabric.target.compiler import compile_source, load_program
+from icefabric.target.p4.errors import P4CompileError
 
 PROGRAM = """#include <core.p4>
 #include <v1model.p4>
@@ -261,3 +264,18 @@ def test_generic_functions_are_compiled_per_type() -> None:
     bit<16> w = pick<bit<16>>(false, 1, 0x0304);
     hdr.h2.c = w[7:0] + pick(true, hdr.h2.c, 8w0);"""
     assert run(decls=decls, body=body) == bytes([0, 0, 0, 0, 2, 1, 7, 4, 5, 6, 7, 8])
+
+
+def test_a_control_instance_applied_to_different_arguments() -> None:
+    decls = "control Bump(inout h_t h, in bit<8> by) { apply { h.d = h.d + by; } }"
+    body = "hdr.h2 = hdr.h; bump.apply(hdr.h, 1); bump.apply(hdr.h2, 2); bump.apply(hdr.h, 4);"
+    assert run(decls=decls, locals_="Bump() bump;", body=body)[:8] == bytes(
+        [1, 2, 3, 9, 1, 2, 3, 6]
+    )
+    # with a table inside, p4c would make two copies of it: refused with a clear error
+    decls = """control Look(inout h_t h) {
+        table t { key = { h.a: exact; } actions = { NoAction; } }
+        apply { t.apply(); }
+    }"""
+    with pytest.raises(P4CompileError, match="same arguments"):
+        run(decls=decls, locals_="Look() look;", body="look.apply(hdr.h); look.apply(hdr.h2);")
