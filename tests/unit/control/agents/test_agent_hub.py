@@ -4,6 +4,7 @@ phase change pushes new caps, bad reports are refused, the state file carries re
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,6 +21,8 @@ from icefabric.control.daemon import api_handlers
 from icefabric.control.fabric import entity_key
 from icefabric.control.install import flow_key
 from icefabric.control.p4rt import PipelineConfig, TableEntry
+from icefabric.control.paths import write_private
+from icefabric.control.state import SharedState, encode_state, load_state
 from icefabric.topo.spec import load_topology
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -244,3 +247,47 @@ def test_a_report_before_its_job_counts_once_the_job_arrives(ctl: Controller) ->
         assert _until(lambda: h1.last() == {})
     finally:
         h1.client.close()
+
+
+def test_rates_follow_failures_and_telemetry_above_target(ctl: Controller) -> None:
+    ctl.add_job(FANIN)
+    h3 = Agent(ctl, "h3")
+    try:
+        half = 0.95 * 100 * G / 2
+        assert _until(lambda: (h3.last() or {}).get(_planned(ctl, F3)) == pytest.approx(half))
+        # a replan after a link failure recomputes the rates
+        before = ctl.rates.count
+        ctl.fail_link("leaf2", "spine1")
+        assert ctl.rates.count > before and "down" in ctl.rates.history[-1].reason
+        # telemetry measures h5's downlink at 100 % while the allocation put 2 x 47.5 G there:
+        # 5 G of traffic nobody accounts for comes off the link before sharing it again
+        down = ctl.topo.host_downlink("h5")
+        ctl.agents.over_target({down: 100 * G})
+        want = (0.95 * 100 * G - 5 * G) / 2
+        assert _until(lambda: (h3.last() or {}).get(_planned(ctl, F3)) == pytest.approx(want))
+        assert "above target" in ctl.rates.history[-1].reason
+    finally:
+        h3.client.close()
+
+
+def _planned(ctl: Controller, fid: str) -> FlowKey:
+    k = flow_key(ctl.topo, ctl.flows[fid], ctl.agents.flows.install_keys())
+    return FlowKey(src_ip=k.src_ip, dst_ip=k.dst_ip, sport=k.udp_sport, qp=k.dst_qp)
+
+
+def test_state_file_flow_keys_are_validated(tmp_path: Path) -> None:
+    path = tmp_path / "s.json"
+    good = KEY1.to_dict()
+    data = json.loads(encode_state("t", [], flow_keys={F1: good}))
+    assert _load(path, data).flow_keys == {F1: KEY1}
+    data["flow_keys"] = {F1: good, F3: {**good, "qp": -1}, "x": "nope"}
+    st = _load(path, data)
+    assert st.flow_keys == {F1: KEY1} and len(st.errors) == 2
+    assert "qp" in st.errors[0] and "expected an object" in st.errors[1]
+    data["flow_keys"] = [1]
+    assert "flow_keys: expected an object" in _load(path, data).errors[0]
+
+
+def _load(path: Path, data: dict[str, Any]) -> SharedState:
+    write_private(path, json.dumps(data).encode())
+    return load_state(path, "t")
