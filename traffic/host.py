@@ -117,6 +117,7 @@ class RealTimeHost:
         self.caps: queue.SimpleQueue[dict[FlowKey, float]] = queue.SimpleQueue()
         self.send_errors = 0
         self._t0 = time.monotonic()
+        self.t0_unix = time.time()  # the wall clock at now_us() == 0 (to line hosts up)
         self._flows: dict[str, FlowKey] = {}  # schedule flow id -> key
         self.executor: Any = None  # a WorkloadExecutor running this host's share, if any
         endpoint.on_message = self._on_message
@@ -240,6 +241,7 @@ class RealTimeHost:
             "ip": self.agent.host_ip,
             "kind": self.agent.kind,
             "elapsed_us": self.now_us(),
+            "clock_origin_unix": self.t0_unix,
             "tx": [s.to_dict() for s in ep.tx_stats().values()],
             "rx": [s.to_dict() for s in ep.rx_stats().values()],
             "messages": [

@@ -35,6 +35,12 @@ def add_experiment_parser(sub: Any, add_json: Callable[[argparse.ArgumentParser]
     run.add_argument(
         "--out", type=Path, default=DEFAULT_OUT, help="results base directory (default results/)"
     )
+    run.add_argument(
+        "--engine",
+        choices=("virtual", "mininet"),
+        default=None,
+        help="override the file's engine (mininet: real time, needs root)",
+    )
     run.add_argument("--no-plot", action="store_true", help="do not write comparison.png")
     add_json(run)
     run.set_defaults(func=cmd_experiment_run)
@@ -67,6 +73,8 @@ def load_for_run(args: argparse.Namespace) -> Any:
                 f"--modes: expected names from {', '.join(MODES)}, got {args.modes!r}", EXIT_USAGE
             )
         exp = replace(exp, modes=modes)
+    if args.engine:
+        exp = replace(exp, engine=args.engine)
     return exp
 
 

@@ -22,7 +22,7 @@ Format (traffic/README.md, "Experiment files", is the reference)::
       scale: 0.001                    # link rate in the run = spec rate x scale (default 0.001)
       mtu_bytes: 4096                 # RoCEv2 payload per packet (default 4096)
     engine: virtual                   # virtual (default) | mininet
-    target: embedded                  # mininet only: embedded (ice-switch) | bmv2
+    target: embedded                  # the switches: embedded (ice-switch)
     limits: {virtual_ms: 2000, wall_s: 300}   # give up (mode fails) past either
 
 Every problem is reported at once as ``file: key: message`` (:class:`ExperimentError`).
@@ -40,8 +40,8 @@ from icefabric.control.ccl.job import JobError, JobSpec, load_job, parse_job, pa
 from icefabric.topo.spec import SpecError, TopologySpec, load_topology, read_data_file
 
 ROOT = Path(__file__).resolve().parents[2]
-ENGINES = ("virtual",)
-TARGETS = ("embedded", "bmv2")
+ENGINES = ("virtual", "mininet")
+TARGETS = ("embedded",)
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -242,8 +242,6 @@ def parse_experiment(
     if target not in TARGETS:
         err("target", f"expected one of {', '.join(TARGETS)}, got {target!r}")
         target = "embedded"
-    elif target != "embedded" and engine != "mininet":
-        err("target", f"target {target!r} needs engine: mininet (virtual time runs embedded)")
     limits = _limits(data.get("limits", {}), err)
     if errs or topo is None or job is None:
         raise ExperimentError(errs or [f"{source}: (top level): incomplete experiment"])

@@ -32,7 +32,8 @@ def comparison_table(doc: Mapping[str, Any]) -> Table:
     base = cmp.get("baseline")
     t = Table(
         title=f"{exp['name']}: {len(modes)} mode(s), same topology, workload and seed "
-        f"(virtual links at {scale:g} x the spec's rates; Gbit/s scaled back)",
+        f"({exp.get('engine', 'virtual')} engine, links at {scale:g} x the spec's rates; "
+        "Gbit/s scaled back)",
         title_justify="left",
         pad_edge=False,
     )

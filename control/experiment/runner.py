@@ -37,6 +37,10 @@ class Engine(Protocol):
 
 def make_engine(exp: Experiment) -> Engine:
     """The engine the experiment names."""
+    if exp.engine == "mininet":
+        from icefabric.control.experiment.mininet import MininetEngine
+
+        return MininetEngine(target=exp.target)
     from icefabric.control.experiment.virtual import VirtualEngine
 
     return VirtualEngine()
