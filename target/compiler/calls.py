@@ -16,7 +16,7 @@ from icefabric.target.compiler.types import (
     Varbit,
 )
 from icefabric.target.compiler.unit import err
-from icefabric.target.compiler.values import ObjV, Ref, V
+from icefabric.target.compiler.values import Emitter, ListV, ObjV, Ref, V
 from icefabric.target.p4 import ast as A
 from icefabric.target.p4.errors import SourceLoc
 
@@ -40,7 +40,8 @@ def packed(fields: list[tuple[str, Any]]) -> tuple[str, str]:
         return (" | ".join(parts) or "0"), str(total)
     expr = "0"
     for code, w in fields:
-        expr = f"(({expr}) << {w}) | ({code})"
+        val = f"({code})" if isinstance(w, int) else f"(({code}) & ((1 << {w}) - 1))"
+        expr = f"(({expr}) << {w}) | {val}"
     const = sum(w for _, w in fields if isinstance(w, int))
     dyn = " + ".join(str(w) for _, w in fields if not isinstance(w, int))
     return expr, f"({const} + {dyn})"
@@ -209,6 +210,45 @@ class CallGen(ExprGen):
                 return k
         raise err(f"bad {enum} value", e.loc)
 
+    def calc_fields(self, e: A.Expr) -> list[tuple[str, Any]]:
+        """A hash/checksum field list as (code, width) pairs, where a field of a header counts
+        only while the header is valid: BMv2 (BufBuilder) leaves out the fields of invalid
+        headers. A field's width is then code: ``(w if S[valid] else 0)``."""
+        if isinstance(e, (A.ListExpr, A.StructExpr)):
+            items = e.items if isinstance(e, A.ListExpr) else [x for _, x in e.fields]
+            out: list[tuple[str, Any]] = []
+            for x in items:
+                out.extend(self.calc_fields(x))
+            return out
+        if isinstance(e, A.Member):
+            saved = self.em
+            self.em = Emitter()  # only the kind of the base is wanted here
+            try:
+                base = self.expr(e.expr)
+            finally:
+                self.em = saved
+            if isinstance(base, Ref) and isinstance(base.type, StructT) and base.type.is_header:
+                return self._guarded(self.bits_of(self.expr(e), e.loc), base.base)
+        v = self.expr(e)
+        if isinstance(v, Ref) and isinstance(v.type, StructT) and v.type.is_header:
+            return self._guarded(self.bits_of(v, e.loc), v.base)
+        if isinstance(v, ListV):
+            return self.bits_of(v, e.loc)
+        if isinstance(v, Ref) and isinstance(v.type, StructT) and not v.type.is_union:
+            out = []
+            for f in v.type.fields:
+                sub = self.field_of(v, f.name, e.loc)
+                if isinstance(sub, Ref) and isinstance(sub.type, StructT) and sub.type.is_header:
+                    out.extend(self._guarded(self.bits_of(sub, e.loc), sub.base))
+                else:
+                    out.extend(self.bits_of(sub, e.loc))
+            return out
+        return self.bits_of(v, e.loc)
+
+    @staticmethod
+    def _guarded(fields: list[tuple[str, Any]], valid: str) -> list[tuple[str, Any]]:
+        return [(c, f"({w} if S[{valid}] else 0)") for c, w in fields]
+
     def fields_arg(self, e: A.Expr) -> list[tuple[str, int]]:
         """A field-list argument as (code, width) pairs."""
         v = self.expr(e)
@@ -262,7 +302,7 @@ class CallGen(ExprGen):
             dst = self.lvalue(args[0])
             algo = self.enum_name(args[1], "HashAlgorithm")
             base = self.scalar(args[2])
-            fields = self.fields_arg(args[3])
+            fields = self.calc_fields(args[3])
             mx = self.scalar(args[4])
             flist = "(" + "".join(f"({c}, {w}), " for c, w in fields) + ")"
             h = f"HASH({algo!r}, {flist})"
@@ -337,7 +377,7 @@ class CallGen(ExprGen):
     def checksum_call(self, name: str, args: list[A.Expr], loc: SourceLoc) -> V:
         """verify_checksum/update_checksum (+ _with_payload)."""
         cond = self.scalar(args[0], BOOL)
-        fields = self.fields_arg(args[1])
+        fields = self.calc_fields(args[1])
         algo = self.enum_name(args[3], "HashAlgorithm")
         target = self.expr(args[2])
         if not isinstance(target, V) or not isinstance(target.type, Bits):

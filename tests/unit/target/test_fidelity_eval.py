@@ -216,3 +216,23 @@ def test_conditional_operator_on_headers_and_structs() -> None:
     hdr.h.d = r.y;"""
     assert run(body)[:8] == bytes([1, 2, 3, 4, 1, 2, 3, 4])
     assert run(body, data=bytes([7, 9, 3, 4])) == bytes([7, 9, 3, 2])
+
+
+def test_hash_and_checksum_leave_out_fields_of_invalid_headers() -> None:
+    from icefabric.target.runtime.checksum import csum16_bytes
+    from icefabric.target.runtime.hashes import compute_hash
+
+    # as BMv2 builds the input: hdr.h2 is invalid, so its field adds nothing (not 8 zero bits)
+    body = """
+    bit<16> h;
+    hash(h, HashAlgorithm.crc16, 16w0, { hdr.h.a, hdr.h2.b, hdr.h.b }, 17w65536);
+    hdr.h.c = h[15:8]; hdr.h.d = h[7:0];"""
+    want = compute_hash("crc16", [(1, 8), (2, 8)])
+    assert run(body)[2:4] == want.to_bytes(2, "big")
+    body = """
+    bit<16> sum;
+    hdr.h2.setValid(); hdr.h2.a = 0x10;
+    hdr.h2.setInvalid();
+    hash(sum, HashAlgorithm.csum16, 16w0, { hdr.h.a, hdr.h.b, hdr.h2 }, 17w65536);
+    hdr.h.c = sum[15:8]; hdr.h.d = sum[7:0];"""
+    assert run(body)[2:4] == csum16_bytes(bytes([1, 2])).to_bytes(2, "big")
