@@ -86,8 +86,14 @@ def workload_from_jobs(
     *,
     iterations: int = 1,
     compute_us: Mapping[str, float] | None = None,
+    slices: int | None = None,
 ) -> Workload:
-    """The flows of ``jobs`` (all starting at t = 0, phases in order, ``iterations`` times)."""
+    """The flows of ``jobs`` (all starting at t = 0, phases in order, ``iterations`` times).
+
+    ``slices``: pipelined slices per ring step (default: NCCL's ``NCCL_SLICE_BYTES`` slices).
+    """
+    if slices is not None and slices < 1:
+        raise ValueError(f"slices: expected >= 1, got {slices}")
     if iterations < 1:
         raise ValueError(f"iterations: expected >= 1, got {iterations}")
     flows: list[Flow] = []
@@ -137,7 +143,10 @@ def workload_from_jobs(
                     group.append(ci)
                     if ring and n > 1:
                         step = float(phase.message_bytes) / (n * phase.channels)
-                        chunk.append(min(step, float(NCCL_SLICE_BYTES)))
+                        if slices is not None:
+                            chunk.append(step / slices)
+                        else:
+                            chunk.append(min(step, float(NCCL_SLICE_BYTES)))
                     else:
                         chunk.append(float(f.bytes))
                     pred_id.append(preds.get(f.flow_id))

@@ -152,3 +152,70 @@ def test_hetero_data_parallel_splits_the_batch_by_speed() -> None:
     assert st.compute_s == pytest.approx(64 * flops / 2e15)
     assert st.comm_s > 0 and st.comm_scale == pytest.approx(model.params * 2 / (64 << 20))
     assert np.isfinite(st.throughput)
+
+
+def _results(tmp_path: Path, *, drop_path: bool = False) -> Path:
+    """A results.json as `icectl experiment run` writes it, with ECMP paths from the model."""
+    from icefabric.control.ccl.job import load_job
+    from icefabric.control.planner.ecmp import EcmpModel
+    from icefabric.topo.spec import load_topology
+
+    spec = load_topology(TOPO)
+    topo = Topology(spec)
+    job = load_job(JOB)
+    w = workload_from_jobs([job])
+    model = EcmpModel(topo)
+    paths = {}
+    for f in w.flows:
+        a, b = topo.leaf_of[f.src_host], topo.leaf_of[f.dst_host]
+        cand = topo.candidate_paths(a, b)[model.flow_path_index(f)]
+        paths[f.flow_id] = [h.switch for h in cand.hops]
+    if drop_path:
+        paths.pop(next(iter(paths)))
+    small = job.to_dict()
+    small["phases"][0]["message_bytes"] = 4 << 20  # a short run
+    data = {
+        "experiment": {
+            "name": "t",
+            "topology": spec.to_dict(),
+            "job": small,
+            "slices": 4,
+            "rates": {"scale": 0.01, "mtu_bytes": 4096},
+        },
+        "modes": [
+            {
+                "mode": "ecmp+dcqcn",
+                "ok": True,
+                "paths": paths,
+                "busbw_over_bound": 0.5,
+                "completion_us": 2.0e5,
+            },
+            {
+                "mode": "ice",
+                "ok": True,
+                "paths": {},
+                "busbw_over_bound": 0.9,
+                "completion_us": 1.0e5,
+            },
+        ],
+    }
+    p = tmp_path / "results.json"
+    p.write_text(json.dumps(data))
+    return p
+
+
+def test_versus_runs_the_experiment_beside_the_packet_level_figures(tmp_path: Path) -> None:
+    from icefabric.sim.versus import VersusError, compare
+
+    out = compare(_results(tmp_path))
+    assert out["packet_level_ratio"] == pytest.approx(2.0)
+    e, i = out["modes"]["ecmp+dcqcn"], out["modes"]["ice"]
+    # the model's ECMP paths put 3 flows on one uplink where the plan puts 2 (icectl plan)
+    assert out["sim_ratio"] > 1.2
+    assert i["sim_busbw_over_bound"] > e["sim_busbw_over_bound"]
+    with pytest.raises(VersusError, match="no path for"):
+        compare(_results(tmp_path, drop_path=True))
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"modes": []}))
+    with pytest.raises(VersusError, match="experiment"):
+        compare(bad)
