@@ -393,10 +393,11 @@ class Controller(ControllerViews, LinkFailures):
                     f"no job {name!r} (running: {', '.join(sorted(self.jobs)) or 'none'})"
                 )
             t0 = time.perf_counter()
-            self.planner.remove_job(name)
+            gone = [f for f, fl in self.flows.items() if fl.job == name]
+            if gone:  # a job of ranks on one host has no network flow: nothing planned
+                self.planner.remove_job(name)
             plan_s = time.perf_counter() - t0
             del self.jobs[name]
-            gone = [f for f, fl in self.flows.items() if fl.job == name]
             for fid in gone:
                 del self.flows[fid]
             self.agents.job_removed(name, gone)
@@ -615,6 +616,11 @@ class Controller(ControllerViews, LinkFailures):
     def _save_state(self) -> None:
         if self.state_file is not None:
             failed = [i for i in range(self.topo.n_links) if self.topo.failed[i]]
+            by_flow = self.planner.choices()
+            choices = {
+                name: [by_flow.get(fid, -1) for fid in fids]
+                for name, fids in self._flows_by_job().items()
+            }
             data = encode_state(
                 self.spec.name,
                 self.jobs.values(),
@@ -622,6 +628,7 @@ class Controller(ControllerViews, LinkFailures):
                 failed_switches=self.failed_switches,
                 probe_down_links=self._probe_down,
                 flow_keys=self.agents.flows.to_state(),
+                choices=choices,
             )
             if data == self._state_written and self.state_file.exists():
                 return
@@ -662,6 +669,14 @@ class Controller(ControllerViews, LinkFailures):
         for fid, key in state.flow_keys.items():  # real keys agents reported to the old primary
             if fid in self.flows:
                 self.agents.flows.set_key(fid, key)
+        saved: dict[str, int] = {}
+        for name, fids in self._flows_by_job().items():
+            got = state.choices.get(name, [])
+            if len(got) == len(fids):
+                saved.update(zip(fids, got, strict=True))
+        moved = self.planner.pin(saved)
+        if moved:
+            log.info("%s: %d flow(s) put back on the primary's paths", self.state_file, moved)
         self.state_errors = state.errors
         for e in state.errors:
             log.error("state file: %s", e)
@@ -678,6 +693,14 @@ class Controller(ControllerViews, LinkFailures):
             len(self.jobs),
             len(failed_links) // 2,
         )
+
+    def _flows_by_job(self) -> dict[str, list[str]]:
+        """Each job's flow ids in the order they were registered (the order of its demand)."""
+        out: dict[str, list[str]] = {name: [] for name in self.jobs}
+        for fid, f in self.flows.items():
+            if f.job in out:
+                out[f.job].append(fid)
+        return out
 
     def _register(self, job: JobSpec, flows: Iterable[Flow]) -> None:
         self.jobs[job.name] = job

@@ -37,6 +37,9 @@ class SharedState:
     failed_switches: list[str] = field(default_factory=list)
     probe_down_links: list[int] = field(default_factory=list)  # taken down by link probes
     flow_keys: dict[str, FlowKey] = field(default_factory=dict)  # real keys agents reported
+    # The primary's plan: per job, each flow's candidate index in the job's flow order, so a
+    # standby restores exactly these paths (its own search may end elsewhere in its time).
+    choices: dict[str, list[int]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)  # what could not be read, one line each
 
 
@@ -48,6 +51,7 @@ def encode_state(
     failed_switches: Iterable[str] = (),
     probe_down_links: Iterable[int] = (),
     flow_keys: Mapping[str, Mapping[str, object]] | None = None,
+    choices: Mapping[str, list[int]] | None = None,
 ) -> bytes:
     """The state file's bytes (deterministic: the same state gives the same bytes)."""
     data: dict[str, Any] = {
@@ -59,6 +63,8 @@ def encode_state(
     }
     if flow_keys:
         data["flow_keys"] = {k: dict(v) for k, v in sorted(flow_keys.items())}
+    if choices:
+        data["choices"] = dict(choices)
     return json.dumps(data, separators=(",", ":")).encode("utf-8")
 
 
@@ -124,6 +130,14 @@ def load_state(path: Path, topology: str) -> SharedState:
                 state.errors.append(f"{path}: {exc}")
     else:
         state.errors.append(f"{path}: flow_keys: expected an object of flow id -> key")
+    ch = data.get("choices", {})
+    if isinstance(ch, dict) and all(
+        isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
+        for v in ch.values()
+    ):
+        state.choices = {str(k): list(v) for k, v in ch.items()}
+    else:
+        state.errors.append(f"{path}: choices: expected lists of path indexes per job; replanned")
     sw = data.get("failed_switches", [])
     if isinstance(sw, list) and all(isinstance(x, str) for x in sw):
         state.failed_switches = list(sw)

@@ -4,12 +4,19 @@ One spec file drives both Mininet and the controller (see topo/README.md for the
 Loading validates everything and reports every problem with the file, the key and what was
 expected, e.g. ``topo/examples/x.yaml: links[3].a.port: port 2 of leaf1 is already used by
 links[1]``.
+
+Limits every later stage relies on are checked here (see topo/README.md): file size, UTF-8,
+nesting and duplicate keys; at most ``MAX_SWITCHES`` switches, ``MAX_HOSTS`` hosts and
+``MAX_LINKS`` links; names of at most ``MAX_NAME_LEN`` characters; switch ids below 2^24 (the
+router MAC holds 24 bits); ports 1..510 except the CPU port 255; finite rates and delays; host
+addresses that are unicast hosts of a /8../30 subnet and unicast MACs other than router MACs.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -25,6 +32,16 @@ HOST_ROLES = ("leaf", "tor")
 _MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
 THRIFT_BASE_PORT = 9090  # BMv2 simple_switch_CLI default; switch i of a spec gets 9090 + i
+MAX_FILE_BYTES = 64 * 1024 * 1024  # a topology or job file
+MAX_NESTING = 64  # levels of YAML/JSON nesting in such a file
+MAX_SWITCHES = 16_384  # the 100k-GPU fat-tree(38) has 1,805
+MAX_HOSTS = 131_072  # ... and 12,996 hosts
+MAX_LINKS = 262_144
+MAX_NAME_LEN = 64  # LLDP carries the switch name in a 255-byte chassis id; logs and tables
+MAX_SWITCH_ID = (1 << 24) - 1  # the router MAC is 02:1c:e0 + 24 bits of switch id
+CPU_PORT = 255  # the switches' CPU port (ice-switch/BMv2 --cpu-port): no host or link on it
+MAX_PORT = 510
+ROUTER_MAC_PREFIX = "02:1c:e0:"
 
 
 class SpecError(ValueError):
@@ -275,6 +292,12 @@ class _Reader:
         if isinstance(v, bool) or not isinstance(v, int | float):
             self.err(_join(key, k), f"expected a number, got {_kind(v)}")
             return None
+        if isinstance(v, float) and not math.isfinite(v):
+            self.err(_join(key, k), f"expected a finite number, got {v}")
+            return None
+        if abs(v) > 1e12:
+            self.err(_join(key, k), f"expected a number below 1e12, got {v:g}")
+            return None
         if positive and not v > 0:
             self.err(_join(key, k), f"expected a positive number, got {v}")
             return None
@@ -283,12 +306,38 @@ class _Reader:
             return None
         return float(v)
 
-    def seq(self, m: Mapping[str, Any], k: str, key: str) -> list[Any]:
+    def seq(self, m: Mapping[str, Any], k: str, key: str, limit: int | None = None) -> list[Any]:
         v = m.get(k, [])
         if not isinstance(v, list):
             self.err(_join(key, k), f"expected a list, got {_kind(v)}")
             return []
+        if limit is not None and len(v) > limit:
+            self.err(_join(key, k), f"expected at most {limit} entries, got {len(v)}")
+            return []
         return v
+
+    def name(self, m: Mapping[str, Any], key: str) -> str:
+        """A switch or host name: letters, digits, '_', '-', '.', at most MAX_NAME_LEN."""
+        name = self.string(m, "name", key)
+        if name and (len(name) > MAX_NAME_LEN or not _NAME_RE.match(name)):
+            shown = name if len(name) <= 40 else name[:37] + "..."
+            self.err(
+                f"{key}.name",
+                f"expected 1..{MAX_NAME_LEN} letters, digits, '_', '-', '.' starting with a "
+                f"letter, got {shown!r} ({len(name)} characters)",
+            )
+            return ""
+        return name
+
+    def port(self, m: Mapping[str, Any], key: str) -> int:
+        """A front-panel port 1..MAX_PORT other than the CPU port."""
+        port = self.integer(m, "port", key, lo=1, hi=MAX_PORT)
+        if port == CPU_PORT:
+            self.err(
+                f"{key}.port", f"port {CPU_PORT} is the switches' CPU port (use 1..{MAX_PORT})"
+            )
+            return -1
+        return port
 
 
 def _join(key: str, k: str) -> str:
@@ -299,7 +348,7 @@ def _kind(v: Any) -> str:
     if v is None:
         return "nothing"
     if isinstance(v, str):
-        return f"string {v!r}"
+        return f"string {v!r}" if len(v) <= 40 else f"string {v[:37]!r}..."
     if isinstance(v, bool):
         return f"boolean {v}"
     if isinstance(v, int | float):
@@ -312,17 +361,99 @@ def read_data_file(path: str | Path) -> tuple[Any, str]:
     p = Path(path)
     source = str(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        with p.open("rb") as f:
+            raw = f.read(MAX_FILE_BYTES + 1)
     except OSError as e:
         raise SpecError([f"{source}: cannot read: {e.strerror or e}"]) from e
+    if len(raw) > MAX_FILE_BYTES:
+        raise SpecError([f"{source}: larger than the limit of {MAX_FILE_BYTES} bytes"])
     try:
-        if p.suffix.lower() == ".json":
-            return json.loads(text), source
-        return yaml.safe_load(text), source
-    except (yaml.YAMLError, json.JSONDecodeError) as e:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
         raise SpecError(
-            [f"{source}: not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {e}"]
-        ) from e
+            [f"{source}: not UTF-8 text (byte {e.start}): expected a YAML or JSON file"]
+        ) from None
+    return parse_data_text(text, source, json_file=p.suffix.lower() == ".json"), source
+
+
+def parse_data_text(text: str, source: str, *, json_file: bool) -> Any:
+    """Parse YAML or JSON text: SpecError on bad syntax, deep nesting or a duplicated key."""
+    kind = "JSON" if json_file else "YAML"
+    depth = nesting_depth(text)
+    if depth > MAX_NESTING:
+        raise SpecError([f"{source}: nests deeper than {MAX_NESTING} levels ({kind})"])
+    try:
+        if json_file:
+            return json.loads(text, object_pairs_hook=_unique_pairs)
+        return yaml.load(text, Loader=_UniqueKeyLoader)
+    except _DuplicateKey as e:
+        raise SpecError([f"{source}: {e}"]) from None
+    except (yaml.YAMLError, json.JSONDecodeError) as e:
+        msg = " ".join(str(e).split())
+        raise SpecError([f"{source}: not valid {kind}: {msg[:300]}"]) from None
+    except (RecursionError, ValueError) as e:
+        raise SpecError(
+            [f"{source}: not valid {kind}: {str(e)[:200] or type(e).__name__}"]
+        ) from None
+
+
+def nesting_depth(text: str) -> int:
+    """The deepest bracket or indentation nesting of YAML/JSON text (an upper-bound estimate,
+    one linear pass; strings are not skipped, so it errs on the side of deeper)."""
+    depth = deepest = 0
+    for c in text:
+        if c in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+        elif c in "]}":
+            depth = max(depth - 1, 0)
+    indent = 0
+    for line in text.splitlines():
+        stripped = line.lstrip(" -")
+        if stripped and not stripped.startswith("#"):
+            indent = max(indent, (len(line) - len(stripped)) // 2)
+    return max(deepest, indent)
+
+
+class _DuplicateKey(ValueError):
+    """A mapping with the same key twice."""
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _DuplicateKey(f"key {k!r} appears twice in one object (expected each once)")
+        out[k] = v
+    return out
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """yaml.SafeLoader that rejects a mapping with the same key twice (YAML 1.2 requires it)."""
+
+
+def _construct_unique_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    loader.flatten_mapping(node)
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=False)
+        try:
+            dup = key in seen
+        except TypeError:
+            continue  # an unhashable key: construct_mapping reports it
+        if dup:
+            mark = key_node.start_mark
+            raise _DuplicateKey(
+                f"line {mark.line + 1}: key {key!r} appears twice in one mapping (expected each once)"
+            )
+        seen.add(key)
+    return loader.construct_mapping(node)
+
+
+_UniqueKeyLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping
+)
 
 
 def load_topology(path: str | Path) -> TopologySpec:
@@ -352,10 +483,10 @@ def parse_topology(data: Any, source: str = "<topology>") -> TopologySpec:
     r.unknown(top, "", ("name", "defaults", "switches", "hosts", "links"))
     name = r.string(top, "name", "")
     defaults = _parse_defaults(r, top.get("defaults", {}))
-    switches = _parse_switches(r, r.seq(top, "switches", ""), defaults)
+    switches = _parse_switches(r, r.seq(top, "switches", "", MAX_SWITCHES), defaults)
     by_name = {s.name: s for s in switches}
-    hosts = _parse_hosts(r, r.seq(top, "hosts", ""), by_name)
-    links = _parse_links(r, r.seq(top, "links", ""), by_name, {h.name for h in hosts})
+    hosts = _parse_hosts(r, r.seq(top, "hosts", "", MAX_HOSTS), by_name)
+    links = _parse_links(r, r.seq(top, "links", "", MAX_LINKS), by_name, {h.name for h in hosts})
     _check_ports(r, hosts, links)
     _check_sdk_ports(r, switches, hosts, links)
     if not switches:
@@ -416,9 +547,7 @@ def _parse_switches(r: _Reader, raw: list[Any], defaults: Defaults) -> list[Swit
         if m is None:
             continue
         r.unknown(m, key, ("name", "role", "device_id", "grpc_port", "switch_id", "sdk_ports"))
-        name = r.string(m, "name", key)
-        if name and not _NAME_RE.match(name):
-            r.err(f"{key}.name", f"expected letters, digits, '_', '-', '.', got {name!r}")
+        name = r.name(m, key)
         role = r.string(m, "role", key)
         if role and role not in SWITCH_ROLES:
             r.err(f"{key}.role", f"expected one of {', '.join(SWITCH_ROLES)}, got {role!r}")
@@ -427,7 +556,7 @@ def _parse_switches(r: _Reader, raw: list[Any], defaults: Defaults) -> list[Swit
             m, "grpc_port", key, lo=1, hi=65535, default=min(defaults.grpc_base_port + i, 65535)
         )
         swid = r.integer(
-            m, "switch_id", key, lo=0, hi=2**32 - 1, default=dev if dev >= 0 else i + 1
+            m, "switch_id", key, lo=0, hi=MAX_SWITCH_ID, default=dev if dev >= 0 else i + 1
         )
         if name:
             _first_use(r, names, name, f"{key}.name", "name")
@@ -491,9 +620,7 @@ def _parse_hosts(r: _Reader, raw: list[Any], switches: Mapping[str, Switch]) -> 
         if m is None:
             continue
         r.unknown(m, key, ("name", "ip", "mac", "leaf", "port", "rate_gbps"))
-        name = r.string(m, "name", key)
-        if name and not _NAME_RE.match(name):
-            r.err(f"{key}.name", f"expected letters, digits, '_', '-', '.', got {name!r}")
+        name = r.name(m, key)
         ip = r.string(m, "ip", key)
         if ip:
             try:
@@ -503,10 +630,15 @@ def _parse_hosts(r: _Reader, raw: list[Any], switches: Mapping[str, Switch]) -> 
                         f"{key}.ip",
                         f"expected an IPv4 address with prefix (10.0.1.1/24), got {ip!r}",
                     )
+                else:
+                    problem = _host_ip_problem(iface)
+                    if problem:
+                        r.err(f"{key}.ip", f"{problem}, got {ip!r}")
                 _first_use(r, ips, str(iface.ip), f"{key}.ip", "address")
             except ValueError:
                 r.err(
-                    f"{key}.ip", f"expected an IPv4 address with prefix (10.0.1.1/24), got {ip!r}"
+                    f"{key}.ip",
+                    f"expected an IPv4 address with prefix (10.0.1.1/24), got {ip[:40]!r}",
                 )
         raw_mac = m.get("mac")
         if isinstance(raw_mac, int) and not isinstance(raw_mac, bool):
@@ -516,7 +648,9 @@ def _parse_hosts(r: _Reader, raw: list[Any], switches: Mapping[str, Switch]) -> 
             mac = r.string(m, "mac", key)
         if mac:
             if not _MAC_RE.match(mac):
-                r.err(f"{key}.mac", f"expected a MAC like 00:00:0a:00:01:01, got {mac!r}")
+                r.err(f"{key}.mac", f"expected a MAC like 00:00:0a:00:01:01, got {mac[:40]!r}")
+            elif _host_mac_problem(mac):
+                r.err(f"{key}.mac", f"{_host_mac_problem(mac)}, got {mac!r}")
             else:
                 _first_use(r, macs, mac.lower(), f"{key}.mac", "MAC")
         leaf = r.string(m, "leaf", key)
@@ -526,7 +660,7 @@ def _parse_hosts(r: _Reader, raw: list[Any], switches: Mapping[str, Switch]) -> 
                 r.err(f"{key}.leaf", f"expected the name of a leaf/tor switch, no switch {leaf!r}")
             elif sw.role in SWITCH_ROLES and sw.role not in HOST_ROLES:
                 r.err(f"{key}.leaf", f"hosts attach to a leaf or tor, {leaf!r} is a {sw.role}")
-        port = r.integer(m, "port", key, lo=1, hi=510)
+        port = r.port(m, key)
         rate = r.number(m, "rate_gbps", key, positive=True, default=None)
         if name:
             _first_use(r, names, name, f"{key}.name", "name")
@@ -547,7 +681,7 @@ def _parse_endpoint(
             r.err(f"{key}.node", f"{node!r} is a host: hosts attach via hosts[].leaf/port")
         else:
             r.err(f"{key}.node", f"expected the name of a switch, no switch {node!r}")
-    port = r.integer(m, "port", key, lo=1, hi=510)
+    port = r.port(m, key)
     return Endpoint(node=node, port=port)
 
 
@@ -569,6 +703,30 @@ def _parse_links(
         delay = r.number(m, "delay_us", key, positive=False, default=None)
         out.append(Link(a=a, b=b, rate_gbps=rate, delay_us=delay))
     return out
+
+
+def _host_ip_problem(iface: ipaddress.IPv4Interface) -> str:
+    """Why ``iface`` is no host address ("" when it is one)."""
+    net, ip = iface.network, iface.ip
+    if not 8 <= net.prefixlen <= 30:
+        return f"expected a subnet prefix /8 .. /30, not /{net.prefixlen}"
+    if ip.is_multicast or ip.is_unspecified or ip.is_loopback or ip.is_reserved:
+        return "expected a unicast host address (not multicast, 0.0.0.0, loopback or reserved)"
+    if ip == net.network_address or ip == net.broadcast_address:
+        return f"expected a host of {net}, not its network or broadcast address"
+    return ""
+
+
+def _host_mac_problem(mac: str) -> str:
+    """Why ``mac`` is no host MAC ("" when it is one)."""
+    low = mac.lower()
+    if int(low[:2], 16) & 1:
+        return "expected a unicast MAC (the first octet even), not a multicast or broadcast one"
+    if low == "00:00:00:00:00:00":
+        return "expected a MAC other than 00:00:00:00:00:00"
+    if low.startswith(ROUTER_MAC_PREFIX):
+        return f"expected a MAC outside {ROUTER_MAC_PREFIX}xx:xx:xx (the switches' router MACs)"
+    return ""
 
 
 def _check_connected(r: _Reader, switches: list[Switch], links: list[Link]) -> None:

@@ -18,6 +18,11 @@ Shorthand for ranks: ``hosts: [h1, h2]`` with optional ``ranks_per_host``, ``ven
 ranks (``ranks: [0, 2, 4]``, also the default ring order), explicit per-channel ``rings`` (rank
 lists), per-channel ``trees`` (``{rank: parent}``, root has parent -1) and, for send-recv,
 ``pairs: [[src, dst], ...]`` (default: the chain of ``ranks``, like pipeline stages).
+
+Limits (well above the 100,000-GPU benchmark; a job past one is rejected with the key and the
+limit): ``MAX_RANKS`` ranks, ``MAX_RANKS_PER_HOST`` per host, ``MAX_PHASES`` phases,
+``message_bytes`` 1 .. ``MAX_MESSAGE_BYTES`` and at most ``MAX_FLOWS`` network flows per job
+(estimated before any is built: all-to-all over n ranks makes n(n-1) per channel).
 """
 
 from __future__ import annotations
@@ -68,7 +73,13 @@ _UNITS = {
     "tib": 1024**4,
     "tb": 1000**4,
 }
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+_SIZE_RE = re.compile(r"^\s*(\d{1,30}(?:\.\d{1,30})?)\s*([a-zA-Z]*)\s*$")
+MAX_RANKS = 1 << 18  # 262,144
+MAX_RANKS_PER_HOST = 256
+MAX_PHASES = 1024
+MAX_MESSAGE_BYTES = 1 << 48  # 256 TiB
+MAX_FLOWS = 4_000_000  # per job
+MAX_NAME_LEN = 128
 
 
 class JobError(SpecError):
@@ -164,11 +175,12 @@ def parse_size(value: Any) -> int:
         return value
     if isinstance(value, float) and value >= 0 and value.is_integer():
         return int(value)
-    if isinstance(value, str):
+    if isinstance(value, str) and len(value) <= 64:
         m = _SIZE_RE.match(value)
         if m and m.group(2).lower() in _UNITS:
             return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
-    raise ValueError(f"expected a size like 1048576, 256MiB or 1GB, got {value!r}")
+    shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
+    raise ValueError(f"expected a size like 1048576, 256MiB or 1GB, got {shown}")
 
 
 def canonical_collective(name: str) -> str:
@@ -206,8 +218,9 @@ def parse_job(data: Any, source: str = "<job>") -> JobSpec:
         if k not in allowed:
             err(str(k), f"unknown key (expected one of {', '.join(sorted(allowed))})")
     name = data.get("name")
-    if not isinstance(name, str) or not name or "/" in name:
-        err("name", f"expected a non-empty string without '/', got {name!r}")
+    problem = _name_problem(name)
+    if problem:
+        err("name", problem)
         name = ""
     ranks = _parse_ranks(data, err)
     n = len(ranks)
@@ -215,6 +228,8 @@ def parse_job(data: Any, source: str = "<job>") -> JobSpec:
     phases: list[Phase] = []
     if not isinstance(phases_raw, list) or not phases_raw:
         err("phases", "expected a non-empty list of phases")
+    elif len(phases_raw) > MAX_PHASES:
+        err("phases", f"expected at most {MAX_PHASES} phases, got {len(phases_raw)}")
     else:
         seen: dict[str, int] = {}
         for i, p in enumerate(phases_raw):
@@ -227,9 +242,44 @@ def parse_job(data: Any, source: str = "<job>") -> JobSpec:
                     )
                 seen[ph.name] = i
                 phases.append(ph)
+    if not errs:
+        total = sum(estimate_flows(ph) for ph in phases)
+        if total > MAX_FLOWS:
+            err("phases", f"the job would create {total} network flows; the limit is {MAX_FLOWS}")
     if errs:
         raise JobError(errs)
     return JobSpec(name=name, ranks=tuple(ranks), phases=tuple(phases))
+
+
+def estimate_flows(phase: Phase) -> int:
+    """An upper bound on the network flows ``phase`` creates (before building any)."""
+    n = len(phase.ranks)
+    per_channel = {
+        "all-to-all": n * (n - 1),
+        "send-recv": len(phase.pairs),
+    }.get(phase.collective)
+    if per_channel is None:
+        if phase.algorithm == "tree":
+            per_channel = 2 * n
+        elif phase.algorithm == "halving-doubling":
+            per_channel = 2 * n * max(n.bit_length(), 1)
+        else:
+            per_channel = n
+    return per_channel * phase.channels
+
+
+def _name_problem(name: Any) -> str:
+    """Why ``name`` is no job or phase name ("" when it is one)."""
+    if not isinstance(name, str) or not name or "/" in name:
+        return f"expected a non-empty string without '/', got {_short(name)}"
+    if len(name) > MAX_NAME_LEN or not name.isprintable():
+        return f"expected at most {MAX_NAME_LEN} printable characters, got {_short(name)}"
+    return ""
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _parse_ranks(data: Mapping[str, Any], err: Any) -> list[Rank]:
@@ -240,8 +290,8 @@ def _parse_ranks(data: Mapping[str, Any], err: Any) -> list[Rank]:
     if "hosts" in data:
         hosts = data["hosts"]
         rph = data.get("ranks_per_host", 1)
-        if isinstance(rph, bool) or not isinstance(rph, int) or rph < 1:
-            err("ranks_per_host", f"expected an integer >= 1, got {rph!r}")
+        if isinstance(rph, bool) or not isinstance(rph, int) or not 1 <= rph <= MAX_RANKS_PER_HOST:
+            err("ranks_per_host", f"expected an integer 1..{MAX_RANKS_PER_HOST}, got {_short(rph)}")
             rph = 1
         vendor = data.get("vendor", "nvidia")
         device = data.get("device", "")
@@ -250,6 +300,9 @@ def _parse_ranks(data: Mapping[str, Any], err: Any) -> list[Rank]:
             vendor, device = "nvidia", ""
         if not isinstance(hosts, list) or not hosts:
             err("hosts", "expected a non-empty list of host names")
+            return ranks
+        if len(hosts) * rph > MAX_RANKS:
+            err("hosts", f"{len(hosts)} hosts x {rph} ranks exceeds the limit of {MAX_RANKS} ranks")
             return ranks
         for i, h in enumerate(hosts):
             if not isinstance(h, str) or not h:
@@ -263,6 +316,9 @@ def _parse_ranks(data: Mapping[str, Any], err: Any) -> list[Rank]:
     raw = data.get("ranks")
     if not isinstance(raw, list) or not raw:
         err("ranks", "expected a non-empty list of {host, vendor, device} (or hosts: [...])")
+        return ranks
+    if len(raw) > MAX_RANKS:
+        err("ranks", f"expected at most {MAX_RANKS} ranks, got {len(raw)}")
         return ranks
     for i, r in enumerate(raw):
         key = f"ranks[{i}]"
@@ -328,8 +384,9 @@ def _parse_phase(p: Any, key: str, n: int, err: Any) -> Phase | None:
             err(f"{key}.{k}", f"unknown key (expected one of {', '.join(sorted(allowed))})")
     ok = True
     name = p.get("name", "phase" + key[len("phases[") : -1])
-    if not isinstance(name, str) or not name or "/" in name:
-        err(f"{key}.name", f"expected a non-empty string without '/', got {name!r}")
+    problem = _name_problem(name)
+    if problem:
+        err(f"{key}.name", problem)
         ok = False
     coll_raw = p.get("collective")
     coll = canonical_collective(coll_raw) if isinstance(coll_raw, str) else ""
@@ -351,7 +408,9 @@ def _parse_phase(p: Any, key: str, n: int, err: Any) -> Phase | None:
         ok = False
     try:
         size = parse_size(p.get("message_bytes"))
-    except ValueError as e:
+        if not 1 <= size <= MAX_MESSAGE_BYTES:
+            raise ValueError(f"expected 1 .. {MAX_MESSAGE_BYTES} bytes (256 TiB), got {size}")
+    except (ValueError, OverflowError) as e:
         err(f"{key}.message_bytes", str(e))
         ok = False
         size = 0
@@ -435,16 +494,27 @@ def _parse_phase(p: Any, key: str, n: int, err: Any) -> Phase | None:
     )
 
 
+def _tree_int(v: Any) -> int | None:
+    """An integer rank from a tree key or value (an int, or a decimal string for JSON keys);
+    None for anything else (1.9 is no rank)."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        return v
+    if isinstance(v, str) and re.fullmatch(r"-?\d{1,9}", v.strip()):
+        return int(v)
+    return None
+
+
 def _parse_tree(t: Any, key: str, ranks: set[int], err: Any) -> dict[int, int] | None:
     if not isinstance(t, Mapping):
         err(key, "expected a mapping {rank: parent}")
         return None
     tree: dict[int, int] = {}
     for k, v in t.items():
-        try:
-            r, par = int(k), int(v)
-        except (TypeError, ValueError):
-            err(f"{key}.{k}", f"expected integer rank: parent, got {k!r}: {v!r}")
+        r, par = _tree_int(k), _tree_int(v)
+        if r is None or par is None:
+            err(
+                f"{key}.{_short(k)}", f"expected integer rank: parent, got {_short(k)}: {_short(v)}"
+            )
             return None
         if r not in ranks or (par != -1 and par not in ranks):
             err(

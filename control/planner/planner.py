@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -138,6 +138,31 @@ class Planner:
             elapsed_s=self.last_elapsed_s,
             cache=self._flow_cache,
         )
+
+    def choices(self) -> dict[str, int]:
+        """Every planned flow's candidate index (-1: not placed), by flow id."""
+        s = self.state
+        return {s.flows[i].flow_id: int(s.choice[i]) for i in s.live_rows().tolist()}
+
+    def pin(self, choices: Mapping[str, int]) -> int:
+        """Put flows back on the candidates another planner chose for them (a standby taking
+        over restores the primary's plan exactly, whatever time its own search had); a choice
+        that is out of range or crosses a failed link is left as planned. Returns flows moved."""
+        s = self.state
+        moved = 0
+        for i in s.live_rows().tolist():
+            c = choices.get(s.flows[i].flow_id)
+            if c is None or c < 0 or c == s.choice[i]:
+                continue
+            cand_t = s.candidates_t(i)[0]
+            if c >= cand_t.shape[1] or not s.live_mask_t(cand_t[:, c : c + 1])[0]:
+                continue
+            s.place(i, c)
+            moved += 1
+        if moved:
+            s.unrouted = {f: why for f, why in s.unrouted.items() if choices.get(f, -1) < 0}
+            self._lower_bound = self.lower_bound()
+        return moved
 
     def lower_bound(self) -> float:
         """The perfect-split lower bound of the current demand (see exact.py)."""

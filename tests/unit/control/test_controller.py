@@ -10,6 +10,7 @@ import pytest
 from icefabric.control import fabric
 from icefabric.control import ice_names as n
 from icefabric.control.api import RequestError
+from icefabric.control.ccl.demand import demand_from_job
 from icefabric.control.controller import Controller, JobRejected
 from icefabric.control.daemon import api_handlers
 from icefabric.control.fabric import entity_key
@@ -261,3 +262,22 @@ def test_failed_takeover_is_retried(pipeline: PipelineConfig, tmp_path: Path) ->
         assert item is not None
         item()
     assert c.active and len(tries) == 2
+
+
+def test_backup_restores_the_primarys_paths_exactly(
+    pipeline: PipelineConfig, ctl: Controller, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Paths planned around a job that has gone since: replanning the rest afresh finds
+    # other (equally good) paths, so the standby must restore these, not plan its own.
+    ctl.add_job(job("b", ("h1", "h3", "h5", "h7")))
+    ctl.add_job(job("c", ("h2", "h4", "h6", "h8")))
+    ctl.remove_job("b")
+    fresh = Controller(SPEC, pipeline, backup=True, state_file=None)
+    fresh.planner.add(demand_from_job(ctl.jobs["c"]))
+    fresh_paths = {f.flow_id: f.path_index for f in fresh.planner.plan().flows}
+    primary_paths = {f.flow_id: f.path_index for f in ctl.planner.plan().flows}
+    assert fresh_paths != primary_paths  # the scenario is one where replanning differs
+    backup = Controller(SPEC, pipeline, backup=True, state_file=ctl.state_file)
+    backup._load_state()
+    assert {f.flow_id: f.path_index for f in backup.planner.plan().flows} == primary_paths
+    assert backup.desired() == ctl.desired()  # a takeover writes nothing
