@@ -221,7 +221,7 @@ def parse_job(data: Any, source: str = "<job>") -> JobSpec:
     problem = _name_problem(name)
     if problem:
         err("name", problem)
-        name = ""
+    name = "" if problem else str(name)
     ranks = _parse_ranks(data, err)
     n = len(ranks)
     phases_raw = data.get("phases")
