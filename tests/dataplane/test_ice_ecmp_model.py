@@ -22,7 +22,8 @@ from harness import Fabric, TargetUnavailable, make_fabric
 
 from icefabric.control import ice_names as n
 from icefabric.control.ccl.demand import Flow, demand_from_jobs
-from icefabric.control.ccl.job import load_job
+from icefabric.control.ccl.job import load_job, parse_job
+from icefabric.control.demo import interleaved_hosts, ring_job
 from icefabric.control.fabric import FabricOptions, TagMap, allocate_tags, base_entries, switch_mac
 from icefabric.control.p4rt import TableEntry
 from icefabric.control.planner.ecmp import EcmpModel, flow_ecmp_key
@@ -148,11 +149,17 @@ def check_flows(ef: EcmpFabric, model: EcmpModel, flows: list[Flow]) -> dict[str
     return taken
 
 
-def test_readme_example_flows_take_the_modelled_paths_and_loads() -> None:
+@pytest.mark.parametrize("which", ["readme", "demo"])
+def test_example_flows_take_the_modelled_paths_and_loads(which: str) -> None:
+    """The README's `icectl plan` example and control/demo.py's ring (same fabric)."""
     spec = load_topology(README_TOPO)
     topo = Topology(spec)
     options = FabricOptions(mode="ecmp")
-    demand = demand_from_jobs([load_job(README_JOB)])
+    if which == "readme":
+        job = load_job(README_JOB)
+    else:
+        job = parse_job(ring_job(interleaved_hosts(topo), channels=2))
+    demand = demand_from_jobs([job])
     model = EcmpModel(topo, use_qp_in_hash=options.use_qp_in_hash)
     ef = build(topo, options)
     try:
