@@ -116,6 +116,7 @@ class _Switch:
     device: Any
     server: Any
     port: int
+    service: Any = None
 
 
 @dataclass(slots=True)
@@ -208,8 +209,10 @@ class VirtualFabric:
                 priority_queues=self.spec.defaults.priority_queues,
             )
             device.collect_limit = 0
-            server, port, _service = serve(device, "127.0.0.1:0")
-            self.switches[s.name] = _Switch(name=s.name, device=device, server=server, port=port)
+            server, port, service = serve(device, "127.0.0.1:0")
+            self.switches[s.name] = _Switch(
+                name=s.name, device=device, server=server, port=port, service=service
+            )
             device.packet_in_handlers.append(self._cpu_handler(s.name))
         for ln in self.spec.links:
             rate = self.spec.link_rate(ln) * 1e9 * self.config.rate_scale
@@ -223,7 +226,8 @@ class VirtualFabric:
     def stop(self) -> None:
         """Stop every P4Runtime server."""
         for sw in self.switches.values():
-            sw.server.stop(grace=None)
+            sw.server.stop(grace=None).wait()
+            sw.service.idle.stop()
         self.switches.clear()
         self._started = False
 
