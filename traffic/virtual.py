@@ -176,6 +176,11 @@ class VirtualFabric:
         self._cut: set[tuple[str, int]] = set()
         self._started = False
         self._rate_factories = dict(rate_factories or {})
+        # What each switch / host wants next, refreshed whenever it was touched (see _step).
+        self._dep: dict[str, int | None] = {}
+        self._send: dict[str, float | None] = {}
+        self._timer: dict[str, float | None] = {}
+        self._touched: set[str] = set()  # hosts whose wishes changed outside _step
         self.frame_bytes = HEADER_BYTES + cfg.mtu + ICRC_BYTES + 4
         self.base_rtt_us = cfg.base_rtt_us or self._base_rtt()
         self.hosts: dict[str, VirtualHost] = {}
@@ -256,7 +261,9 @@ class VirtualFabric:
 
     def post(self, key: FlowKey, nbytes: int, tag: int) -> None:
         """Queue a message of ``nbytes`` on flow ``key`` now; ``on_message`` fires at its receiver."""
-        self.hosts[self._by_ip[key.src_ip]].endpoint.post_send(key, nbytes, tag, now_us=self.now_us)
+        host = self._by_ip[key.src_ip]
+        self.hosts[host].endpoint.post_send(key, nbytes, tag, now_us=self.now_us)
+        self._touched.add(host)
 
     def apply_caps(self, caps: Mapping[FlowKey, float]) -> None:
         """Caps for flows anywhere in the fabric (each host gets its complete set)."""
@@ -267,6 +274,7 @@ class VirtualFabric:
                 per_host[host][key] = bps
         for name, host_caps in per_host.items():
             self.hosts[name].agent.apply_caps(host_caps)
+            self._touched.add(name)
 
     # ---- time -------------------------------------------------------------------------------
     @property
@@ -276,6 +284,7 @@ class VirtualFabric:
 
     def run_until(self, t_us: int) -> None:
         """Process every event up to ``t_us`` and leave the clock there."""
+        self._refresh_all()
         while True:
             t = self._next_time(timers=True)
             if t is None or t > t_us:
@@ -290,6 +299,7 @@ class VirtualFabric:
         Rate-algorithm timers alone do not keep the fabric busy.  ``max_us`` bounds the run
         (RuntimeError naming what is still pending if it is reached).
         """
+        self._refresh_all()
         while True:
             t = self._next_time(timers=False)
             if t is None:
@@ -476,68 +486,82 @@ class VirtualFabric:
             t_arrive = math.ceil(t + len(frame) * 8e6 / vh.line_rate_bps + vh.delay_us)
             self._push(t_arrive, _TO_SWITCH, vh.leaf, vh.port, frame)
 
+    def _refresh_all(self) -> None:
+        """Re-read every switch's and host's next wish (before a run: the caller may have
+        changed anything, e.g. the controller wrote entries or sent packet-outs)."""
+        now = self.now_us
+        for name, sw in self.switches.items():
+            dev = sw.device
+            self._dep[name] = now if dev.backlog() else dev.next_departure_us()
+        for name in self.hosts:
+            self._refresh_host(name)
+        self._touched.clear()
+
+    def _refresh_host(self, name: str) -> None:
+        vh = self.hosts[name]
+        self._send[name] = vh.endpoint.next_send_us()
+        self._timer[name] = vh.agent.next_timer_us()
+
     def _next_timer(self) -> int | None:
         best: float | None = None
-        for vh in self.hosts.values():
-            t = vh.agent.next_timer_us()
+        for t in self._timer.values():
             if t is not None and (best is None or t < best):
                 best = t
         return None if best is None else max(self.now_us, math.ceil(best))
 
     def _next_time(self, *, timers: bool) -> int | None:
-        now = self.now_us
-        cands: list[int] = []
-        if self._events:
-            cands.append(self._events[0][0])
-        for sw in self.switches.values():
-            t = sw.device.next_departure_us()
-            if t is not None:
-                cands.append(t)
-            if sw.device.backlog():
-                cands.append(now)
-        for vh in self.hosts.values():
-            t_send = vh.endpoint.next_send_us()
-            if t_send is not None:
-                cands.append(math.ceil(t_send))
+        best: float | None = self._events[0][0] if self._events else None
+        for dep in self._dep.values():
+            if dep is not None and (best is None or dep < best):
+                best = dep
+        for t_send in self._send.values():
+            if t_send is not None and (best is None or t_send < best):
+                best = t_send
         if timers:
-            t_timer = self._next_timer()
-            if t_timer is not None:
-                cands.append(t_timer)
-        if not cands:
+            for t_timer in self._timer.values():
+                if t_timer is not None and (best is None or t_timer < best):
+                    best = t_timer
+        if best is None:
             return None
-        return max(now, min(cands))
+        return max(self.now_us, math.ceil(best))
 
     def _step(self, t: int) -> None:
         if t > self.now_us:
             self.clock.set(t)
         events = self._events
         switches = self.switches
+        touched_switches: set[str] = set()
+        touched = self._touched
         while events and events[0][0] <= t:
             _, _, kind, target, port, data = heapq.heappop(events)
             if kind == _TO_SWITCH:
                 sw = switches.get(target)
                 if sw is not None:
                     sw.device.inject(port, data)
+                    touched_switches.add(target)
             else:
                 vh = self.hosts[target]
+                touched.add(target)
                 replies = vh.endpoint.receive(float(t), data)
                 if replies:
                     self._send_from_host(vh, t, replies)
-        for vh in self.hosts.values():
-            agent = vh.agent
-            due = agent.next_timer_us()
+        for name, vh in self.hosts.items():
+            due = self._timer[name]
             if due is not None and due <= t:
-                agent.on_timer(float(t))
-            t_send = vh.endpoint.next_send_us()
+                vh.agent.on_timer(float(t))
+                touched.add(name)
+            t_send = self._send[name]
             if t_send is not None and t_send <= t:
+                touched.add(name)
                 frames = vh.endpoint.poll(float(t))
                 if frames:
                     self._send_from_host(vh, t, frames)
-        for sw in switches.values():
-            device = sw.device
-            if device.backlog():
+        for name, sw in switches.items():
+            dep = self._dep[name]
+            if name in touched_switches or (dep is not None and dep <= t):
+                device = sw.device
                 device.run_until_idle()
-                continue
-            t_dep = device.next_departure_us()
-            if t_dep is not None and t_dep <= t:
-                device.run_until_idle()
+                self._dep[name] = device.next_departure_us()
+        # Hosts touched above, and those a message callback posted to or capped meanwhile.
+        while touched:
+            self._refresh_host(touched.pop())
