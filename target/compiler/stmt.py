@@ -255,8 +255,8 @@ class StmtGen(CallGen):
             raise err("switch needs a table's action_run or a value", s.expr.loc)
         tmp = self.em.tmp("sw")
         self.em.line(f"{tmp} = {sel.code}")
+        groups: list[tuple[list[str], A.Block]] = []
         pending: list[str] = []
-        first = True
         for case in s.cases:
             for label in case.labels:
                 if isinstance(label, A.Default):
@@ -272,14 +272,18 @@ class StmtGen(CallGen):
                     pending.append(f"{tmp} == {lv.code}")
             if case.body is None:
                 continue
-            cond = " or ".join(pending) if "True" not in pending else "True"
-            head = "if" if first else "elif"
-            if cond == "True" and not first:
-                head, cond = "else", ""
-            with self.em.block(f"{head} {cond}:".replace(" :", ":")):
-                self.block_stmts(case.body.stmts)
-            first = False
+            groups.append((pending, case.body))
             pending = []
+        # `default` is taken only when no label matches, wherever it is written (p4c makes a
+        # value switch a table and BMv2 maps action_run labels to their actions)
+        groups.sort(key=lambda g: "True" in g[0])
+        for i, (conds, body) in enumerate(groups):
+            if "True" in conds:
+                head = "if True:" if i == 0 else "else:"
+            else:
+                head = f"{'if' if i == 0 else 'elif'} {' or '.join(conds)}:"
+            with self.em.block(head):
+                self.block_stmts(body.stmts)
 
     def apply_table_of(self, e: A.Expr) -> TableInfo | None:
         """The table of a ``t.apply()`` expression, if any."""

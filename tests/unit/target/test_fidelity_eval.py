@@ -236,3 +236,9 @@ def test_hash_and_checksum_leave_out_fields_of_invalid_headers() -> None:
     hash(sum, HashAlgorithm.csum16, 16w0, { hdr.h.a, hdr.h.b, hdr.h2 }, 17w65536);
     hdr.h.c = sum[15:8]; hdr.h.d = sum[7:0];"""
     assert run(body)[2:4] == csum16_bytes(bytes([1, 2])).to_bytes(2, "big")
+
+
+def test_switch_default_is_taken_only_when_no_label_matches() -> None:
+    body = "switch (hdr.h.a) { default: { hdr.h.d = 0xDD; } 1: { hdr.h.d = 0x11; } }"
+    assert run(body) == bytes([1, 2, 3, 0x11])
+    assert run(body, data=bytes([5, 2, 3, 4])) == bytes([5, 2, 3, 0xDD])
