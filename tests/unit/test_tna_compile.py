@@ -33,7 +33,9 @@ def _tools() -> tuple[str, Path]:
 
 
 @pytest.mark.parametrize("chip", [1, 2], ids=["tofino", "tofino2"])
-def test_tna_program_compiles_with_no_error_or_warning(chip: int, tmp_path: Path) -> None:
+def test_tna_program_compiles_with_no_error_or_warning(chip: int) -> None:
+    # No --p4runtime-files: p4test's P4Info generator knows v1model and PSA externs only (TNA's
+    # Counter/Register/DirectCounter are "unknown" to it); bf-p4c writes the TNA P4Info.
     p4test, inc = _tools()
     cmd = [
         p4test,
@@ -42,8 +44,6 @@ def test_tna_program_compiles_with_no_error_or_warning(chip: int, tmp_path: Path
         f"-D__TARGET_TOFINO__={chip}",
         "-I",
         str(inc),
-        "--p4runtime-files",
-        str(tmp_path / "p4info.txt"),
         str(PROGRAM),
     ]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)

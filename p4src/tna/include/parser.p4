@@ -44,6 +44,10 @@ parser IceTnaIngressParser(packet_in pkt,
         md.routed = false;
         md.strip_shim = false;
         md.mirror_session = 0;
+        md.now_us = 0;
+        md.flowlet_cutoff_us = 0;
+        md.feedback_every_n_minus_1 = 0;
+        md.mirror_md.setInvalid();
         transition select(ig_intr_md.ingress_port) {
             ICE_TNA_CPU_PORT: parse_packet_out;
             default: parse_ethernet;
@@ -188,6 +192,17 @@ parser IceTnaEgressParser(packet_in pkt,
         md.report_qdepth_threshold = 0;
         md.feedback_src_mac = 0;
         md.feedback_dst_mac = 0;
+        md.stats_port = 0;
+        md.record_ingress_port = 0;
+        md.tx_bytes_lo = 0;
+        md.tx_bytes_hi = 0;
+        md.enq_qdepth = 0;
+        md.deq_qdepth = 0;
+        md.now_us = 0;
+        md.fb_hop_count = 0;
+        md.report_every_n_minus_1 = 0;
+        md.report_reason = 0;
+        md.pkt_len = 0;
         transition select(pkt.lookahead<bit<8>>()) {
             ICE_MD_BRIDGED: parse_bridged;
             ICE_MD_MIRROR: parse_mirror;
