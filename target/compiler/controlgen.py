@@ -449,6 +449,8 @@ class ControlGen(TableGenMixin, ParserGen):
             t = self.unit.resolve_type(p.type)
             if isinstance(v, Ref) and v.sbase is not None:
                 kinds.append(f"ref {v.base} {v.readonly or p.direction in ('in', '')}")
+            elif isinstance(v, Ref):
+                kinds.append("dyn")  # e.g. hdr.stack[i]: copied in and out
             elif isinstance(v, V) and v.write is not None and p.direction in ("inout", "out"):
                 kinds.append(f"lv {v.code}")
             elif isinstance(v, V) and is_scalar(t):
@@ -471,18 +473,28 @@ class ControlGen(TableGenMixin, ParserGen):
             variant = self._compile_variant(sub, params, vals)
             sub.variants[sig] = variant
         func, copy_slots = variant
+        copy_back: list[tuple[Ref, int]] = []
         for slot, v, a, p in zip(copy_slots, vals, e.args, params, strict=True):
             assert p.type is not None
-            if slot is not None:
+            if p.direction == "out" and isinstance(v, Ref):
+                self.reset_out(v)
+            if isinstance(slot, int) and isinstance(v, Ref):
+                n = v.type.slots
+                if p.direction != "out":
+                    self.em.line(f"S[{slot}:{slot + n}] = S[{v.base}:{add_base(v.base, n)}]")
+                if p.direction in ("out", "inout"):
+                    copy_back.append((v, slot))
+            elif slot is not None:
                 t = self.unit.resolve_type(p.type)
                 assert isinstance(v, V)
                 self.em.line(f"S[{slot}] = {self.coerce(v, t, a.loc).code}")
-            if p.direction == "out" and isinstance(v, Ref):
-                self.reset_out(v)
         if isinstance(sub.decl, A.ParserDecl):
             self.em.line(f"pos = {func}(S, data, nbits, pos)")
         else:
             self.em.line(f"{func}(S)")
+        for v, slot in copy_back:
+            n = v.type.slots
+            self.em.line(f"S[{v.base}:{add_base(v.base, n)}] = S[{slot}:{slot + n}]")
         return V("", VOID)
 
     def _compile_variant(
@@ -504,6 +516,11 @@ class ControlGen(TableGenMixin, ParserGen):
             elif isinstance(v, V):
                 base = self.unit.alloc(t)
                 bindings[p.name] = slot_v(str(base), t)
+                copy_slots.append(base)
+            elif isinstance(v, Ref):  # a location known only at run time: a copy of it
+                base = self.unit.alloc(v.type)
+                ro = v.readonly or p.direction in ("in", "")
+                bindings[p.name] = Ref(str(base), v.type, base, ro)
                 copy_slots.append(base)
             else:
                 bindings[p.name] = v

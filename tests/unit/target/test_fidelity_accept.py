@@ -279,3 +279,21 @@ def test_a_control_instance_applied_to_different_arguments() -> None:
     }"""
     with pytest.raises(P4CompileError, match="same arguments"):
         run(decls=decls, locals_="Look() look;", body="look.apply(hdr.h); look.apply(hdr.h2);")
+
+
+def test_control_applied_to_a_dynamically_indexed_stack_element() -> None:
+    decls = "control Mark(inout h_t h, in bit<8> v) { apply { h.d = v; } }"
+    text = (
+        src(locals_="Mark() mark;", body="bit<8> i = hdr.h.a; mark.apply(hdr.st[i], 0x77);")
+        .replace("struct hs { h_t h;", decls + "\nstruct hs { h_t[2] st; h_t h;")
+        .replace("apply { p.emit(hdr.h);", "apply { p.emit(hdr.st); p.emit(hdr.h);")
+        .replace(
+            "state start { p.extract(hdr.h);",
+            "state start { p.extract(hdr.st[0]); p.extract(hdr.st[1]); p.extract(hdr.h);",
+        )
+    )
+    pipeline = compile_source(text, filename="dynarg.p4").instantiate()
+    data = bytes([9, 9, 9, 9, 8, 8, 8, 8, 1, 0, 0, 0])
+    res = pipeline.ingress(data, 0)
+    out = pipeline.egress(res.ctx, egress_port=1).data
+    assert out == bytes([9, 9, 9, 9, 8, 8, 8, 0x77, 1, 0, 0, 0])
