@@ -23,6 +23,7 @@ a CNP to the data's QP number, and the sender finds its flow by (peer address, Q
 from __future__ import annotations
 
 import logging
+import math
 import struct
 from collections import deque
 from collections.abc import Callable
@@ -182,6 +183,7 @@ class Endpoint:
         cnp_interval_us: float = 50.0,
         link_rate_scale: float = 1.0,
         granularity_us: float = 1.0,
+        nic_quantum_us: float = 0.0,
         on_message: MessageCallback | None = None,
     ) -> None:
         if not 64 <= mtu <= 9000:
@@ -196,6 +198,10 @@ class Endpoint:
         self.link_rate_scale = link_rate_scale
         self.on_message = on_message
         self.granularity_us = granularity_us  # how late a driver may poll (its time step)
+        # The NIC's serialisation time rounded up to this (0: exact).  The virtual-time switches
+        # drain a port in whole microseconds per packet; a NIC exactly at the same line rate
+        # would outrun them by a fraction of a microsecond per frame and build a queue.
+        self.nic_quantum_us = nic_quantum_us
         self.frame_bytes = HEADER_BYTES + mtu + ICRC_BYTES  # a full data frame
         self.tx: dict[FlowKey, _TxFlow] = {}
         self.rx: dict[tuple[str, int, int], _RxFlow] = {}  # (src ip, sport, qp)
@@ -277,7 +283,11 @@ class Endpoint:
                 start = max(flow.next_tx_us, self._nic_free_us, now_us - self.granularity_us)
                 rate = self.agent.rate_bps(flow.key)
                 flow.next_tx_us = start + bits * 1e6 / rate
-                self._nic_free_us = start + bits * 1e6 / line
+                gap = bits * 1e6 / line
+                if self.nic_quantum_us > 0:
+                    q = self.nic_quantum_us
+                    gap = math.ceil(gap / q) * q
+                self._nic_free_us = start + gap
                 self._account(flow, now_us, len(frame))
                 self._rr = (idx + 1) % n
                 sent = True

@@ -402,6 +402,7 @@ class VirtualFabric:
             mtu=cfg.mtu,
             cnp_interval_us=cnp_interval,
             link_rate_scale=cfg.rate_scale,
+            nic_quantum_us=1.0,  # the switches drain in whole microseconds per packet
             on_message=self._message_handler(h.name),
         )
         return VirtualHost(

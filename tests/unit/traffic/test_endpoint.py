@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
+import math
+
 import pytest
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
@@ -217,3 +220,18 @@ def test_feedback_reaches_the_agent_and_moves_the_ice_rate() -> None:
     a.receive(1.0, b"\x00" * 20)
     c = a.counters
     assert (c.malformed_feedback, c.feedback_unknown_flow, c.other) == (1, 1, 1)
+
+
+def test_nic_quantum_never_outruns_a_switch_draining_in_whole_microseconds() -> None:
+    ep = Endpoint(
+        Agent("h1", "10.0.1.1", line_rate_bps=100e6, kind="dcqcn"),
+        mac="02:00:00:00:00:01",
+        gateway_mac=GW,
+        mtu=4096,
+        nic_quantum_us=1.0,
+    )
+    key = ep.open_flow("10.0.2.1")
+    ep.post_send(key, 4096 * 6, tag=1, now_us=0.0)
+    times = [t for t, _ in _drain(ep, 1e6)]
+    exact = ep.frame_bytes * 8 / 100e6 * 1e6  # 332.96 us: a switch port drains one per 333 us
+    assert [b - a for a, b in itertools.pairwise(times)] == [math.ceil(exact)] * 5
