@@ -227,6 +227,16 @@ class Endpoint:
         self._order.append(key)
         return key
 
+    def close_flow(self, key: FlowKey) -> FlowStats:
+        """Close a flow (its unsent messages are dropped); returns its final sender stats."""
+        flow = self.tx.pop(key, None)
+        if flow is None:
+            raise KeyError(f"Endpoint {self.host}: no open flow {key}")
+        self._order.remove(key)
+        self._rr = 0
+        self.agent.close_flow(key)
+        return flow.stats
+
     def post_send(self, key: FlowKey, nbytes: int, tag: int, now_us: float | None = None) -> None:
         """Queue a message of ``nbytes`` on flow ``key``; ``tag`` (32 bits) names it at the receiver."""
         flow = self.tx.get(key)

@@ -235,3 +235,18 @@ def test_nic_quantum_never_outruns_a_switch_draining_in_whole_microseconds() -> 
     times = [t for t, _ in _drain(ep, 1e6)]
     exact = ep.frame_bytes * 8 / 100e6 * 1e6  # 332.96 us: a switch port drains one per 333 us
     assert [b - a for a, b in itertools.pairwise(times)] == [math.ceil(exact)] * 5
+
+
+def test_closed_flows_leave_the_round_robin_and_are_reported_done() -> None:
+    a, _, _ = _pair()
+    k1, k2 = a.open_flow("10.0.2.1"), a.open_flow("10.0.3.1")
+    a.post_send(k1, 4096, tag=1, now_us=0.0)
+    a.post_send(k2, 4096, tag=2, now_us=0.0)
+    a.agent.take_changes()
+    stats = a.close_flow(k1)
+    assert stats.key == k1
+    assert [parse_roce(f).dst_ip for _, f in _drain(a, 1e6)] == ["10.0.3.1"] * 4
+    assert [(r.key, r.state) for r in a.agent.take_changes()] == [(k1, "done")]
+    assert [r.key for r in a.agent.flow_reports()] == [k2]
+    with pytest.raises(KeyError, match="no open flow"):
+        a.close_flow(k1)
