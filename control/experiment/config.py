@@ -21,6 +21,8 @@ Format (traffic/README.md, "Experiment files", is the reference)::
     rates:
       scale: 0.001                    # link rate in the run = spec rate x scale (default 0.001)
       mtu_bytes: 4096                 # RoCEv2 payload per packet (default 4096)
+      link_delay_us: 1.0              # one-way delay of links without delay_us, at the spec's
+                                      # rates (default 1); every delay runs x 1/scale
     engine: virtual                   # virtual (default) | mininet
     target: embedded                  # the switches: embedded (ice-switch)
     limits: {virtual_ms: 2000, wall_s: 300}   # give up (mode fails) past either
@@ -107,6 +109,7 @@ class Rates:
 
     scale: float = 1e-3
     mtu_bytes: int = 4096
+    link_delay_us: float = 1.0  # one-way delay of every link at the spec's rates (x 1/scale)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -150,7 +153,11 @@ class Experiment:
             "slices": self.slices,
             "modes": list(self.modes),
             "seed": self.seed,
-            "rates": {"scale": self.rates.scale, "mtu_bytes": self.rates.mtu_bytes},
+            "rates": {
+                "scale": self.rates.scale,
+                "mtu_bytes": self.rates.mtu_bytes,
+                "link_delay_us": self.rates.link_delay_us,
+            },
             "engine": self.engine,
             "target": self.target,
             "limits": {"virtual_ms": self.limits.virtual_ms, "wall_s": self.limits.wall_s},
@@ -166,6 +173,24 @@ def interleaved_hosts(spec: TopologySpec) -> list[str]:
     for i in range(max((len(x) for x in per_leaf), default=0)):
         out.extend(x[i] for x in per_leaf if i < len(x))
     return out
+
+
+def run_topology(exp: Experiment) -> TopologySpec:
+    """The topology as an engine runs it: links without a delay get ``rates.link_delay_us``,
+    and every delay is stretched by 1/scale like the other time constants (1 us at 100 Gbit/s
+    becomes 1 ms at 100 Mbit/s), so a path holds as many packets in flight as at full rate."""
+    from dataclasses import replace
+
+    spec = exp.topology
+    k = 1.0 / exp.rates.scale
+    return replace(
+        spec,
+        defaults=replace(spec.defaults, link_delay_us=exp.rates.link_delay_us * k),
+        links=tuple(
+            replace(ln, delay_us=ln.delay_us * k) if ln.delay_us is not None else ln
+            for ln in spec.links
+        ),
+    )
 
 
 def load_experiment(path: str | Path) -> Experiment:
@@ -454,8 +479,8 @@ def _rates(raw: Any, err: Any) -> Rates:
         err("rates", "expected a mapping {scale, mtu_bytes}")
         return Rates()
     for k in raw:
-        if k not in ("scale", "mtu_bytes"):
-            err(f"rates.{k}", "unknown key (expected one of mtu_bytes, scale)")
+        if k not in ("scale", "mtu_bytes", "link_delay_us"):
+            err(f"rates.{k}", "unknown key (expected one of link_delay_us, mtu_bytes, scale)")
     scale = _number(
         raw.get("scale", _DEF_RATES.scale), "rates.scale", err, 0.0, 1.0, _DEF_RATES.scale
     )
@@ -463,7 +488,11 @@ def _rates(raw: Any, err: Any) -> Rates:
     if isinstance(mtu, bool) or not isinstance(mtu, int) or not 256 <= mtu <= 9000:
         err("rates.mtu_bytes", f"expected an integer 256..9000, got {mtu!r}")
         mtu = _DEF_RATES.mtu_bytes
-    return Rates(scale=scale, mtu_bytes=mtu)
+    delay = raw.get("link_delay_us", _DEF_RATES.link_delay_us)
+    if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not 0 <= delay <= 1e6:
+        err("rates.link_delay_us", f"expected a number of microseconds 0..1e6, got {delay!r}")
+        delay = _DEF_RATES.link_delay_us
+    return Rates(scale=scale, mtu_bytes=mtu, link_delay_us=float(delay))
 
 
 def _limits(raw: Any, err: Any) -> Limits:

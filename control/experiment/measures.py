@@ -45,6 +45,8 @@ class Observed:
     packets: int = 0  # data packets sent by the hosts
     losses: int = 0  # PSN gaps seen by receivers
     paths: dict[str, list[str]] = field(default_factory=dict)  # flow -> switches (from INT)
+    # flow -> (payload bytes received, first and last packet at the receiver, us)
+    flow_rx: dict[str, tuple[int, float, float]] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # engine-specific counters
 
 
@@ -187,6 +189,11 @@ def measure(obs: Observed, schedule: Schedule, spec: TopologySpec, scale: float)
                 "max": round(max(fct.values(), default=0.0), 3),
             },
             "per_flow_us": fct,
+            # receiver goodput between its first and last packet (payload, run's rates)
+            "goodput_gbps": {
+                f: round(b * 8 / (t1 - t0) / 1e3, 6) if t1 > t0 else None
+                for f, (b, t0, t1) in sorted(obs.flow_rx.items())
+            },
         },
         "messages": {"total": len(schedule.messages), "arrived": len(ex.arrived_us)},
         "links": links,

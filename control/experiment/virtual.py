@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 from icefabric.control import ice_names as n
-from icefabric.control.experiment.config import Experiment, Mode
+from icefabric.control.experiment.config import Experiment, Mode, run_topology
 from icefabric.control.experiment.measures import Observed
 from icefabric.control.experiment.runner import Progress
 from icefabric.control.fabric import ALL_PATH_KINDS, FabricOptions
@@ -31,11 +31,12 @@ log = logging.getLogger(__name__)
 STEP_US = 2000  # the loop checks limits and reports progress every 2 ms of virtual time
 REPORT_EVERY_N = 64  # sampled INT reports (to learn each flow's path), 1 in N packets
 FLOWLET_TIMEOUT_US = 100  # FabricOptions' default, for links at the spec's rates
-# ICE: INT feedback for every 8th data packet of a flow.  The tx-rate term of HPCC's per-hop
-# utilisation is measured between two feedbacks of the flow; at the run's link rates a flow sends
-# about two packets per base RTT, so over fewer packets the estimate is dominated by whole-packet
-# quantisation (and every feedback packet also takes uplink capacity).  Measured on the default
-# preset (4 MiB, slices 4): busbw / bound 0.78 with N=2, 0.84 with 4, 0.89 with 8, 0.88 with 16.
+# ICE: INT feedback for every 8th data packet of a flow.  Each feedback packet is a separate
+# ~190-byte frame on the reverse path (4-5 % of a 4 KiB data flow's rate at N=1, queued with the
+# data at the last hop's uplink), and the tx-rate term of HPCC's per-hop utilisation is measured
+# between two feedbacks, so over few packets it is dominated by whole-packet quantisation.
+# Measured on the default preset (4 MiB, 4 slices, 1 us links): ICE's busbw / bound 0.81 with
+# N=1, 0.87 with 2, 0.89 with 4, 0.91 with 8.
 FEEDBACK_EVERY_N = 8
 
 
@@ -60,7 +61,7 @@ class VirtualEngine:
         from icefabric.control.controller import Controller
         from icefabric.traffic.virtual import VirtualConfig, VirtualFabric
 
-        spec = exp.topology
+        spec = run_topology(exp)  # delays stretched like the rates
         cfg = VirtualConfig(
             rate_scale=exp.rates.scale, mtu=exp.rates.mtu_bytes, kind=mode.rate, seed=exp.seed
         )
@@ -146,7 +147,7 @@ class VirtualEngine:
             fab.run_until(fab.now_us + STEP_US)
             progress(mode.name, len(ex.arrived_us) / total)
         progress(mode.name, len(ex.arrived_us) / total)
-        return observe(exp, mode, fab, ex, ports0, drops0, paths, error)
+        return observe(exp, mode, fab, ex, ports0, drops0, paths, error, keys)
 
 
 def spec_switches(exp: Experiment) -> Any:
@@ -212,6 +213,7 @@ def observe(
     drops0: dict[str, int],
     paths: dict[str, list[str]],
     error: str | None,
+    keys: dict[str, Any],
 ) -> Observed:
     """What the fabric counted during the run, as an :class:`Observed`."""
     names = link_names(exp)
@@ -233,6 +235,7 @@ def observe(
         link_bps[f"{h.name}>{h.leaf}"] = exp.topology.host_rate(h) * 1e9 * scale
         link_bytes[f"{h.name}>{h.leaf}"] = 0
     stats = fab.flow_stats()
+    flow_ids = {k: f for f, k in keys.items()}
     for key, st in stats.items():
         host = fab.host_of_ip(key.src_ip)
         link_bytes[f"{host}>{fab.host(host).leaf}"] += st.bytes_sent
@@ -257,6 +260,13 @@ def observe(
         packets=sum(st.packets_sent for st in stats.values()),
         losses=sum(st.psn_gap_losses for st in stats.values()),
         paths=paths,
+        flow_rx={
+            fid: (st.bytes_received, float(st.first_rx_us), float(st.last_rx_us))
+            for key, st in stats.items()
+            if (fid := flow_ids.get(key)) is not None
+            and st.first_rx_us is not None
+            and st.last_rx_us is not None
+        },
         extra={
             "feedback_received": sum(st.feedback_received for st in stats.values()),
             "base_rtt_us": round(fab.base_rtt_us, 3),
