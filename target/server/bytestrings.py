@@ -12,8 +12,8 @@ def encode(value: int, bitwidth: int | None = None) -> bytes:
 
 def decode(data: bytes, bitwidth: int, what: str) -> int:
     """Decode a bytestring for a `bitwidth`-bit field; OUT_OF_RANGE if it does not fit."""
-    if not data:
-        raise invalid(f"{what}: empty bytestring")
+    if not data:  # P4Runtime "Bytestrings": a zero-length string is always OUT_OF_RANGE
+        raise out_of_range(f"{what}: empty bytestring (expected at least one byte)")
     value = int.from_bytes(data, "big")
     if bitwidth > 0 and value >> bitwidth:
         raise out_of_range(f"{what}: value 0x{data.hex()} does not fit in {bitwidth} bits")

@@ -101,6 +101,8 @@ def decode_match(info: TableInfo, matches: list[p4runtime_pb2.FieldMatch]) -> tu
             high = decode(fm.range.high, bw, where + " high")
             if low > high:
                 raise invalid(f"{where}: range low {low} > high {high}")
+            if low == 0 and high == (1 << bw) - 1:  # P4Runtime: a don't-care range is omitted
+                raise invalid(f"{where}: range covers the whole field (omit it for don't care)")
             out.append(Match.range(low, high))
         elif kind == "optional":
             out.append(Match.optional(decode(fm.optional.value, bw, where)))
@@ -243,6 +245,10 @@ def write_table_entry(state: PipelineState, update_type: int, te: p4runtime_pb2.
     if te.is_default_action:
         _write_default(state, info, table, te, update_type)
         return
+    if not info.field_order:  # P4Runtime: a keyless table has only its default entry
+        raise invalid(
+            f"table {info.name} has no match fields: only its default entry may be modified"
+        )
     entry = _build_entry(state, info, table, te, update_type)
     ident = table.entry_identity(entry.match, entry.priority)
     key = (info.id, ident)

@@ -13,14 +13,24 @@ Layout = list[tuple[int, str, int]]  # (metadata id, name, bitwidth)
 
 
 def build_packet_out(layout: Layout | None, msg: p4runtime_pb2.PacketOut) -> bytes:
-    """packet_out header bytes (fields in P4Info order, missing ones 0) + payload."""
+    """packet_out header bytes (fields in P4Info order, missing ones 0) + payload.
+
+    INVALID_ARGUMENT (the packet is dropped) for a PacketOut without any metadata when the
+    program has a packet_out header, a metadata id given twice, or an unknown one."""
     if not layout:
         return bytes(msg.payload)
-    given: dict[int, bytes] = {m.metadata_id: m.value for m in msg.metadata}
+    given: dict[int, bytes] = {}
+    for m in msg.metadata:
+        if m.metadata_id in given:
+            raise invalid(f"PacketOut: metadata id {m.metadata_id} given twice")
+        given[m.metadata_id] = m.value
     known = {mid for mid, _, _ in layout}
     unknown = set(given) - known
     if unknown:
         raise invalid(f"PacketOut: unknown metadata id(s) {sorted(unknown)}")
+    if not given:
+        names = ", ".join(name for _, name, _ in layout)
+        raise invalid(f"PacketOut: no metadata (the packet_out header needs {names})")
     acc = 0
     total = 0
     for mid, name, width in layout:

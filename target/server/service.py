@@ -389,10 +389,26 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[mi
             return
         try:
             data = build_packet_out(state.index.controller_headers.get("packet_out"), msg)
+            if len(data) > self.device.max_packet_bytes:
+                raise P4RTError(
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    f"PacketOut of {len(data)} bytes exceeds the switch's "
+                    f"{self.device.max_packet_bytes}-byte limit",
+                )
         except P4RTError as err:
-            self._stream_error(session, err.rpc_code, err.message, msg)
+            self._reject_packet_out(session, err, msg)
             return
         self.device.packet_out(data)
+
+    def _reject_packet_out(
+        self, session: Session, err: P4RTError, msg: p4runtime_pb2.PacketOut
+    ) -> None:
+        """Drop a bad PacketOut: count it, log it (the first and every 1000th), tell the client."""
+        self.device.drops["packet_out_invalid"] += 1
+        n = self.device.drops["packet_out_invalid"]
+        if n == 1 or n % 1000 == 0:
+            log.warning("PacketOut dropped (%d so far): %s", n, err.message)
+        self._stream_error(session, err.rpc_code, err.message, msg)
 
     @staticmethod
     def _stream_error(
