@@ -280,8 +280,9 @@ class EmbeddedFabric(Fabric):
 
     kind = "embedded"
 
-    def __init__(self) -> None:
+    def __init__(self, priority_queues: int = PRIORITY_QUEUES) -> None:
         super().__init__()
+        self.priority_queues = priority_queues
         from icefabric.target.runtime.clock import ManualClock
 
         self.clock = ManualClock(start_us=START_US)
@@ -300,7 +301,7 @@ class EmbeddedFabric(Fabric):
             device_id=device_id,
             cpu_port=CPU_PORT,
             clock=self.clock,
-            priority_queues=PRIORITY_QUEUES,
+            priority_queues=self.priority_queues,
         )
         server, port, _service = serve(
             device, "127.0.0.1:0", max_workers=4, loader=_load_bundle_cached
@@ -519,8 +520,9 @@ class Bmv2Fabric(Fabric):
     kind = "bmv2"
     settle_s = 0.1  # BMv2 is real time: a fabric is quiet after this long without packets
 
-    def __init__(self) -> None:
+    def __init__(self, priority_queues: int = PRIORITY_QUEUES) -> None:
         super().__init__()
+        self.priority_queues = priority_queues
         reason = bmv2_unavailable_reason()
         if reason:
             raise TargetUnavailable(reason)
@@ -621,7 +623,7 @@ class Bmv2Fabric(Fabric):
                 "--cpu-port",
                 str(CPU_PORT),
                 "--priority-queues",
-                str(PRIORITY_QUEUES),
+                str(self.priority_queues),
             ]
             self._procs[name] = subprocess.Popen(
                 cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -690,11 +692,11 @@ class Bmv2Fabric(Fabric):
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
-def make_fabric() -> Fabric:
-    """A new, empty fabric of the target ICE_TARGET selects."""
+def make_fabric(priority_queues: int = PRIORITY_QUEUES) -> Fabric:
+    """A new, empty fabric of the target ICE_TARGET selects (egress queues per port)."""
     if target_name() == "bmv2":
-        return Bmv2Fabric()
-    return EmbeddedFabric()
+        return Bmv2Fabric(priority_queues)
+    return EmbeddedFabric(priority_queues)
 
 
 @contextlib.contextmanager

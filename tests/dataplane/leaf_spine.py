@@ -98,6 +98,9 @@ class Options:
     ecn: tuple[int, int, int] | None = None  # (kmin, kmax, pmax_mask) for every port
     s1_buckets: int = 32  # buckets of PATH_BUCKETS that go via S1 (the rest via S2)
     hop_limit: int = 0
+    # Egress queues per port the switches run with; IceIngress.queue_config is always written
+    # for PRIORITY_QUEUES, as the controller does for the spec (fewer: a mismatched switch).
+    switch_queues: int = PRIORITY_QUEUES
 
 
 @dataclass
@@ -338,7 +341,7 @@ def program_switch_common(
 def build_leaf_spine(opts: Options | None = None) -> LeafSpine:
     """Create and program the fabric on the target ICE_TARGET selects."""
     opts = opts or Options()
-    fab = make_fabric()
+    fab = make_fabric(opts.switch_queues)
     try:
         for leaf in ("L1", "L2"):
             fab.add_switch(leaf, (*LEAF_HOST_PORTS, *UPLINK.values()))

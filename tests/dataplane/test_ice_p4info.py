@@ -72,3 +72,45 @@ def test_controller_headers(p4info: object) -> None:
         ("reason", 8),
     ]
     assert headers["packet_out"] == [("egress_port", 9), ("_pad0", 7)]
+
+
+def test_p4info_agrees_with_p4c(p4info: object) -> None:
+    """Every table, action (with its parameters), counter, register and packet-metadata entry
+    of the embedded target's P4Info is what p4c-bm2-ss generates, ids included."""
+    import shutil
+
+    from google.protobuf import text_format
+    from harness import _bmv2_build
+    from p4.config.v1 import p4info_pb2
+
+    if shutil.which("p4c-bm2-ss") is None:
+        pytest.skip("p4c-bm2-ss is not on PATH")
+    path = program_path()
+    _json, p4info_path = _bmv2_build(str(path), path.stat().st_mtime)
+    theirs = text_format.Parse(p4info_path.read_text(), p4info_pb2.P4Info())
+
+    def summary(info: object) -> dict[str, object]:
+        out: dict[str, object] = {}
+        for t in info.tables:  # type: ignore[attr-defined]
+            out[f"table {t.preamble.name}"] = (
+                t.preamble.id,
+                [(m.name, m.bitwidth, m.match_type) for m in t.match_fields],
+                sorted(r.id for r in t.action_refs),
+                t.size,
+            )
+        for a in info.actions:  # type: ignore[attr-defined]
+            out[f"action {a.preamble.name}"] = (
+                a.preamble.id,
+                [(p.name, p.bitwidth) for p in a.params],
+            )
+        for kind in ("counters", "direct_counters", "registers"):
+            for x in getattr(info, kind):
+                out[f"{kind} {x.preamble.name}"] = x.preamble.id
+        for h in info.controller_packet_metadata:  # type: ignore[attr-defined]
+            out[f"header {h.preamble.name}"] = [(m.name, m.bitwidth) for m in h.metadata]
+        return out
+
+    ours, want = summary(p4info), summary(theirs)
+    assert set(ours) == set(want), sorted(set(ours) ^ set(want))
+    differ = {k: (ours[k], want[k]) for k in want if ours[k] != want[k]}
+    assert not differ, differ

@@ -6,7 +6,8 @@ it reaches S1 (as a LINK_PROBE packet-in) while the data is still queued.  A swi
 queues than that configuration assumes drops the probe (simple_switch does the same), which is
 why the queue count lives in the topology spec that both the launchers and the controller read;
 with queue_config left at its default every packet stays in queue 0 and the probe waits in line.
-Embedded target only: the test reads the queues of the in-process devices.
+Both targets: what h3 has received tells whether data is still queued; on the embedded target
+the device's queue depths and drop reasons are checked too.
 """
 
 from __future__ import annotations
@@ -25,14 +26,24 @@ from icefabric.traffic import packets as P
 pytestmark = pytest.mark.dataplane
 
 DATA_PACKETS = 12
-RATE_PPS = 100  # one data packet per 10 ms on the uplink: the rest waits
+# One data packet per 200 ms on the uplink: the rest waits, long enough on a real-time target
+# (BMv2) for the sends and a settling fabric to finish well before the queue drains.
+RATE_PPS = 5
 
 
-def _build(factory: Any) -> tuple[LeafSpine, Any]:
-    ls: LeafSpine = factory(Options(s1_buckets=64))  # every RoCE flow via S1
-    if not isinstance(ls.fabric, EmbeddedFabric):
-        pytest.skip("reads the embedded devices' queues")
-    return ls, ls.fabric.devices["L1"]
+def _build(factory: Any, switch_queues: int = PRIORITY_QUEUES) -> tuple[LeafSpine, Any]:
+    """The fabric (every RoCE flow via S1) and L1's embedded device (None on BMv2)."""
+    ls: LeafSpine = factory(Options(s1_buckets=64, switch_queues=switch_queues))
+    device = ls.fabric.devices["L1"] if isinstance(ls.fabric, EmbeddedFabric) else None
+    return ls, device
+
+
+def _program_default_queue_config(ls: LeafSpine, switches: tuple[str, ...]) -> None:
+    """Reset IceIngress.queue_config to the program's default (every packet in queue 0)."""
+    for name in switches:
+        ls.fabric[name].conn.modify(
+            TableEntry(table="IceIngress.queue_config", is_default_action=True)
+        )
 
 
 def _backlog(ls: LeafSpine, device: Any) -> int:
@@ -41,9 +52,25 @@ def _backlog(ls: LeafSpine, device: Any) -> int:
     for i in range(DATA_PACKETS):
         ls.send("h1", ls.roce("h1", "h3", sport=40000 + i, qp=0x10, psn=i))
     ls.fabric.run()
-    waiting = device.queue_depth(UPLINK["S1"])
-    assert waiting == DATA_PACKETS - 1  # the first one left at once, the rest is queued
-    return waiting
+    delivered = len(ls.received("h3"))
+    assert delivered < DATA_PACKETS // 2, f"the uplink is not backlogged: {delivered} delivered"
+    if device is not None:
+        assert device.queue_depth(UPLINK["S1"]) == DATA_PACKETS - 1  # the first one left
+    return DATA_PACKETS - delivered
+
+
+def _drain(ls: LeafSpine, waiting: int) -> list[bytes]:
+    """Let the backlog drain at RATE_PPS; return what reached h3 meanwhile."""
+    got: list[bytes] = []
+    ls.fabric.advance_us((waiting + 1) * 1_000_000 // RATE_PPS)
+
+    def drained() -> bool:
+        got.extend(ls.received("h3"))
+        return len(got) >= waiting
+
+    with contextlib.suppress(AssertionError):  # the caller checks the count
+        wait_for(drained, 10.0, "the backlog to drain")
+    return got
 
 
 def _probe_packet_ins(ls: LeafSpine, timeout: float) -> list[PacketIn]:
@@ -61,49 +88,52 @@ def _probe_packet_ins(ls: LeafSpine, timeout: float) -> list[PacketIn]:
 
 def test_probe_leaves_before_queued_data(leaf_spine_factory: Any) -> None:
     ls, l1 = _build(leaf_spine_factory)
-    assert l1.priority_queues == PRIORITY_QUEUES
+    if l1 is not None:
+        assert l1.priority_queues == PRIORITY_QUEUES
     waiting = _backlog(ls, l1)
     probe = LldpProbe(chassis="L1", port=UPLINK["S1"], ttl_s=1).encode()
     ls.fabric["L1"].conn.packet_out(probe, egress_port=UPLINK["S1"], _pad0=0)
     pins = _probe_packet_ins(ls, 5.0)
     assert len(pins) == 1 and pins[0].metadata["ingress_port"] == SPINE_DOWN["L1"]
     assert pins[0].metadata["reason"] == P.PUNT_REASON_LINK_PROBE
-    # the probe overtook every data packet: they still wait in queue 0, none reached h3 yet
-    assert l1.queue_depth(UPLINK["S1"], priority=0) == waiting
-    assert len(ls.received("h3")) == 1
-    ls.fabric.advance_us(DATA_PACKETS * 1_000_000 // RATE_PPS)
-    assert l1.queue_depth(UPLINK["S1"]) == 0
-    assert len(ls.received("h3")) == waiting
+    # the probe overtook the queued data: most of it has not reached h3 yet
+    early = len(ls.received("h3"))
+    assert early < waiting // 2, f"{early} of {waiting} queued packets arrived before the probe"
+    if l1 is not None:
+        assert l1.queue_depth(UPLINK["S1"], priority=0) == waiting
+    assert len(_drain(ls, waiting - early)) == waiting - early
+    if l1 is not None:
+        assert l1.queue_depth(UPLINK["S1"]) == 0
 
 
 def test_one_queue_drops_the_probe_as_bmv2(leaf_spine_factory: Any) -> None:
-    ls, l1 = _build(leaf_spine_factory)
-    l1.set_priority_queues(1)  # simple_switch without --priority-queues
-    _backlog(ls, l1)
+    ls, l1 = _build(leaf_spine_factory, switch_queues=1)  # simple_switch without --priority-queues
+    # only L1 keeps the 8-queue configuration: a probe that got through would be punted at S1
+    _program_default_queue_config(ls, ("L2", "S1", "S2"))
+    waiting = _backlog(ls, l1)
     probe = LldpProbe(chassis="L1", port=UPLINK["S1"], ttl_s=1).encode()
     ls.fabric["L1"].conn.packet_out(probe, egress_port=UPLINK["S1"], _pad0=0)
-    wait_for(
-        lambda: (ls.fabric.run(), l1.drop_counts().get("priority_out_of_range", 0))[1] == 1,
-        5.0,
-        "the probe to be dropped (priority 7 with one queue)",
-    )
-    ls.fabric.advance_us(DATA_PACKETS * 1_000_000 // RATE_PPS)
-    assert _probe_packet_ins(ls, 0.2) == []
-    assert len(ls.received("h3")) == DATA_PACKETS  # data is unaffected
+    if l1 is not None:
+        wait_for(
+            lambda: (ls.fabric.run(), l1.drop_counts().get("priority_out_of_range", 0))[1] == 1,
+            5.0,
+            "the probe to be dropped (priority 7 with one queue)",
+        )
+    got = _drain(ls, waiting)
+    assert _probe_packet_ins(ls, 0.5) == []
+    assert len(got) == waiting  # data is unaffected
 
 
 def test_without_queue_config_the_probe_waits_behind_data(leaf_spine_factory: Any) -> None:
     """The program's default (no queue_config entry) keeps a single-queue switch working."""
-    ls, l1 = _build(leaf_spine_factory)
-    ls.fabric["L1"].conn.modify(
-        TableEntry(table="IceIngress.queue_config", is_default_action=True)  # program default
-    )
-    l1.set_priority_queues(1)  # simple_switch without --priority-queues
+    ls, l1 = _build(leaf_spine_factory, switch_queues=1)  # simple_switch without --priority-queues
+    _program_default_queue_config(ls, ("L1", "L2", "S1", "S2"))
     waiting = _backlog(ls, l1)
     probe = LldpProbe(chassis="L1", port=UPLINK["S1"], ttl_s=1).encode()
     ls.fabric["L1"].conn.packet_out(probe, egress_port=UPLINK["S1"], _pad0=0)
     assert _probe_packet_ins(ls, 0.2) == []  # queued behind the data
-    ls.fabric.advance_us((waiting + 1) * 1_000_000 // RATE_PPS)
+    _drain(ls, waiting)
     pins = _probe_packet_ins(ls, 5.0)
     assert len(pins) == 1 and pins[0].metadata["reason"] == P.PUNT_REASON_LINK_PROBE
-    assert l1.drop_counts().get("priority_out_of_range", 0) == 0
+    if l1 is not None:
+        assert l1.drop_counts().get("priority_out_of_range", 0) == 0
