@@ -128,7 +128,7 @@ class Bmv2WireFabric:
         cmd = ["ip", "netns", "exec", self.netns, "simple_switch_grpc"]
         cmd += ["--device-id", str(sw.device_id)]
         cmd += ["--thrift-port", str(THRIFT_BASE_PORT + self._index[name])]
-        cmd += ["--log-file", str(self.workdir / f"{name}.log")]
+        cmd += ["--log-file", str(self.workdir / f"{name}.log"), "--log-level", "warn"]
         for port in self._ports(name):
             cmd += ["-i", f"{port}@{self._ifnames(name, port)[0]}"]
         cmd += ["--no-p4", "--", "--grpc-server-addr", f"unix:{self._sock(name)}"]

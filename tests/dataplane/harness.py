@@ -612,6 +612,8 @@ class Bmv2Fabric(Fabric):
                 str(thrift),
                 "--log-file",
                 str(self.workdir / f"{name}.log"),
+                "--log-level",
+                "warn",  # the default, trace, logs every packet: a slower switch
             ]
             for port in ports:
                 cmd += ["-i", f"{port}@{self._ifname(name, port)}"]
