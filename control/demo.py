@@ -301,6 +301,14 @@ def timed_comparison(
             con.print(f"[red]FAILED[/red] {m['mode']}: {m['error']}")
         elif m["drops"] or m["psn_losses"]:
             failures.append(f"{m['mode']}: {m['drops']} drops, {m['psn_losses']} lost packets")
+        model = m["engine"].get("ecmp_model")
+        if model is not None:
+            con.print(
+                f"  {model['model']} (control/planner/ecmp.py), for the agents' real keys: "
+                f"{model['match']}/{model['flows_checked']} flows on the predicted path"
+            )
+            if model["differ"]:
+                failures.append(f"{m['mode']}: {model['differ']} flow(s) off the ECMP model's path")
     if outcome.directory is not None:
         con.print(
             f"  results: {outcome.directory}/results.json, {outcome.directory}/comparison.png"

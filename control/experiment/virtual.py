@@ -147,7 +147,50 @@ class VirtualEngine:
             fab.run_until(fab.now_us + STEP_US)
             progress(mode.name, len(ex.arrived_us) / total)
         progress(mode.name, len(ex.arrived_us) / total)
-        return observe(exp, mode, fab, ex, ports0, drops0, paths, error, keys)
+        obs = observe(exp, mode, fab, ex, ports0, drops0, paths, error, keys)
+        if mode.lb_mode == "ecmp":
+            obs.extra["ecmp_model"] = ecmp_model_check(exp, keys, paths, ctl.options.use_qp_in_hash)
+        return obs
+
+
+def ecmp_model_check(
+    exp: Experiment, keys: dict[str, Any], paths: dict[str, list[str]], use_qp: bool
+) -> dict[str, Any]:
+    """What the one ECMP model (``control/planner/ecmp.py``) predicts for the flows' real keys,
+    against the paths the switches' INT reports show they took."""
+    from dataclasses import replace
+
+    from icefabric.control.ccl.demand import demand_from_job
+    from icefabric.control.planner.ecmp import ecmp_paths, model_description
+    from icefabric.control.topology import Topology
+
+    topo = Topology(exp.topology)
+    flows = [
+        replace(f, udp_sport=keys[f.flow_id].sport, qp=keys[f.flow_id].qp)
+        for f in demand_from_job(exp.job)
+        if f.flow_id in keys
+    ]
+    predicted = ecmp_paths(topo, flows, use_qp_in_hash=use_qp)
+    leaf = {h.name: h.leaf for h in exp.topology.hosts}
+    match = differ = 0
+    for f in flows:
+        seen = paths.get(f.flow_id)
+        src, dst = leaf[f.src_host], leaf[f.dst_host]
+        if seen is None or src == dst:
+            continue
+        cands = {p.index: p for p in topo.candidate_paths(src, dst)}
+        idx = predicted[f.flow_id]
+        want = [h.switch for h in cands[idx].hops] if idx in cands else None
+        if want == seen:
+            match += 1
+        else:
+            differ += 1
+    return {
+        "model": model_description(use_qp),
+        "flows_checked": match + differ,
+        "match": match,
+        "differ": differ,
+    }
 
 
 def spec_switches(exp: Experiment) -> Any:

@@ -47,6 +47,9 @@ def test_single_flow_on_an_idle_path_reaches_its_link_rate(engine: VirtualEngine
         assert goodput >= 0.90 * rate_gbps, (m["mode"], goodput / rate_gbps)
         assert m["busbw_over_bound"] >= 0.90, (m["mode"], m["busbw_over_bound"])
         assert m["drops"] == 0 and m["psn_losses"] == 0
+        if m["mode"] == "ecmp+dcqcn":  # the one ECMP model predicts the path the switches took
+            model = m["engine"]["ecmp_model"]
+            assert (model["flows_checked"], model["differ"]) == (1, 0), model
 
 
 def test_ring_allreduce_on_a_nonblocking_fabric_is_close_to_the_analytic_time(
@@ -86,6 +89,7 @@ def test_the_same_experiment_twice_gives_identical_results(
     b = results.load(two.directory)  # type: ignore[arg-type]
     assert results.comparable(a) == results.comparable(b)
     assert a["modes"][0]["data_packets"] > 0 and a["modes"][1]["data_packets"] > 0
+    assert a["modes"][0]["engine"]["ecmp_model"]["differ"] == 0
     assert (one.directory / "comparison.png").stat().st_size > 10_000  # type: ignore[operator]
     other = run_experiment(
         replace(exp, seed=8, modes=("ecmp+dcqcn",)), out_base=None, engine=engine
