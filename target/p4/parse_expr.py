@@ -216,14 +216,16 @@ class ExprParser:
     # ---- expressions -----------------------------------------------------------------------
     def parse_expr(self) -> A.Expr:
         """Parse a expr."""
+        # `?:` groups to the left as in p4c's grammar (COLON binds tighter than QUESTION):
+        # `a ? b : c ? d : e` is `(a ? b : c) ? d : e`.
         cond = self.parse_binary(0)
-        if self.at("?"):
+        while self.at("?"):
             loc = self.loc()
             self.pos += 1
             a = self.parse_expr()
             self.expect(":")
-            b = self.parse_expr()
-            return A.Ternary(loc, cond, a, b)
+            b = self.parse_binary(0)
+            cond = A.Ternary(loc, cond, a, b)
         return cond
 
     def _binop_here(self, ops: tuple[str, ...]) -> str | None:

@@ -10,6 +10,7 @@ import pytest
 
 from icefabric.target.compiler import compile_source, load_program
 from icefabric.target.p4.errors import P4CompileError
+from icefabric.target.runtime.model import ActionCall, Match, TableEntry
 
 PROGRAM = """#include <core.p4>
 #include <v1model.p4>
@@ -111,7 +112,7 @@ def test_extract_into_union_members_of_a_header_stack() -> None:
         "state start { p.extract(hdr.us.next.e); p.extract(hdr.us.next.h); transition accept; }"
     )
     # us[0].e = 0x0102, us[1].h = 3..6, then payload 7, 8
-    body = "hdr.h2.setValid(); hdr.h2.a = (bit<8>)hdr.us.nextIndex;"
+    body = "hdr.h2.setValid(); hdr.h2.a = (bit<8>)hdr.us.lastIndex + 1;"
     assert run(parser=parser, body=body) == bytes([2, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8])
     parser = (
         "state start { p.extract(hdr.h); p.extract(hdr.us[hdr.h.a - 1].e); transition accept; }"
@@ -125,16 +126,21 @@ def test_error_typed_table_key() -> None:
     table by_error {
         key = { sm.parser_error: exact; }
         actions = { note; NoAction; }
-        const entries = { error.NoError : note(0x11); error.PacketTooShort : note(0x22); }
         default_action = NoAction();
     }"""
-    assert run(locals_=locals_, body="by_error.apply();")[:4] == bytes([1, 0x11, 3, 4])
-    assert run(bytes([1, 2]), locals_=locals_, body="hdr.h.setValid(); by_error.apply();") == (
-        bytes([0, 0x22, 0, 0, 1, 2])
-    )
-    prog = compile_source(src(locals_=locals_, body="by_error.apply();"), filename="ek.p4")
+    body = "hdr.h.setValid(); by_error.apply();"
+    prog = compile_source(src(locals_=locals_, body=body), filename="ek.p4")
     (key,) = [mf for t in prog.p4info.tables for mf in t.match_fields]
     assert key.bitwidth == 0  # as p4c: an error key is shown as a string-like field
+    pipeline = prog.instantiate()
+    table = pipeline.tables["I.by_error"]
+    # the key is the error's code: core.p4's errors in order, NoError 0, PacketTooShort 1
+    for code, value in ((0, 0x11), (1, 0x22)):
+        table.insert(TableEntry(match=(Match.exact(code),), action=ActionCall("I.note", (value,))))
+    res = pipeline.ingress(DATA, 0)
+    assert pipeline.egress(res.ctx, egress_port=1).data[:4] == bytes([1, 0x11, 3, 4])
+    res = pipeline.ingress(bytes([1, 2]), 0)
+    assert pipeline.egress(res.ctx, egress_port=1).data == bytes([0, 0x22, 0, 0, 1, 2])
 
 
 def test_constants_of_struct_type_casts_and_concatenation_fold() -> None:
@@ -191,7 +197,8 @@ def test_nested_switch_on_action_run() -> None:
 
 def test_invalid_header_literal() -> None:
     body = (
-        "hdr.h2 = hdr.h; hdr.h2 = {#}; hdr.h = (h_t){#}; hdr.us[0].e.setValid(); hdr.us[0] = {#};"
+        "hdr.h2 = hdr.h; hdr.h2 = (h_t){#}; hdr.h = (h_t){#};"
+        " hdr.us[0].e.setValid(); hdr.us[0] = (u_t){#};"
     )
     assert run(body=body) == DATA[4:]
 

@@ -242,3 +242,11 @@ def test_switch_default_is_taken_only_when_no_label_matches() -> None:
     body = "switch (hdr.h.a) { default: { hdr.h.d = 0xDD; } 1: { hdr.h.d = 0x11; } }"
     assert run(body) == bytes([1, 2, 3, 0x11])
     assert run(body, data=bytes([5, 2, 3, 4])) == bytes([5, 2, 3, 0xDD])
+
+
+def test_conditional_operator_groups_to_the_left_as_in_p4c() -> None:
+    # p4c's grammar reads `a ? b : c ? d : e` as `(a ? b : c) ? d : e`
+    body = "hdr.h.d = hdr.h.a == 1 ? hdr.h.b == 2 : false ? 8w7 : 8w9;"
+    assert run(body) == bytes([1, 2, 3, 7])
+    assert run(body, data=bytes([1, 5, 3, 4])) == bytes([1, 5, 3, 9])
+    assert run(body, data=bytes([6, 2, 3, 4])) == bytes([6, 2, 3, 9])

@@ -24,10 +24,11 @@ control I(inout hs hdr, inout m_t m, inout standard_metadata_t sm) {
     apply {
         sm.egress_spec = 1;
         hdr.r.setValid();
-        hdr.r.err = sm.parser_error == error.NoError ? 8w0 :
-                    sm.parser_error == error.PacketTooShort ? 8w1 :
-                    sm.parser_error == error.HeaderTooShort ? 8w2 :
-                    sm.parser_error == error.ParserInvalidArgument ? 8w3 : 8w9;
+        if (sm.parser_error == error.NoError) { hdr.r.err = 0; }
+        else if (sm.parser_error == error.PacketTooShort) { hdr.r.err = 1; }
+        else if (sm.parser_error == error.HeaderTooShort) { hdr.r.err = 2; }
+        else if (sm.parser_error == error.ParserInvalidArgument) { hdr.r.err = 3; }
+        else { hdr.r.err = 9; }
     }
 }
 control E(inout hs hdr, inout m_t m, inout standard_metadata_t sm) { apply { } }

@@ -69,12 +69,13 @@ def test_const_entries_first_listed_wins() -> None:
 
 
 def test_priority_annotation_lowest_value_wins() -> None:
-    ents = "@priority(30) 0x10 &&& 0xF0 : put(1);\n@priority(20) 0x12 &&& 0xFF : put(2);"
+    # p4c takes entry annotations after the action
+    ents = "0x10 &&& 0xF0 : put(1) @priority(30);\n0x12 &&& 0xFF : put(2) @priority(20);"
     pipeline = build(TERNARY % ("const", ents))
     assert send(pipeline, bytes([0x12, 0, 0, 0])) == bytes([0x12, 0, 0, 2])
     assert send(pipeline, bytes([0x13, 0, 0, 0])) == bytes([0x13, 0, 0, 1])
     # an annotated entry competes with the positions of the others (1, 2, ...)
-    ents = "0x10 &&& 0xF0 : put(1);\n@priority(0) 0x12 &&& 0xFF : put(2);"
+    ents = "0x10 &&& 0xF0 : put(1);\n0x12 &&& 0xFF : put(2) @priority(0);"
     assert send(build(TERNARY % ("const", ents)), bytes([0x12, 0, 0, 0])) == bytes([0x12, 0, 0, 2])
 
 
@@ -86,7 +87,7 @@ def test_range_entries_follow_the_same_order() -> None:
         const entries = {
             (10 .. 20, 1) : put(1);
             (0 .. 255, 1) : put(2);
-            @priority(0) (15 .. 15, 1) : put(3);
+            (15 .. 15, 1) : put(3) @priority(0);
         }
     }"""
     pipeline = build(locals_)
@@ -133,7 +134,7 @@ def test_actions_list_binds_directional_arguments() -> None:
     table t {
         key = { hdr.h.a: exact; }
         actions = { add_to(hdr.h.b, 8w1); note(hdr.h.a); }
-        const entries = { 1 : add_to(0x10); 2 : note(); }
+        const entries = { 1 : add_to(hdr.h.b, 8w1, 0x10); 2 : note(hdr.h.a); }
         default_action = add_to(hdr.h.b, 8w1, 0x40);
     }"""
     pipeline = build(locals_)
@@ -141,7 +142,9 @@ def test_actions_list_binds_directional_arguments() -> None:
     assert send(pipeline, bytes([2, 2, 0, 0])) == bytes([2, 2, 2, 0])
     assert send(pipeline, bytes([3, 2, 0, 0])) == bytes([3, 0x43, 0, 0])
     # the bound argument is read when the action runs, not when the table was declared
-    locals_ = locals_.replace("const entries = { 1 : add_to(0x10); 2 : note(); }", "")
+    locals_ = locals_.replace(
+        "const entries = { 1 : add_to(hdr.h.b, 8w1, 0x10); 2 : note(hdr.h.a); }", ""
+    )
     pipeline = build(locals_, "hdr.h.b = 7; t.apply();")
     assert send(pipeline, bytes([3, 2, 0, 0])) == bytes([3, 0x48, 0, 0])
 
