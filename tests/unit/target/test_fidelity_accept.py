@@ -108,12 +108,15 @@ def test_control_applied_from_a_parser_state() -> None:
 
 
 def test_extract_into_union_members_of_a_header_stack() -> None:
-    parser = (
-        "state start { p.extract(hdr.us.next.e); p.extract(hdr.us.next.h); transition accept; }"
-    )
+    parser = """state start {
+        p.extract(hdr.us.next.e);
+        p.extract(hdr.us.next.h);
+        hdr.h2.setValid();
+        hdr.h2.a = (bit<8>)hdr.us.lastIndex + 1;
+        transition accept;
+    }"""
     # us[0].e = 0x0102, us[1].h = 3..6, then payload 7, 8
-    body = "hdr.h2.setValid(); hdr.h2.a = (bit<8>)hdr.us.lastIndex + 1;"
-    assert run(parser=parser, body=body) == bytes([2, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8])
+    assert run(parser=parser) == bytes([2, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8])
     parser = (
         "state start { p.extract(hdr.h); p.extract(hdr.us[hdr.h.a - 1].e); transition accept; }"
     )
