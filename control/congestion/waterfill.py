@@ -2,15 +2,18 @@
 
 Every unfrozen flow's rate rises at the same pace; when a link is full, every flow crossing it
 freezes at the current level (that link is its bottleneck); a flow whose demand is met freezes
-at its demand. Each round costs O(entries of the unfrozen flows) array work and freezes at
-least one link's or one demand's flows, so the number of rounds is the number of distinct
-bottleneck levels (a few dozen on a planned fabric), not the number of flows.
+at its demand (a demand is a link of its own). Links are taken in the order they fill (a heap
+of fair shares with lazy updates: a share only grows as other links freeze flows); the links
+that fill at one level are one batch, and a batch costs array work on the entries of the flows
+it freezes only, so the whole fill touches every (flow, link) entry about once, however many
+distinct levels there are.
 """
 
 from __future__ import annotations
 
+import heapq
 import itertools
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 import numpy as np
@@ -50,42 +53,138 @@ def max_min_fill(
     if dem.shape != (n_flows,) or np.any(np.isnan(dem)) or np.any(dem < 0):
         raise ValueError("demand: expected one value >= 0 (or inf) per flow")
     rate = np.zeros(n_flows)
-    active = np.ones(n_flows, dtype=bool)
     # a duplicated (flow, link) entry would count the flow twice on the link
     if fe.size:
-        pair = np.unique(fe * np.int64(cap.size) + le)
+        pair, _ = _unique_counts(fe * np.int64(cap.size) + le)
         fe, le = pair // cap.size, pair % cap.size
     no_links = np.bincount(fe, minlength=n_flows) == 0
     rate[no_links] = dem[no_links]
-    active[no_links] = False
-    remaining = cap.copy()
-    tol = cap * REL_EPS
-    level = 0.0
-    while fe.size:
-        on_link = np.bincount(le, minlength=cap.size)
-        used = on_link > 0
-        share = np.full(cap.size, np.inf)
-        share[used] = remaining[used] / on_link[used]
-        link_step = share.min()
-        act_idx = np.flatnonzero(active)
-        dem_step = (dem[act_idx] - level).min() if act_idx.size else np.inf
-        step = max(0.0, min(link_step, dem_step))
-        level += step
-        remaining[used] -= step * on_link[used]
-        full = used & (remaining <= tol)
-        if link_step <= dem_step:  # the links that set this step are full
-            full |= used & (share <= link_step * (1 + REL_EPS))
-        frozen = np.zeros(n_flows, dtype=bool)
-        frozen[fe[full[le]]] = True
-        frozen[act_idx[dem[act_idx] <= level * (1 + REL_EPS)]] = True
-        frozen &= active
-        if not frozen.any():  # numerical safety: never loop without progress
-            frozen = active.copy()
-        rate[frozen] = np.minimum(level, dem[frozen])
-        active &= ~frozen
-        keep = active[fe]
-        fe, le = fe[keep], le[keep]
+    # A finite demand is a link of its own that only its flow crosses.
+    capped = np.flatnonzero(np.isfinite(dem) & ~no_links)
+    n_links = cap.size + capped.size
+    fe = np.concatenate([fe, capped])
+    le = np.concatenate([le, cap.size + np.arange(capped.size, dtype=np.int64)])
+    avail = np.concatenate([cap, dem[capped]])  # capacity less what frozen flows took
+    order = np.argsort(fe, kind="stable")
+    fe, le = fe[order], le[order]
+    flow_ptr = np.concatenate([[0], np.cumsum(np.bincount(fe, minlength=n_flows))])
+    by_link = np.argsort(le, kind="stable")
+    count = np.bincount(le, minlength=n_links)  # unfrozen flows per link
+    link_ptr = np.concatenate([[0], np.cumsum(count)])
+    _progressive_fill(fe, le, flow_ptr, by_link, link_ptr, avail, count, rate, ~no_links)
     return rate
+
+
+def _unique_counts(
+    a: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Sorted distinct values and how often each occurs (sort-based: numpy 2's hashing
+    np.unique is several times slower on these arrays)."""
+    if a.size == 0:
+        return a, np.zeros(0, dtype=np.int64)
+    srt = np.sort(a)
+    first = np.flatnonzero(np.concatenate(([True], srt[1:] != srt[:-1])))
+    counts = np.diff(np.append(first, srt.size))
+    return srt[first], counts
+
+
+def _rows(ptr: npt.NDArray[np.int64], rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Positions of every item of CSR ``rows`` (concatenated ranges ptr[r]..ptr[r+1])."""
+    starts, ends = ptr[rows], ptr[rows + 1]
+    lengths = ends - starts
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
+    out: npt.NDArray[np.int64] = np.arange(total, dtype=np.int64) + offsets
+    return out
+
+
+def _progressive_fill(
+    fe: npt.NDArray[np.int64],
+    le: npt.NDArray[np.int64],
+    flow_ptr: npt.NDArray[np.int64],
+    by_link: npt.NDArray[np.int64],
+    link_ptr: npt.NDArray[np.int64],
+    avail: npt.NDArray[np.float64],
+    count: npt.NDArray[np.int64],
+    rate: npt.NDArray[np.float64],
+    active: npt.NDArray[np.bool_],
+) -> None:
+    """Bottleneck order: the link whose fair share (capacity left / unfrozen flows) is least
+    fills first and freezes its flows at that share; the shares of the other links of those
+    flows can only grow, so a heap with lazy updates finds the next one. Links that fill at
+    the same level are taken in one batch (one round of array work per distinct level)."""
+    used = np.flatnonzero(count)
+    share = avail[used] / count[used]
+    heap = list(zip(share.tolist(), used.tolist(), strict=True))  # Python floats: fast compares
+    heapq.heapify(heap)
+    level = 0.0
+    slack = 1 + REL_EPS
+    while heap:
+        t, lk = heapq.heappop(heap)
+        n = int(count[lk])
+        if n == 0:
+            continue
+        now = max(float(avail[lk]) / n, level)
+        if now > t * slack:  # stale: its share grew since it was pushed
+            heapq.heappush(heap, (now, lk))
+            continue
+        level = now
+        batch = [lk]
+        while heap and heap[0][0] <= level * slack:
+            _, l2 = heapq.heappop(heap)
+            n2 = int(count[l2])
+            if n2 == 0:
+                continue
+            now2 = float(avail[l2]) / n2
+            if now2 <= level * slack:
+                batch.append(l2)
+            else:
+                heapq.heappush(heap, (now2, l2))
+        if len(batch) == 1:  # the flows of one link are distinct
+            flows = fe[by_link[link_ptr[lk] : link_ptr[lk + 1]]]
+            flows = flows[active[flows]]
+        else:
+            links = np.array(batch, dtype=np.int64)
+            flows = fe[by_link[_rows(link_ptr, links)]]
+            flows, _ = _unique_counts(flows[active[flows]])
+        if flows.size == 0:
+            count[batch] = 0
+            continue
+        rate[flows] = level
+        active[flows] = False
+        touched, times = _unique_counts(le[_rows(flow_ptr, flows)])
+        avail[touched] -= times * level
+        count[touched] -= times
+        live = touched[count[touched] > 0]
+        shares = np.maximum(avail[live] / count[live], level)
+        for item in zip(shares.tolist(), live.tolist(), strict=True):
+            heapq.heappush(heap, item)
+
+
+def _link_index(chain: Iterable[L], links: list[L], count: int) -> npt.NDArray[np.int64]:
+    """The position in ``links`` of every link id of the paths (ValueError naming one that has
+    no capacity); integer ids go through a lookup array instead of a dict."""
+    if links and all(type(lk) is int for lk in links):
+        keys = np.array(links, dtype=np.int64)
+        if keys.min() >= 0 and keys.max() < 16 * len(links) + 1024:
+            lut = np.full(int(keys.max()) + 1, -1, dtype=np.int64)
+            lut[keys] = np.arange(keys.size, dtype=np.int64)
+            try:
+                raw = np.fromiter(chain, dtype=np.int64, count=count)
+            except (TypeError, ValueError):
+                raise ValueError("paths: expected integer link ids like the capacities") from None
+            bad = (raw < 0) | (raw >= lut.size)
+            idx = np.where(bad, -1, lut[np.where(bad, 0, raw)])
+            if np.any(idx < 0):
+                raise ValueError(f"paths: link {int(raw[np.argmax(idx < 0)])!r} has no capacity")
+            return idx
+    index = {lk: i for i, lk in enumerate(links)}
+    try:
+        return np.fromiter((index[lk] for lk in chain), dtype=np.int64, count=count)
+    except KeyError as exc:
+        raise ValueError(f"paths: link {exc.args[0]!r} has no capacity") from None
 
 
 def max_min_rates(
@@ -100,16 +199,9 @@ def max_min_rates(
     """
     flows = list(paths)
     links = list(capacity)
-    index = {lk: i for i, lk in enumerate(links)}
     lengths = np.fromiter((len(paths[f]) for f in flows), dtype=np.int64, count=len(flows))
-    try:
-        link_of_entry = np.fromiter(
-            (index[lk] for lk in itertools.chain.from_iterable(paths[f] for f in flows)),
-            dtype=np.int64,
-            count=int(lengths.sum()),
-        )
-    except KeyError as exc:
-        raise ValueError(f"paths: link {exc.args[0]!r} has no capacity") from None
+    chain = itertools.chain.from_iterable(paths[f] for f in flows)
+    link_of_entry = _link_index(chain, links, int(lengths.sum()))
     flow_of_entry = np.repeat(np.arange(len(flows), dtype=np.int64), lengths)
     cap = np.fromiter((float(capacity[lk]) for lk in links), dtype=np.float64, count=len(links))
     dem = None

@@ -70,6 +70,12 @@ def test_zero_capacity_empty_paths_and_repeated_links() -> None:
 def test_bad_input_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="link 'X' has no capacity"):
         max_min_rates({"f": ["X"]}, {"A": 1.0})
+    with pytest.raises(ValueError, match="link 5 has no capacity"):
+        max_min_rates({"f": [0, 5]}, {0: 1.0, 1: 1.0})
+    with pytest.raises(ValueError, match="link -1 has no capacity"):
+        max_min_rates({"f": [-1]}, {0: 1.0})
+    with pytest.raises(ValueError, match="integer link ids"):
+        max_min_rates({"f": ["A"]}, {0: 1.0})
     with pytest.raises(ValueError, match="capacity"):
         max_min_rates({"f": ["A"]}, {"A": float("nan")})
     with pytest.raises(ValueError, match="demand"):
