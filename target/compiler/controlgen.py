@@ -488,13 +488,20 @@ class ControlGen(TableGenMixin, ParserGen):
                 t = self.unit.resolve_type(p.type)
                 assert isinstance(v, V)
                 self.em.line(f"S[{slot}] = {self.coerce(v, t, a.loc).code}")
-        if isinstance(sub.decl, A.ParserDecl):
-            self.em.line(f"pos = {func}(S, data, nbits, pos)")
-        else:
-            self.em.line(f"{func}(S)")
-        for v, slot in copy_back:
-            n = v.type.slots
-            self.em.line(f"S[{v.base}:{add_base(v.base, n)}] = S[{slot}:{slot + n}]")
+        call = (
+            f"pos = {func}(S, data, nbits, pos)"
+            if isinstance(sub.decl, A.ParserDecl)
+            else f"{func}(S)"
+        )
+        if not copy_back:
+            self.em.line(call)
+            return V("", VOID)
+        with self.em.block("try:"):
+            self.em.line(call)
+        with self.em.block("finally:"):  # copied back also when the control exits
+            for v, slot in copy_back:
+                n = v.type.slots
+                self.em.line(f"S[{v.base}:{add_base(v.base, n)}] = S[{slot}:{slot + n}]")
         return V("", VOID)
 
     def _compile_variant(
