@@ -234,7 +234,7 @@ class _Reader:
         self.errors: list[str] = []
 
     def err(self, key: str, msg: str) -> None:
-        self.errors.append(f"{self.source}: {key}: {msg}")
+        self.errors.append(printable(f"{self.source}: {key}: {msg}"))
 
     def mapping(self, value: Any, key: str) -> Mapping[str, Any] | None:
         if not isinstance(value, Mapping):
@@ -338,6 +338,14 @@ class _Reader:
             )
             return -1
         return port
+
+
+def printable(text: str) -> str:
+    """``text`` with control and other unprintable characters escaped (``\\x1b``), so that what
+    a file holds never drives the terminal an error is printed on."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _join(key: str, k: str) -> str:

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from icefabric.topo.spec import SpecError, read_data_file
+from icefabric.topo.spec import SpecError, printable, read_data_file
 
 COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "send-recv")
 ALGORITHMS = ("ring", "tree", "halving-doubling")
@@ -209,7 +209,7 @@ def parse_job(data: Any, source: str = "<job>") -> JobSpec:
     errs: list[str] = []
 
     def err(key: str, msg: str) -> None:
-        errs.append(f"{source}: {key}: {msg}")
+        errs.append(printable(f"{source}: {key}: {msg}"))
 
     if not isinstance(data, Mapping):
         raise JobError([f"{source}: (top level): expected a mapping, got {type(data).__name__}"])

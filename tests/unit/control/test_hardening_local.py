@@ -279,3 +279,28 @@ def test_client_retries_while_the_backlog_is_full(
 
 def test_server_backlog_holds_a_burst() -> None:
     assert api_mod.BACKLOG >= 128
+
+
+# ---------------------------------------------------------------- item 16: API frames
+
+
+def test_deeply_nested_api_frame_gets_a_usage_error(tmp_path: Path) -> None:
+    path = tmp_path / "icectl.sock"
+    server = ApiServer(path, {"status": lambda _a: {"up": True}})
+    server.start()
+    try:
+        raw = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        raw.settimeout(5)
+        raw.connect(str(path))
+        body = b'{"op": "status", "args": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+        raw.sendall(len(body).to_bytes(4, "big") + body)
+        reply = read_frame(raw)
+        assert reply is not None and reply["ok"] is False
+        assert (
+            reply["error"]["kind"] == "usage" and "nests JSON deeper" in reply["error"]["message"]
+        )
+        raw.close()
+        with ApiClient(path, timeout=5) as c:  # the daemon is still there
+            assert c.call("status") == {"up": True}
+    finally:
+        server.stop()
