@@ -340,12 +340,18 @@ class _Reader:
         return port
 
 
+MAX_ERROR_CHARS = 300  # one error line; a value quoted in it is cut to fit
+
+
 def printable(text: str) -> str:
-    """``text`` with control and other unprintable characters escaped (``\\x1b``), so that what
-    a file holds never drives the terminal an error is printed on."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    """``text`` as one error line: control and other unprintable characters escaped
+    (``\\x1b``), so that what a file holds never drives the terminal, and cut at
+    ``MAX_ERROR_CHARS``."""
+    if not text.isprintable():
+        text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    if len(text) > MAX_ERROR_CHARS:
+        text = text[: MAX_ERROR_CHARS - 3] + "..."
+    return text
 
 
 def _join(key: str, k: str) -> str:
