@@ -144,7 +144,7 @@ def test_hosts_run_their_share_report_real_keys_and_finish(
                 "--schedule",
                 str(tmp_path / "schedule.json"),
             ]
-            cmd += ["--line-rate", "5M", "--kind", "ice", "--controller", str(agents)]
+            cmd += ["--line-rate", "2M", "--kind", "ice", "--controller", str(agents)]
             cmd += ["--start-at", str(start_at), "--linger", "5", "--duration", "120"]
             cmd += ["--stats", str(tmp_path / f"{h.name}.json"), "-v"]
             procs[h.name] = node.popen(
@@ -183,12 +183,14 @@ def test_hosts_run_their_share_report_real_keys_and_finish(
 
 def _wait_for_line(proc: subprocess.Popen[str], text: str, *, deadline: float) -> None:
     assert proc.stdout is not None
+    seen: list[str] = []
     while time.time() < deadline:
         ready, _, _ = select.select([proc.stdout], [], [], 0.1)
         if ready:
             line = proc.stdout.readline()
             if text in line:
                 return
+            seen.append(line)
             if not line and proc.poll() is not None:
                 break
-    raise AssertionError(f"host not ready in time (exit code {proc.poll()})")
+    raise AssertionError(f"host not ready in time (exit code {proc.poll()}): {''.join(seen)}")
