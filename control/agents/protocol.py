@@ -317,6 +317,10 @@ class FrameReader:
             del self._buf[:end]
         return out
 
+    def allow(self, max_frame: int) -> None:
+        """Change the frame bound (e.g. raise it once the peer is authenticated)."""
+        self._max = max_frame
+
     @property
     def pending(self) -> int:
         """Bytes buffered that do not yet form a whole frame."""

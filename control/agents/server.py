@@ -26,6 +26,7 @@ from typing import Any, Literal
 from icefabric.control.agents.auth import peer_pid, token_matches
 from icefabric.control.agents.protocol import (
     MAX_FLOWS_PER_FRAME,
+    MAX_FRAME,
     AgentAddress,
     Bye,
     Caps,
@@ -52,6 +53,7 @@ SILENT_HEARTBEATS = 3  # heartbeats without a frame before an agent counts as lo
 HANDSHAKE_S = 5.0  # a connection must say hello within this
 MAX_OUTBUF = 16 * 1024 * 1024  # an agent that does not read is dropped past this
 MAX_CONNECTIONS = 8192
+MAX_HELLO_FRAME = 4096  # before its hello a connection may send only small frames
 MAX_FLOWS_PER_HOST = 65_536
 
 
@@ -78,7 +80,7 @@ class _Conn:
     peer: str
     is_unix: bool
     opened: float
-    reader: FrameReader = field(default_factory=FrameReader)
+    reader: FrameReader = field(default_factory=lambda: FrameReader(MAX_HELLO_FRAME))
     out: bytearray = field(default_factory=bytearray)
     host: str | None = None
     session: int = 0
@@ -441,6 +443,7 @@ class AgentServer:
             old = self._by_host.pop(msg.host, None)
             self._session_seq += 1
             conn.host = msg.host
+            conn.reader.allow(MAX_FRAME)
             conn.session = self._session_seq
             conn.next_hb = now + self.heartbeat_s
             self._by_host[msg.host] = conn

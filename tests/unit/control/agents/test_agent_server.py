@@ -301,3 +301,17 @@ def test_another_users_processes_are_refused_both_ways(
         except (BrokenPipeError, ConnectionResetError):
             pass  # closed before the hello arrived
     assert server.stats.refused >= 1 and server.hosts() == []
+
+
+def test_before_its_hello_a_connection_may_only_send_small_frames(server: AgentServer) -> None:
+    assert server.unix_path is not None
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(str(server.unix_path))
+    s.settimeout(5)
+    with s:
+        s.sendall((64 * 1024).to_bytes(4, "big") + b"{" * 100)  # announces 64 KiB, no hello
+        try:
+            assert s.recv(10) == b""  # closed at once, nothing buffered
+        except ConnectionResetError:
+            pass
+    assert server.stats.malformed == 1 and server.hosts() == []
