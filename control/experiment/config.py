@@ -25,7 +25,7 @@ Format (traffic/README.md, "Experiment files", is the reference)::
                                       # rates (default 1); every delay runs x 1/scale
     engine: virtual                   # virtual (default) | mininet
     target: embedded                  # the switches: embedded (ice-switch)
-    limits: {virtual_ms: 2000, wall_s: 300}   # give up (mode fails) past either
+    limits: {virtual_ms: 60000, wall_s: 600}  # give up (mode fails) past either
 
 Every problem is reported at once as ``file: key: message`` (:class:`ExperimentError`).
 """
@@ -116,7 +116,7 @@ class Rates:
 class Limits:
     """When a mode gives up (it then fails with the reason)."""
 
-    virtual_ms: float = 5000.0
+    virtual_ms: float = 60000.0
     wall_s: float = 600.0
 
 

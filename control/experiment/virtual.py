@@ -101,8 +101,7 @@ class VirtualEngine:
         if mode.planned:
             ctl.add_job(exp.job)
             install_real_keys(ctl, fab)
-        if mode.caps:
-            fab.apply_caps(caps_for(ctl, exp.rates.scale))
+        caps = PhaseCaps(ctl, fab, schedule, exp.rates.scale) if mode.caps else None
         names = {s.switch_id: s.name for s in spec_switches(exp)}
         paths: dict[str, list[str]] = {}
         by_key = {(k.src_ip, k.dst_ip, k.sport, k.qp): fid for fid, k in keys.items()}
@@ -124,10 +123,17 @@ class VirtualEngine:
 
         def post(m: Message, now_us: float) -> None:
             assert m.flow_id is not None  # the executor keeps same-host messages to itself
+            if caps is not None:
+                caps.posted(m)  # a phase starting: its caps go out before its first packet
             fab.post(keys[m.flow_id], m.nbytes, m.id)
 
+        def arrived(host: str, key: Any, tag: int, nbytes: int, now: int) -> None:
+            ex.on_message(tag, float(now))
+            if caps is not None:
+                caps.arrived(tag)
+
         ex = WorkloadExecutor(schedule, post)
-        fab.on_message = lambda host, key, tag, nbytes, now: ex.on_message(tag, float(now))
+        fab.on_message = arrived
         fab.on_cpu_packet = on_cpu
         ports0 = {k: (p.tx_bytes, dict(p.queue_hist)) for k, p in fab.port_stats().items()}
         drops0 = _sum_drops(fab.drops())
@@ -148,6 +154,8 @@ class VirtualEngine:
             progress(mode.name, len(ex.arrived_us) / total)
         progress(mode.name, len(ex.arrived_us) / total)
         obs = observe(exp, mode, fab, ex, ports0, drops0, paths, error, keys)
+        if caps is not None:
+            obs.extra["cap_pushes"] = caps.pushes
         if mode.lb_mode == "ecmp":
             obs.extra["ecmp_model"] = ecmp_model_check(exp, keys, paths, ctl.options.use_qp_in_hash)
         return obs
@@ -215,12 +223,58 @@ def install_real_keys(ctl: Any, fab: Any) -> None:
         hub.install_keys("experiment: real keys of every agent", len(ctl.flows))
 
 
-def caps_for(ctl: Any, scale: float) -> dict[Any, float]:
-    """The controller's max-min fair caps for the job's running phase, keyed as the agents see
+class PhaseCaps:
+    """Global congestion control along the schedule: whenever a phase starts or ends, the
+    controller's :class:`RateAllocator` computes max-min fair caps for the flows of the phases
+    now running (the CCL schedule says which flows share the fabric) and they are pushed to every
+    agent at once (in virtual time, with no control-channel delay)."""
+
+    def __init__(self, ctl: Any, fab: Any, schedule: Schedule, scale: float) -> None:
+        self.ctl, self.fab, self.scale = ctl, fab, scale
+        self.phase_of: dict[int, str] = {}
+        self.flows: dict[str, set[str]] = {}
+        self.left: dict[str, int] = {}
+        for m in schedule.messages:
+            if m.flow_id is not None:
+                self.phase_of[m.id] = m.phase
+                self.flows.setdefault(m.phase, set()).add(m.flow_id)
+                self.left[m.phase] = self.left.get(m.phase, 0) + 1
+        self.started: set[str] = set()
+        self.running: list[str] = []
+        self.pushes = 0
+
+    def posted(self, m: Message) -> None:
+        """A message is posted: its phase may be starting."""
+        if m.phase not in self.started:
+            self.started.add(m.phase)
+            self.running.append(m.phase)
+            self.push()
+
+    def arrived(self, mid: int) -> None:
+        """A message arrived: its phase may be over."""
+        phase = self.phase_of.get(mid)
+        if phase is None:
+            return
+        self.left[phase] -= 1
+        if self.left[phase] == 0:
+            self.running.remove(phase)
+            self.push()
+
+    def push(self) -> None:
+        """Caps for the running phases' flows; every other flow has none."""
+        active = set().union(*(self.flows[p] for p in self.running)) if self.running else set()
+        self.fab.apply_caps(caps_for(self.ctl, self.scale, active, ", ".join(self.running)))
+        self.pushes += 1
+
+
+def caps_for(ctl: Any, scale: float, active: set[str], phases: str) -> dict[Any, float]:
+    """The controller's max-min fair caps for the ``active`` flows, keyed as the agents see
     their flows, at the run's link rates (the controller computes them at the spec's)."""
     hub = ctl.agents
     with ctl.lock:
-        rates = ctl.rates.compute(ctl.planner.plan(), hub.active_flows(), reason="experiment")
+        rates = ctl.rates.compute(
+            ctl.planner.plan(), active, reason=f"experiment: phases {phases or 'none'} running"
+        )
         out: dict[Any, float] = {}
         for caps in hub.caps_by_host(rates).values():
             out.update({k: v * scale for k, v in caps.items()})
