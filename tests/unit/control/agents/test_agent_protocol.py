@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import struct
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from icefabric.control.agents.protocol import (
     MAX_DEPTH,
     MAX_FLOWS_PER_FRAME,
     MAX_FRAME,
+    MESSAGE_TYPES,
     AgentAddress,
     Bye,
     Caps,
@@ -217,3 +221,60 @@ def test_agent_socket_sits_next_to_the_api_socket() -> None:
         "/run/icefabric/icectl-agents.sock"
     )
     assert agent_socket_for("/tmp/ctl") == Path("/tmp/ctl-agents.sock")
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4)
+    ),
+    max_leaves=30,
+)
+_fields = st.fixed_dictionaries(
+    {"v": st.sampled_from([1, 1, 2, "1", None]), "type": st.sampled_from([*MESSAGE_TYPES, "x"])},
+    optional={
+        "host": _json,
+        "token": _json,
+        "flows": st.lists(
+            st.fixed_dictionaries({}, optional={"job": _json, "flow_id": _json, "key": _json}),
+            max_size=3,
+        )
+        | _json,
+        "caps": st.lists(st.fixed_dictionaries({}, optional={"key": _json, "bps": _json})) | _json,
+        "seq": _json,
+        "heartbeat_s": _json,
+        "reason": _json,
+        "more": _json,
+        "replace": _json,
+    },
+)
+
+
+@settings(derandomize=True, max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.binary(max_size=200),
+        _json.map(lambda j: json.dumps(j).encode()),
+        _fields.map(lambda j: json.dumps(j).encode()),
+    )
+)
+def test_fuzz_any_body_is_a_message_or_a_protocol_error(body: bytes) -> None:
+    try:
+        msg = decode_body(body)
+    except ProtocolError as exc:
+        assert "\n" not in str(exc)
+    else:
+        assert decode_body(_body(encode(msg))) == msg
+
+
+@settings(derandomize=True, max_examples=100, deadline=None)
+@given(st.lists(st.binary(max_size=64), max_size=20))
+def test_fuzz_frame_reader_never_fails_but_for_oversize(chunks: list[bytes]) -> None:
+    reader = FrameReader(max_frame=1 << 20)
+    try:
+        for c in chunks:
+            for body in reader.feed(c):
+                with contextlib.suppress(ProtocolError):
+                    decode_body(body)
+    except FrameTooLarge:
+        pass
