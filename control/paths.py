@@ -18,6 +18,7 @@ import socket
 import stat
 import struct
 from pathlib import Path
+from typing import BinaryIO
 
 ENV_DIR = "ICEFABRIC_RUNTIME_DIR"
 _UCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
@@ -93,6 +94,35 @@ def check_owned(st: os.stat_result, path: Path | str) -> None:
         )
     if st.st_mode & 0o022:
         raise UnsafePathError(f"{path}: writable by group or others (mode {st.st_mode & 0o777:o})")
+
+
+def default_log_dir() -> Path:
+    """Where switch logs go when no log folder is given: ``<runtime dir>/logs``, created (both
+    folders 0700) when missing."""
+    return ensure_private_dir(ensure_private_dir(runtime_dir()) / "logs")
+
+
+def open_private_log(path: Path) -> BinaryIO:
+    """Open ``path`` for writing from the start (truncated), never through a symlink and never
+    a file of another user: O_NOFOLLOW, created 0600. UnsafePathError otherwise."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as exc:
+        if os.path.islink(path):
+            raise UnsafePathError(f"{path}: is a symlink; refusing to write through it") from exc
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+            raise UnsafePathError(
+                f"{path}: not a regular file of yours (uid {st.st_uid}); refusing to write it"
+            )
+        os.ftruncate(fd, 0)
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "wb")
 
 
 def write_private(path: Path, data: bytes) -> None:

@@ -36,6 +36,7 @@ from typing import Any
 from mininet.net import Mininet
 from mininet.node import Switch
 
+from icefabric.control.paths import default_log_dir, open_private_log
 from icefabric.topo.relay import TcpToUnixRelay
 from icefabric.topo.spec import SpecError, TopologySpec, load_topology
 
@@ -120,7 +121,7 @@ class _P4RuntimeSwitchMixin:
         grpc_port: int,
         device_id: int,
         cpu_port: int = DEFAULT_CPU_PORT,
-        log_dir: str = "/tmp",
+        log_dir: str | None = None,
         program: str | None = None,
         extra_args: Sequence[str] = (),
         priority_queues: int = 1,
@@ -135,7 +136,9 @@ class _P4RuntimeSwitchMixin:
         self.cpu_port = cpu_port
         self.program = program
         self.extra_args = list(extra_args)
-        self.log_path = Path(log_dir) / f"ice-{self.name}.log"
+        # Not /tmp: root writing a predictable name there follows another user's symlink.
+        logs = Path(log_dir) if log_dir is not None else default_log_dir()
+        self.log_path = logs / f"ice-{self.name}.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
     def port_args(self) -> list[str]:
@@ -154,7 +157,11 @@ class _P4RuntimeSwitchMixin:
                 self._run_here(["ethtool", "-K", intf.name, "rx", "off", "tx", "off", "sg", "off"])
         cmd = self.command()
         log.info("%s: %s", self.name, " ".join(cmd))
-        with self.log_path.open("wb") as out:
+        try:
+            out = open_private_log(self.log_path)
+        except OSError as e:
+            raise SwitchStartError(f"{self.name}: cannot open its log: {e}") from e
+        with out:
             self.proc = self._spawn(cmd, out)
         try:
             self._await_ready(time.monotonic() + READY_TIMEOUT_S)
@@ -306,7 +313,7 @@ def build_network(
     target: str = "embedded",
     program: str | None = None,
     cpu_port: int = DEFAULT_CPU_PORT,
-    log_dir: str = "/tmp",
+    log_dir: str | None = None,
     switch_args: Sequence[str] = (),
 ) -> Any:
     """A (not yet started) Mininet network for ``spec``: hosts, P4 switches, links by port."""
@@ -377,7 +384,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "start; default: none, the controller pushes the pipeline",
     )
     parser.add_argument("--cpu-port", type=int, default=DEFAULT_CPU_PORT)
-    parser.add_argument("--log-dir", default="/tmp", help="switch logs: LOG_DIR/ice-NAME.log")
+    parser.add_argument(
+        "--log-dir",
+        default=None,
+        help="switch logs: LOG_DIR/ice-NAME.log (default: the private runtime dir's logs/, "
+        "see control/README.md)",
+    )
     parser.add_argument("--no-cli", action="store_true", help="start, print the net, then stop")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")

@@ -304,3 +304,40 @@ def test_deeply_nested_api_frame_gets_a_usage_error(tmp_path: Path) -> None:
             assert c.call("status") == {"up": True}
     finally:
         server.stop()
+
+
+# ---------------------------------------------------------------- item 2: switch logs
+
+
+def test_switch_logs_default_to_the_private_dir(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv(paths.ENV_DIR, str(tmp_path / "rt"))
+    d = paths.default_log_dir()
+    assert d == tmp_path / "rt" / "logs"
+    assert stat.S_IMODE(os.lstat(d).st_mode) == 0o700
+    assert stat.S_IMODE(os.lstat(d.parent).st_mode) == 0o700
+
+
+def test_log_is_never_written_through_a_planted_symlink(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    log = tmp_path / "ice-leaf1.log"
+    log.symlink_to(victim)
+    with pytest.raises(paths.UnsafePathError, match="symlink"):
+        paths.open_private_log(log)
+    assert victim.read_text() == "precious\n"
+    fresh = tmp_path / "ice-leaf2.log"
+    with paths.open_private_log(fresh) as f:
+        f.write(b"started\n")
+    assert stat.S_IMODE(os.lstat(fresh).st_mode) == 0o600
+    with paths.open_private_log(fresh) as f:  # truncated, as a new run's log
+        f.write(b"again\n")
+    assert fresh.read_bytes() == b"again\n"
+
+
+def test_mininet_bring_up_has_no_tmp_default() -> None:
+    import inspect
+
+    mininet = pytest.importorskip("icefabric.topo.mininet", reason="Mininet is not installed")
+    assert inspect.signature(mininet.build_network).parameters["log_dir"].default is None
