@@ -113,7 +113,8 @@ def _progressive_fill(
 ) -> None:
     """Bottleneck order: the link whose fair share (capacity left / unfrozen flows) is least
     fills first and freezes its flows at that share; the shares of the other links of those
-    flows can only grow, so a heap with lazy updates finds the next one. Links that fill at
+    flows can only grow, so a heap whose entries are lower bounds finds the next one (an entry
+    that is out of date when it comes up goes back with the current share). Links that fill at
     the same level are taken in one batch (one round of array work per distinct level)."""
     used = np.flatnonzero(count)
     share = avail[used] / count[used]
@@ -155,12 +156,10 @@ def _progressive_fill(
         rate[flows] = level
         active[flows] = False
         touched, times = _unique_counts(le[_rows(flow_ptr, flows)])
+        # Shares of the touched links only grow: their heap entries are now low, and a low
+        # entry is re-pushed with its current share when it comes up (no push per update).
         avail[touched] -= times * level
         count[touched] -= times
-        live = touched[count[touched] > 0]
-        shares = np.maximum(avail[live] / count[live], level)
-        for item in zip(shares.tolist(), live.tolist(), strict=True):
-            heapq.heappush(heap, item)
 
 
 def _link_index(chain: Iterable[L], links: list[L], count: int) -> npt.NDArray[np.int64]:
