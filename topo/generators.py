@@ -2,7 +2,7 @@
 
 Addressing (both generators): the hosts under the i-th leaf/ToR (0-based, in generation order)
 get ``10.<(i+1) // 256>.<(i+1) % 256>.<h+1>/24`` and MAC ``02:00:00:xx:xx:xx`` numbered from 1;
-hosts use leaf ports 1..H, uplinks the ports after them. Switches are numbered leaves first,
+hosts use leaf ports 1..H, uplinks the ports after them (port numbers skip 255, the CPU port). Switches are numbered leaves first,
 then spines (aggs, cores); device_id = switch_id = index + 1, grpc_port = base + index.
 Switches get 8 priority queues per port (``priority_queues``), as the launchers start them.
 """
@@ -11,7 +11,24 @@ from __future__ import annotations
 
 import ipaddress
 
-from icefabric.topo.spec import Defaults, Endpoint, Host, Link, SpecError, Switch, TopologySpec
+from icefabric.topo.spec import (
+    CPU_PORT,
+    MAX_PORT,
+    Defaults,
+    Endpoint,
+    Host,
+    Link,
+    SpecError,
+    Switch,
+    TopologySpec,
+)
+
+MAX_PORTS = MAX_PORT - 1  # usable ports per switch: 1..510 without the CPU port 255
+
+
+def _port(n: int) -> int:
+    """The ``n``-th usable switch port (1-based): port numbers skip the CPU port 255."""
+    return n if n < CPU_PORT else n + 1
 
 
 def _host_ip(leaf_index: int, host_index: int) -> str:
@@ -68,8 +85,11 @@ def leaf_spine(
         errs.append("generator: leaf_spine: oversubscription and host_rate_gbps must be positive")
     if uplink_rate_gbps is not None and uplink_rate_gbps <= 0:
         errs.append(f"generator: leaf_spine.uplink_rate_gbps: expected > 0, got {uplink_rate_gbps}")
-    if hosts_per_leaf + spines * links_per_spine > 510 or leaves * links_per_spine > 510:
-        errs.append("generator: leaf_spine: more than 510 ports on one switch")
+    if (
+        hosts_per_leaf + spines * links_per_spine > MAX_PORTS
+        or leaves * links_per_spine > MAX_PORTS
+    ):
+        errs.append(f"generator: leaf_spine: more than {MAX_PORTS} ports on one switch")
     if errs:
         raise SpecError(errs)
     if uplink_rate_gbps is None:
@@ -89,7 +109,7 @@ def leaf_spine(
                     ip=_host_ip(i, h),
                     mac=_host_mac(n),
                     leaf=f"leaf{i + 1}",
-                    port=h + 1,
+                    port=_port(h + 1),
                 )
             )
     links = []
@@ -99,9 +119,10 @@ def leaf_spine(
                 links.append(
                     Link(
                         a=Endpoint(
-                            node=f"leaf{i + 1}", port=hosts_per_leaf + j * links_per_spine + k + 1
+                            node=f"leaf{i + 1}",
+                            port=_port(hosts_per_leaf + j * links_per_spine + k + 1),
                         ),
-                        b=Endpoint(node=f"spine{j + 1}", port=i * links_per_spine + k + 1),
+                        b=Endpoint(node=f"spine{j + 1}", port=_port(i * links_per_spine + k + 1)),
                     )
                 )
     return TopologySpec(
@@ -136,8 +157,10 @@ def fat_tree(
         raise SpecError([f"generator: fat_tree.k: expected an even integer >= 2, got {k}"])
     half = k // 2
     hpt = half if hosts_per_tor is None else hosts_per_tor
-    if hpt < 1 or hpt + half > 510 or k > 510:
-        raise SpecError([f"generator: fat_tree.hosts_per_tor: expected 1..{510 - half}, got {hpt}"])
+    if hpt < 1 or hpt + half > MAX_PORTS or k > MAX_PORTS:
+        raise SpecError(
+            [f"generator: fat_tree.hosts_per_tor: expected 1..{MAX_PORTS - half}, got {hpt}"]
+        )
     roles = [(f"tor{p}_{t}", "tor") for p in range(k) for t in range(half)]
     roles += [(f"agg{p}_{a}", "agg") for p in range(k) for a in range(half)]
     roles += [(f"core{c}", "core") for c in range(half * half)]
@@ -156,14 +179,14 @@ def fat_tree(
                         ip=_host_ip(p * half + t, h),
                         mac=_host_mac(n),
                         leaf=tor,
-                        port=h + 1,
+                        port=_port(h + 1),
                     )
                 )
             for a in range(half):
                 links.append(
                     Link(
-                        a=Endpoint(node=tor, port=hpt + a + 1),
-                        b=Endpoint(node=f"agg{p}_{a}", port=t + 1),
+                        a=Endpoint(node=tor, port=_port(hpt + a + 1)),
+                        b=Endpoint(node=f"agg{p}_{a}", port=_port(t + 1)),
                     )
                 )
         for a in range(half):
@@ -171,8 +194,8 @@ def fat_tree(
                 core = a * half + c
                 links.append(
                     Link(
-                        a=Endpoint(node=f"agg{p}_{a}", port=half + c + 1),
-                        b=Endpoint(node=f"core{core}", port=p + 1),
+                        a=Endpoint(node=f"agg{p}_{a}", port=_port(half + c + 1)),
+                        b=Endpoint(node=f"core{core}", port=_port(p + 1)),
                     )
                 )
     return TopologySpec(

@@ -90,9 +90,18 @@ def test_addresses_and_ids_are_unique_at_scale() -> None:
             lambda: leaf_spine(leaves=2, spines=2, hosts_per_leaf=1, oversubscription=0),
             "must be positive",
         ),
-        (lambda: leaf_spine(leaves=2, spines=600, hosts_per_leaf=1), "more than 510 ports"),
+        (lambda: leaf_spine(leaves=2, spines=600, hosts_per_leaf=1), "more than 509 ports"),
     ],
 )
 def test_generator_errors(call, match: str) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(SpecError, match=match):
         call()
+
+
+def test_generated_ports_skip_the_cpu_port_and_pass_validation() -> None:
+    from icefabric.topo.spec import parse_topology
+
+    spec = leaf_spine(leaves=260, spines=2, hosts_per_leaf=1)  # spines need ports 1..261
+    ports = {ln.b.port for ln in spec.links if ln.b.node == "spine1"}
+    assert 255 not in ports and max(ports) == 261 and len(ports) == 260
+    assert parse_topology(spec.to_dict(), source="gen").links == spec.links
