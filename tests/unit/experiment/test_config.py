@@ -124,3 +124,26 @@ def test_not_a_mapping_and_bad_yaml(tmp_path: Path) -> None:
     p.write_text("name: [unclosed\n")
     with pytest.raises(ExperimentError, match="not valid YAML"):
         load_experiment(p)
+
+
+def test_run_topology_stretches_delays_like_the_rates() -> None:
+    from icefabric.control.experiment.config import run_topology
+
+    exp = parse_experiment({**GOOD, "rates": {"scale": 0.001, "link_delay_us": 2}})
+    spec = run_topology(exp)
+    assert spec.defaults.link_delay_us == pytest.approx(2000.0)
+    assert all(spec.link_delay(ln) == pytest.approx(2000.0) for ln in spec.links)
+    assert exp.to_dict()["rates"]["link_delay_us"] == 2.0
+    with pytest.raises(ExperimentError, match="rates.link_delay_us"):
+        parse_experiment({**GOOD, "rates": {"link_delay_us": -1}})
+
+
+def test_mininet_queue_rates_from_the_link_rates() -> None:
+    from icefabric.control.experiment.mininet import MininetEngineError, queue_rate_args
+    from icefabric.topo.generators import leaf_spine
+
+    args = queue_rate_args(leaf_spine(leaves=2, spines=2, hosts_per_leaf=2), 5e-5)
+    assert args[:2] == ["--queue-rate-bps", "1:5000000"] and len(args) == 8  # ports 1-4
+    uneven = leaf_spine(leaves=2, spines=2, hosts_per_leaf=1)  # hosts 100, uplinks 50 Gbit/s
+    with pytest.raises(MininetEngineError, match="one rate per port number"):
+        queue_rate_args(uneven, 5e-5)
