@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from icefabric.control import render
 from icefabric.control.cli_common import EXIT_OK, EXIT_USAGE, CliError
+
+if TYPE_CHECKING:
+    from icefabric.topo.spec import TopologySpec
 
 log = logging.getLogger("icectl")
 
@@ -144,6 +147,15 @@ def cmd_topo_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _long_interface_names(spec: TopologySpec) -> list[str]:
+    """Mininet's interface names (``NODE-ethPORT``) of ``spec`` longer than IFNAMSIZ - 1."""
+    names = [f"{h.leaf}-eth{h.port}" for h in spec.hosts]
+    names += [f"{h.name}-eth0" for h in spec.hosts]
+    for ln in spec.links:
+        names += [f"{ln.a.node}-eth{ln.a.port}", f"{ln.b.node}-eth{ln.b.port}"]
+    return sorted({n for n in names if len(n) > 15})
+
+
 def cmd_topo_check(args: argparse.Namespace) -> int:
     """icectl topo check: validate a spec; exit 2 with every problem."""
     from icefabric.topo.spec import SpecError
@@ -162,6 +174,12 @@ def cmd_topo_check(args: argparse.Namespace) -> int:
     for s in spec.switches:
         if s.tier == 0 and not any(h.leaf == s.name for h in spec.hosts):
             log.info("%s: leaf %s has no hosts", args.topo, s.name)
+    for name in _long_interface_names(spec)[:3]:
+        print(
+            f"{args.topo}: warning: Mininet cannot bring this spec up: interface {name} is "
+            "longer than Linux's 15 characters (use shorter switch or host names)",
+            file=sys.stderr,
+        )
     ok = not problems
     if args.json:
         render.emit_json({"ok": ok, "file": args.topo, "errors": problems, "summary": summary})

@@ -238,3 +238,24 @@ def test_unreadable_files_give_one_line_errors(
         assert code == 2, err
         assert words in err and str(p) in err and "Traceback" not in err
         assert len(err.strip().splitlines()) <= 2
+
+
+def test_topo_check_warns_when_mininet_cannot_name_an_interface(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    long = "leafnumberone"  # 13 characters: leafnumberone-eth1 has 18
+
+    def edit(d: dict[str, Any]) -> None:
+        old = d["switches"][0]["name"]
+        d["switches"][0]["name"] = long
+        for h in d["hosts"]:
+            if h["leaf"] == old:
+                h["leaf"] = long
+        for ln in d["links"]:
+            for side in ("a", "b"):
+                if ln[side]["node"] == old:
+                    ln[side]["node"] = long
+
+    code, out, err = run(capsys, "topo", "check", str(topo_with(tmp_path, edit)))
+    assert code == 0 and "ok" in out
+    assert "Mininet cannot bring this spec up" in err and f"{long}-eth" in err
