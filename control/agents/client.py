@@ -177,7 +177,7 @@ class AgentClient:
         attempt = 0
         while not self._stop.is_set():
             try:
-                sock, reader = self._handshake()
+                sock, reader, rest = self._handshake()
             except (OSError, ProtocolError, PeerRejected) as exc:
                 self.stats.connect_failures += 1
                 level = logging.WARNING if attempt in (0, 5) else logging.DEBUG
@@ -190,7 +190,7 @@ class AgentClient:
                 continue
             attempt = 0
             try:
-                self._serve(sock, reader)
+                self._serve(sock, reader, rest)
             finally:
                 self._connected.clear()
                 with self._lock:
@@ -219,7 +219,8 @@ class AgentClient:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return sock
 
-    def _handshake(self) -> tuple[socket.socket, FrameReader]:
+    def _handshake(self) -> tuple[socket.socket, FrameReader, list[bytes]]:
+        """Hello, then frames up to the welcome; frames that came with it are returned."""
         sock = self._open()
         reader = FrameReader()
         try:
@@ -233,20 +234,20 @@ class AgentClient:
                 data = sock.recv(65536)
                 if not data:
                     raise ProtocolError("controller closed the connection during the handshake")
-                for body in reader.feed(data):
+                bodies = reader.feed(data)
+                for i, body in enumerate(bodies):
                     msg = self._decode(body)
                     if isinstance(msg, Bye):
                         self.stats.refusals += 1
                         raise ProtocolError(f"controller refused the agent: {msg.reason}")
                     if isinstance(msg, Welcome):
-                        return self._welcomed(sock, reader, msg)
+                        self._welcomed(sock, msg)
+                        return sock, reader, bodies[i + 1 :]
         except BaseException:
             sock.close()
             raise
 
-    def _welcomed(
-        self, sock: socket.socket, reader: FrameReader, msg: Welcome
-    ) -> tuple[socket.socket, FrameReader]:
+    def _welcomed(self, sock: socket.socket, msg: Welcome) -> None:
         self.heartbeat_s = msg.heartbeat_s
         self.session = msg.session
         sock.settimeout(None)
@@ -256,10 +257,11 @@ class AgentClient:
         self.stats.connects += 1
         self._connected.set()
         log.info("agent %s: connected to %s (session %d)", self.host, self.address, msg.session)
-        return sock, reader
 
-    def _serve(self, sock: socket.socket, reader: FrameReader) -> None:
+    def _serve(self, sock: socket.socket, reader: FrameReader, rest: list[bytes]) -> None:
         pending_caps: dict[FlowKey, float] = {}
+        if not self._handle(rest, pending_caps):
+            return
         last_rx = time.monotonic()
         next_hb = last_rx + self.heartbeat_s
         while not self._stop.is_set():
@@ -290,16 +292,22 @@ class AgentClient:
                 self.stats.malformed += 1
                 log.warning("agent %s: %s; reconnecting", self.host, exc)
                 return
-            for body in bodies:
-                msg = self._decode(body)
-                if isinstance(msg, Caps):
-                    pending_caps.update(msg.caps)
-                    if not msg.more:
-                        self._deliver_caps(pending_caps)
-                        pending_caps = {}
-                elif isinstance(msg, Bye):
-                    log.info("agent %s: controller said bye: %s", self.host, msg.reason)
-                    return
+            if not self._handle(bodies, pending_caps):
+                return
+
+    def _handle(self, bodies: list[bytes], pending_caps: dict[FlowKey, float]) -> bool:
+        """Act on frames from the controller; False when it said bye."""
+        for body in bodies:
+            msg = self._decode(body)
+            if isinstance(msg, Caps):
+                pending_caps.update(msg.caps)
+                if not msg.more:
+                    self._deliver_caps(dict(pending_caps))
+                    pending_caps.clear()
+            elif isinstance(msg, Bye):
+                log.info("agent %s: controller said bye: %s", self.host, msg.reason)
+                return False
+        return True
 
     def _decode(self, body: bytes) -> Message | None:
         self.stats.frames_received += 1

@@ -248,3 +248,31 @@ def test_backoff_grows_to_its_bound_with_bounded_jitter() -> None:
         base = min(1.0, 0.1 * 2**i)
         assert 0.75 * base <= d <= 1.25 * base
     assert Backoff(jitter=0).delay(1000, rng) == Backoff().max_s
+
+
+def test_caps_in_the_same_read_as_the_welcome_are_not_lost(tmp_path: Path) -> None:
+    path = tmp_path / "eager.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(1)
+    done = threading.Event()
+
+    def eager() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)  # the hello
+            conn.sendall(encode(Welcome(heartbeat_s=1.0)) + encode(Caps(caps={KEY1: 7e9})))
+            done.wait(10)
+
+    t = threading.Thread(target=eager, daemon=True)
+    t.start()
+    got: list[dict[FlowKey, float]] = []
+    client = AgentClient(path, "h1", on_caps=got.append, backoff=FAST)
+    client.start()
+    try:
+        assert _until(lambda: got == [{KEY1: 7e9}])
+    finally:
+        done.set()
+        client.close()
+        listener.close()
+        t.join(2)
