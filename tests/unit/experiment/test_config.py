@@ -134,7 +134,7 @@ def test_run_topology_stretches_delays_like_the_rates() -> None:
     assert spec.defaults.link_delay_us == pytest.approx(2000.0)
     assert all(spec.link_delay(ln) == pytest.approx(2000.0) for ln in spec.links)
     assert exp.to_dict()["rates"]["link_delay_us"] == 2.0
-    with pytest.raises(ExperimentError, match="rates.link_delay_us"):
+    with pytest.raises(ExperimentError, match=r"rates\.link_delay_us"):
         parse_experiment({**GOOD, "rates": {"link_delay_us": -1}})
 
 

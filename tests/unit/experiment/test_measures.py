@@ -143,3 +143,27 @@ def test_list(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["experiment", "list", "--json"]) == 0
     names = [r["name"] for r in json.loads(capsys.readouterr().out)]
     assert "ecmp-collides" in names
+
+
+def test_a_mode_whose_engine_fails_is_reported_and_the_others_still_run(tmp_path: Path) -> None:
+    from icefabric.control.experiment.runner import run_experiment
+
+    exp = parse_experiment({**EXP, "modes": ["ecmp+dcqcn", "ice"]})
+
+    class Engine:
+        """ECMP + DCQCN cannot start; ICE runs the analytic ring."""
+
+        def run_mode(self, exp, mode, schedule, progress):  # type: ignore[no-untyped-def]
+            if mode.name == "ecmp+dcqcn":
+                raise RuntimeError("switch process exited")
+            _sched, ex = _ideal_run(exp)
+            progress(mode.name, 1.0)
+            return Observed(mode=mode.name, executor=ex)
+
+    out = run_experiment(exp, out_base=tmp_path, engine=Engine(), plot=False)
+    assert not out.ok
+    bad, good = out.doc["modes"]
+    assert not bad["ok"] and bad["error"] == "RuntimeError: switch process exited"
+    assert good["ok"] and good["busbw_over_bound"] == pytest.approx(1.0, abs=1e-6)
+    assert out.doc["comparison"]["speedup"]["ice"] is None  # no baseline to compare with
+    assert out.directory is not None and (out.directory / "results.json").is_file()
