@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import socket
+import stat
 import struct
 import threading
 import time
@@ -156,6 +157,11 @@ class ApiServer:
                 ensure_private_dir(self.path.parent)
             if self.path.exists() or self.path.is_symlink():
                 st = os.lstat(self.path)
+                if not stat.S_ISSOCK(st.st_mode):
+                    raise UnsafePathError(
+                        f"{self.path}: exists and is not a socket; refusing to replace it "
+                        "(choose another --socket)"
+                    )
                 if st.st_uid != os.geteuid():
                     raise UnsafePathError(
                         f"{self.path}: owned by uid {st.st_uid}, not by you; refusing to use it "

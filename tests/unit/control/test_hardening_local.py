@@ -341,3 +341,11 @@ def test_mininet_bring_up_has_no_tmp_default() -> None:
 
     mininet = pytest.importorskip("icefabric.topo.mininet", reason="Mininet is not installed")
     assert inspect.signature(mininet.build_network).parameters["log_dir"].default is None
+
+
+def test_server_never_replaces_a_file_that_is_not_a_socket(tmp_path: Path) -> None:
+    precious = tmp_path / "notes.txt"
+    precious.write_text("keep me\n")
+    with pytest.raises(ApiUnavailable, match="not a socket"):
+        ApiServer(precious, {}).start()
+    assert precious.read_text() == "keep me\n"
