@@ -66,6 +66,7 @@ def _run(args: argparse.Namespace, cfg: SimConfig) -> SimResult:
         raise CliError(f"icectl sim: {e}", EXIT_RUNTIME) from None
     if not args.progress:
         return sim.run()
+    from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(
@@ -73,6 +74,7 @@ def _run(args: argparse.Namespace, cfg: SimConfig) -> SimResult:
         BarColumn(),
         TextColumn("{task.percentage:>5.1f}% of bytes, sim {task.fields[t]:.2f} ms"),
         TimeElapsedColumn(),
+        console=Console(stderr=True),
         transient=True,
     ) as bar:
         task = bar.add_task("sim", total=1.0, t=0.0)
