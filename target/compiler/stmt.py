@@ -9,7 +9,7 @@ from icefabric.target.compiler.expr import add_base, slot_v
 from icefabric.target.compiler.model import TableInfo
 from icefabric.target.compiler.types import BOOL, BoolT, StructT, TupleT, is_scalar
 from icefabric.target.compiler.unit import err
-from icefabric.target.compiler.values import ListV, ObjV, Ref, V
+from icefabric.target.compiler.values import Emitter, ListV, ObjV, Ref, V
 from icefabric.target.p4 import ast as A
 from icefabric.target.p4.errors import SourceLoc
 
@@ -99,6 +99,16 @@ class StmtGen(CallGen):
         elif is_scalar(t):
             self.em.line(target.write("False" if t is BOOL else "0"))
 
+    def _pin_reads(self, v: Any, lines: list[str]) -> Any:
+        """``v`` with every element that reads packet state read into a temporary first."""
+        if isinstance(v, V) and v.const is None and "S[" in v.code:
+            tmp = self.em.tmp("o")
+            lines.append(f"{tmp} = {v.code}")
+            return V(tmp, v.type)
+        if isinstance(v, ListV):
+            return ListV([self._pin_reads(x, lines) for x in v.items], v.names)
+        return v
+
     def const_composite(self, t: Any, val: ListV, loc: SourceLoc) -> Ref:
         """A struct/header/tuple constant: read-only slots whose initial contents hold it."""
         base = self.unit.alloc(t)
@@ -138,11 +148,29 @@ class StmtGen(CallGen):
         raise err(f"cannot make a constant of type {t}", loc)
 
     def s_Assign(self, s: A.Assign) -> None:
-        """Compile a Assign statement."""
-        target = self.expr(s.lhs)
-        if isinstance(target, ObjV) and target.kind == "stack_next":
+        """Compile a Assign statement.
+
+        The right-hand side runs first and the target is located after it, as p4c-bm2-ss
+        compiles `a[i] = f(i)` (the spec would fix `a[i]` first): BMv2 writes `a[i]` with
+        the `i` that `f` left."""
+        saved = self.em
+        self.em = Emitter()  # the target's type only
+        try:
+            probe = self.expr(s.lhs)
+        finally:
+            self.em = saved
+        if isinstance(probe, ObjV) and probe.kind == "stack_next":
             raise err("assignment to .next is not supported", s.loc)
-        self.assign_to(target, s.rhs, s.loc)
+        if isinstance(probe, V) and probe.write is not None:
+            v = self.scalar(s.rhs, probe.type)
+            target = self.expr(s.lhs)
+            self.em.line(target.write(v.code))
+            return
+        if isinstance(probe, Ref) and not probe.readonly:
+            val = self.expr(s.rhs, probe.type)
+            self.assign_value(self.expr(s.lhs), val, s.loc)
+            return
+        self.assign_to(self.expr(s.lhs), s.rhs, s.loc)
 
     def assign_to(self, target: Any, rhs: A.Expr, loc: SourceLoc) -> None:
         """Store the value of ``rhs`` into an lvalue."""
@@ -176,6 +204,11 @@ class StmtGen(CallGen):
                     self.invalidate_siblings(target, True)
             return
         if isinstance(val, ListV):
+            # every element is read before the first store: `m = { m.y, m.x }` swaps
+            lines: list[str] = []
+            val = self._pin_reads(val, lines)
+            for ln in lines:
+                self.em.line(ln)
             if isinstance(t, StructT):
                 names = val.names or [f.name for f in t.fields]
                 if len(names) != len(t.fields) or len(val.items) != len(t.fields):

@@ -106,13 +106,21 @@ def test_control_local_initializers_are_read_in_order() -> None:
     assert run("hdr.h.c = s.x; hdr.h.d = s.y;", locals_=locals_) == bytes([1, 2, 4, 5])
 
 
-def test_stack_index_of_the_target_is_fixed_before_the_value_is_computed() -> None:
+def test_stack_index_of_the_target_is_read_after_the_value_as_p4c_compiles_it() -> None:
+    # p4c-bm2-ss 1.2.4.8 locates `hdr.st[i]` after bump(i) ran (the spec says before): BMv2
+    # writes element 1
     body = """
     hdr.st[0].setValid(); hdr.st[1].setValid(); hdr.st[2].setValid();
     bit<8> i = 0;
     hdr.st[i].x = bump(i);"""
     out = run(body)
-    assert out[4:] == bytes([1, 0, 0])
+    assert out[4:] == bytes([0, 1, 0])
+
+
+def test_a_list_assignment_reads_every_element_before_storing() -> None:
+    assert run("hdr.h = { hdr.h.b, hdr.h.a, hdr.h.d, hdr.h.c };") == bytes([2, 1, 4, 3])
+    body = "m.x = hdr.h.a; m.y = hdr.h.b; m = { m.y, m.x }; hdr.h.c = m.x; hdr.h.d = m.y;"
+    assert run(body) == bytes([1, 2, 2, 1])
 
 
 def test_copy_out_happens_when_the_action_exits() -> None:
