@@ -36,6 +36,9 @@ def add_experiment_parser(sub: Any, add_json: Callable[[argparse.ArgumentParser]
         "--out", type=Path, default=DEFAULT_OUT, help="results base directory (default results/)"
     )
     run.add_argument(
+        "--seed", type=int, default=None, help="override the file's seed (the NICs' QPs and ports)"
+    )
+    run.add_argument(
         "--engine",
         choices=("virtual", "mininet"),
         default=None,
@@ -75,6 +78,10 @@ def load_for_run(args: argparse.Namespace) -> Any:
         exp = replace(exp, modes=modes)
     if args.engine:
         exp = replace(exp, engine=args.engine)
+    if args.seed is not None:
+        if not 0 <= args.seed < 2**32:
+            raise CliError(f"--seed: expected an integer 0..2^32-1, got {args.seed}", EXIT_USAGE)
+        exp = replace(exp, seed=args.seed)
     return exp
 
 

@@ -143,6 +143,8 @@ def test_list(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["experiment", "list", "--json"]) == 0
     names = [r["name"] for r in json.loads(capsys.readouterr().out)]
     assert "ecmp-collides" in names
+    assert main(["experiment", "run", "--preset", "single-flow", "--seed", "-1"]) == 2
+    assert "--seed" in capsys.readouterr().err
 
 
 def test_a_mode_whose_engine_fails_is_reported_and_the_others_still_run(tmp_path: Path) -> None:
