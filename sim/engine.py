@@ -130,9 +130,12 @@ class Simulator:
         hist_t = np.zeros(delay_steps)
 
         size = w.size
-        pred = w.pred
-        has_pred = pred >= 0
-        pred_idx = np.where(has_pred, pred, 0)
+        pred = w.pred if w.pred.ndim == 2 else w.pred[:, None]
+        has_cols = pred >= 0
+        has_pred = has_cols.any(axis=1)
+        pred_cols = [
+            (np.where(has_cols[:, j], pred[:, j], 0), has_cols[:, j]) for j in range(pred.shape[1])
+        ]
         chunk = np.maximum(w.chunk, 1e-9)
         lead = w.lead
         group = w.group
@@ -198,7 +201,10 @@ class Simulator:
                 break
             # ---- 1. injection
             active = started & (sent < size)
-            allowed = np.where(has_pred, np.minimum(size, deliv[pred_idx] + lead * chunk), size)
+            dep = np.full(n_f, np.inf)
+            for idx, col in pred_cols:
+                dep = np.minimum(dep, np.where(col, deliv[idx], np.inf))
+            allowed = np.where(has_pred, np.minimum(size, dep + lead * chunk), size)
             want = np.maximum(allowed - sent, 0.0)
             if dc is not None:
                 rate = dc.rates()

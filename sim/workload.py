@@ -8,8 +8,11 @@ Flows come from ``icefabric.control.ccl.demand`` (the controller's own demand mo
   steps), so a flow may be at most ``lead`` slices ahead of what its predecessor in the ring
   (the network flow into its source rank) has delivered; ``lead`` is 1 plus the intra-host hops
   (NVLink, taken as instantaneous) between the two. One slow link slows the whole ring.
-* **Other collectives** (tree, halving-doubling, all-to-all, send-recv): every flow may send all of
-  its bytes at once (their internal step order is not modelled).
+* **Tree all-reduce**: a rank sends up what all its children have sent it, the root's reductions
+  feed the broadcast down, every rank forwards down what its parent sent (in NCCL slices, one
+  slice of slack; intra-host tree edges pass through instantly).
+* **Other collectives** (halving-doubling, all-to-all, send-recv): every flow may send all of its
+  bytes at once (their internal step order is not modelled).
 * **Phases** of a job run one after another; ``compute_us`` before each (training compute).
   ``iterations`` repeats the job's phases (flows keep their keys: the same QPs every step).
 """
@@ -21,7 +24,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from icefabric.control.ccl.demand import Flow, demand_from_job
+from icefabric.control.ccl.demand import Flow, default_tree, demand_from_job
 from icefabric.control.ccl.job import JobSpec, Phase
 
 RING_STEPS = {"all-reduce": 2, "all-gather": 1, "reduce-scatter": 1}
@@ -52,7 +55,7 @@ class Workload:
     flows: tuple[Flow, ...]
     group: np.ndarray  # collective index per flow
     size: np.ndarray  # bytes
-    pred: np.ndarray  # row of the flow this one waits for (-1: none)
+    pred: np.ndarray  # [F, P] rows of the flows this one waits for (-1: none)
     chunk: np.ndarray  # the slack unit of a ring dependency (bytes)
     lead: np.ndarray  # steps a flow may be ahead of its predecessor's deliveries
     collectives: tuple[Collective, ...]
@@ -81,6 +84,59 @@ def _ring_preds(job: JobSpec, phase: Phase, flows: Sequence[Flow]) -> dict[str, 
     return out
 
 
+@dataclass(slots=True, frozen=True)
+class _Tree:
+    """One channel's tree: parents, children and its network flows by (src, dst) rank."""
+
+    parent: Mapping[int, int]
+    children: Mapping[int, list[int]]
+    flow: Mapping[tuple[int, int], str]
+
+    def up_into(self, r: int) -> list[str]:
+        """The network flows that bring ``r`` its children's partial sums."""
+        got: list[str] = []
+        for c in self.children.get(r, []):
+            fid = self.flow.get((c, r))
+            got.extend([fid] if fid is not None else self.up_into(c))
+        return got
+
+    def down_into(self, r: int) -> list[str]:
+        """The network flows whose arrival lets ``r`` broadcast to its children."""
+        parent = self.parent[r]
+        if parent < 0:
+            return self.up_into(r)
+        fid = self.flow.get((parent, r))
+        return [fid] if fid is not None else self.down_into(parent)
+
+
+def _tree_preds(phase: Phase, flows: Sequence[Flow]) -> dict[str, list[str]]:
+    """{flow id: flow ids it waits for} of a tree all-reduce: a rank sends up once every child
+    has sent it that part; the root's reductions feed the broadcast down, each rank forwarding
+    down what came from its parent. Intra-host edges (no network flow) pass straight through."""
+    out: dict[str, list[str]] = {}
+    for ch in sorted({f.channel for f in flows}):
+        parents = phase.trees[ch] if phase.trees else default_tree(phase.ranks, ch)
+        children: dict[int, list[int]] = {}
+        for r, p in parents.items():
+            if p >= 0:
+                children.setdefault(p, []).append(r)
+        t = _Tree(
+            parent=parents,
+            children=children,
+            flow={(f.src_rank, f.dst_rank): f.flow_id for f in flows if f.channel == ch},
+        )
+        for r, p in parents.items():
+            if p < 0:
+                continue
+            up = t.flow.get((r, p))
+            if up is not None:
+                out[up] = t.up_into(r)
+            down = t.flow.get((p, r))
+            if down is not None:
+                out[down] = t.down_into(p)
+    return out
+
+
 def workload_from_jobs(
     jobs: Sequence[JobSpec],
     *,
@@ -99,7 +155,7 @@ def workload_from_jobs(
     flows: list[Flow] = []
     group: list[int] = []
     chunk: list[float] = []
-    pred_id: list[tuple[str, int] | None] = []
+    pred_id: list[tuple[list[str], int]] = []
     colls: list[Collective] = []
     comp = dict(compute_us or {})
     for job in jobs:
@@ -136,7 +192,12 @@ def workload_from_jobs(
                 )
                 prev_coll = ci
                 ring = phase.algorithm == "ring" and phase.collective in RING_STEPS
-                preds = _ring_preds(job, phase, base) if ring else {}
+                tree = phase.algorithm == "tree" and phase.collective == "all-reduce"
+                preds: dict[str, tuple[list[str], int]] = {}
+                if ring:
+                    preds = {k: ([v[0]], v[1]) for k, v in _ring_preds(job, phase, base).items()}
+                elif tree:
+                    preds = {k: (v, 1) for k, v in _tree_preds(phase, base).items()}
                 n = len(phase.ranks)
                 for f in base:
                     flows.append(f)
@@ -147,18 +208,21 @@ def workload_from_jobs(
                             chunk.append(step / slices)
                         else:
                             chunk.append(min(step, float(NCCL_SLICE_BYTES)))
+                    elif tree:
+                        chunk.append(min(float(f.bytes), float(NCCL_SLICE_BYTES)))
                     else:
                         chunk.append(float(f.bytes))
-                    pred_id.append(preds.get(f.flow_id))
+                    pred_id.append(preds.get(f.flow_id, ([], 1)))
     index = {f.flow_id: k for k, f in enumerate(flows)}
     if len(index) != len(flows):
         raise ValueError("flow ids must be unique across the jobs (job names must differ)")
-    pred = np.full(len(flows), -1, dtype=np.int64)
+    width = max((len(p[0]) for p in pred_id), default=0)
+    pred = np.full((len(flows), max(width, 1)), -1, dtype=np.int64)
     lead = np.ones(len(flows))
-    for k, p in enumerate(pred_id):
-        if p is not None:
-            pred[k] = index[p[0]]
-            lead[k] = p[1]
+    for k, (ids, ahead) in enumerate(pred_id):
+        for j, fid in enumerate(ids):
+            pred[k, j] = index[fid]
+        lead[k] = ahead
     return Workload(
         flows=tuple(flows),
         group=np.array(group, dtype=np.int64),

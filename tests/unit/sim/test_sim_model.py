@@ -24,7 +24,7 @@ def flows_workload(flows: list[Flow]) -> Workload:
         flows=tuple(flows),
         group=np.zeros(len(flows), dtype=np.int64),
         size=np.array([f.bytes for f in flows]),
-        pred=np.full(len(flows), -1, dtype=np.int64),
+        pred=np.full((len(flows), 1), -1, dtype=np.int64),
         chunk=np.array([f.bytes for f in flows]),
         lead=np.ones(len(flows)),
         collectives=(
@@ -159,3 +159,40 @@ def test_bad_config_names_the_field() -> None:
         SimConfig(routing="spray")
     with pytest.raises(SimConfigError, match="dt_us"):
         SimConfig(dt_us=0.0)
+
+
+def test_tree_all_reduce_broadcasts_only_what_was_reduced() -> None:
+    spec = leaf_spine(leaves=4, spines=2, hosts_per_leaf=2, host_rate_gbps=100.0)
+    topo = Topology(spec)
+    hosts = [h.name for h in spec.hosts]
+    job = parse_job(
+        {
+            "name": "tree",
+            "hosts": hosts,
+            "phases": [
+                {
+                    "name": "ar",
+                    "collective": "all-reduce",
+                    "algorithm": "tree",
+                    "channels": 1,
+                    "message_bytes": 16 << 20,
+                }
+            ],
+        }
+    )
+    w = workload_from_jobs([job])
+    assert w.pred.shape[1] == 2  # an interior rank waits for both children
+    res = Simulator(topo, w, SimConfig(routing="ice", control="none", dt_us=1.0)).run()
+    assert res.unfinished == 0
+    fin = np.array(res.flow_finish_us)
+    root = 0  # default_tree puts the phase's first rank at the root of channel 0
+    into_root = [k for k, f in enumerate(w.flows) if f.dst_rank == root]
+    from_root = [k for k, f in enumerate(w.flows) if f.src_rank == root]
+    assert into_root and from_root
+    # the root broadcasts only what it has reduced: its sends end after its receives
+    assert fin[from_root].min() >= fin[into_root].max() - 1.0
+    # and every flow that waits finishes no earlier than what it waits for
+    for k in range(len(w)):
+        for p in w.pred[k]:
+            if p >= 0:
+                assert fin[k] >= fin[p] - 1.0
