@@ -190,6 +190,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         _print(results)
         con = render.console()
         for label, ratio in ratios.items():
+            if math.isnan(ratio):
+                con.print(f"{label}: no network traffic to compare")
+                continue
             con.print(
                 f"{label}: completion {_fmt(results[0].completion_us, 1e-3)} ms / "
                 f"{_fmt(next(r.completion_us for r in results if r.label == label), 1e-3)} ms "
