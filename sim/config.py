@@ -32,6 +32,7 @@ class SimConfig:
     ecn_kmax_kb: float = 400.0
     ecn_pmax: float = 0.2
     cnp_interval_us: float | None = None  # None: DCQCN's own (50 us at 40G, scaled)
+    cnp_delay_us: float | None = None  # marks -> sender's reaction; None: the base RTT
     pfc: bool = False
     pfc_xoff_kb: float = 800.0  # per 100 Gbit/s; pause the upstream above, resume below xon
     pfc_xon_kb: float = 600.0

@@ -14,7 +14,8 @@ One step of ``dt``:
    propagates hop by hop and blocks every flow of the paused port (head-of-line blocking).
 3. ECN: every link marks as ice.p4's ECN table (Kmin, Kmax, Pmax on the queue after the step);
    a flow's delivered packets carry marks with the path's marking probability; the receiver sends
-   at most one CNP per ``cnp_interval`` once a whole marked packet's worth has arrived.
+   at most one CNP per ``cnp_interval`` once a whole marked packet's worth has arrived, and the
+   sender acts on it one base RTT later (``cnp_delay_us``).
 4. Rate control (the classes of ``icefabric.traffic.rate`` in array form): DCQCN gets CNPs, bytes
    sent and its timer; ICE gets an INT path record per flow per step, read from the links' transmit
    counters and queues one base RTT earlier. The controller's water-filling caps
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from collections.abc import Callable
 
 import numpy as np
@@ -163,6 +165,8 @@ class Simulator:
         pause_us = np.zeros(nl)
         mark_acc = np.zeros(n_f)
         last_cnp = np.full(n_f, -np.inf)
+        cnp_queue: deque[tuple[float, np.ndarray]] = deque()  # (arrival at the sender, rows)
+        cnp_delay = rtt if cfg.cnp_delay_us is None else cfg.cnp_delay_us
         cnps = 0
         qhist = np.zeros(nq, dtype=np.int64)
         q_max = np.zeros(nl)
@@ -265,10 +269,12 @@ class Simulator:
                     mark_acc += np.where(eligible, x * (-np.expm1(lsum) / cfg.mtu_bytes), 0.0)
                     rows = np.flatnonzero(eligible & (mark_acc >= 1.0))
                     if rows.size:
-                        dc.on_cnp(rows, t)
                         last_cnp[rows] = t
                         mark_acc[rows] = 0.0
                         cnps += rows.size
+                        cnp_queue.append((t + cnp_delay, rows))
+                while cnp_queue and cnp_queue[0][0] <= t + 1e-9:
+                    dc.on_cnp(cnp_queue.popleft()[1], t)
                 sending = np.flatnonzero(inj > 0)
                 dc.on_bytes_sent(sending, inj[sending])
                 dc.on_timer(t)

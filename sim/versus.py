@@ -39,17 +39,22 @@ class VersusError(ValueError):
     """The results file lacks what the comparison needs (the message names it)."""
 
 
-def _scaled(spec: TopologySpec, scale: float) -> TopologySpec:
+def _scaled(spec: TopologySpec, scale: float, link_delay_us: float | None) -> TopologySpec:
+    """The spec at the experiment's rates; link delays stretched by 1 / scale as it ran them."""
     d = spec.defaults
     defaults = Defaults(
         link_rate_gbps=d.link_rate_gbps * scale,
         host_rate_gbps=d.host_rate_gbps * scale,
-        link_delay_us=d.link_delay_us,
+        link_delay_us=d.link_delay_us if link_delay_us is None else link_delay_us / scale,
         grpc_base_port=d.grpc_base_port,
         priority_queues=d.priority_queues,
     )
     links = tuple(
-        replace(ln, rate_gbps=None if ln.rate_gbps is None else ln.rate_gbps * scale)
+        replace(
+            ln,
+            rate_gbps=None if ln.rate_gbps is None else ln.rate_gbps * scale,
+            delay_us=None if link_delay_us is None else link_delay_us / scale,
+        )
         for ln in spec.links
     )
     hosts = tuple(
@@ -89,7 +94,12 @@ def compare(results_path: str | Path) -> dict[str, Any]:
         scale = float(exp["rates"]["scale"])
         mtu = int(exp["rates"]["mtu_bytes"])
         slices = int(exp.get("slices") or 1)
-        spec = _scaled(parse_topology(exp["topology"], source), scale)
+        delay = exp["rates"].get("link_delay_us")
+        spec = _scaled(
+            parse_topology(exp["topology"], source),
+            scale,
+            None if delay is None else float(delay),
+        )
         job = parse_job(exp["job"], source)
     except (KeyError, TypeError) as e:
         raise VersusError(f"{source}: missing or malformed field {e}") from None
@@ -113,6 +123,7 @@ def compare(results_path: str | Path) -> dict[str, Any]:
             ecn_kmin_kb=ecn.ecn_kmin * per100,
             ecn_kmax_kb=ecn.ecn_kmax * per100,
             ecn_pmax=1.0 / (ecn.ecn_pmax_mask + 1),
+            switch_latency_us=0.0,  # virtual-time switches forward in no time
         )
         net = SimNetwork(topo)
         if routing == "ecmp":

@@ -74,11 +74,12 @@ def test_one_bottleneck_gives_the_fair_share(control: str) -> None:
     fin = np.array(res.flow_finish_us)
     assert fin.max() <= fin.min() * 1.03
     # and the shares add up to the link: 4 x 20 MB over 100G is 6.4 ms when it never idles.
-    # DCQCN's synchronised cuts (all four flows see the same queue) leave it idle a while:
-    # in this model 85 % busy with the default thresholds (recorded in sim/README.md); ICE
+    # DCQCN's synchronised cuts (all four flows see the same queue, and react one RTT late)
+    # leave it idle a while: in this model 73 % busy with the default thresholds (recorded in
+    # sim/README.md); ICE
     # aims at eta = 95 % of the link; with no control the queue keeps the link busy.
     ideal_us = 4 * 20 * MB * 8 / 100e9 * 1e6
-    floor = {"dcqcn": 0.8, "ice": 0.94, "none": 0.99}[control]
+    floor = {"dcqcn": 0.7, "ice": 0.94, "none": 0.99}[control]
     assert ideal_us / fin.max() >= floor
     assert fin.max() >= ideal_us * (1 - 1e-6)  # never faster than the link
 
