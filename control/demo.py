@@ -303,12 +303,21 @@ def timed_comparison(
             failures.append(f"{m['mode']}: {m['drops']} drops, {m['psn_losses']} lost packets")
         model = m["engine"].get("ecmp_model")
         if model is not None:
+            on = model["links_checked"] - len(model["links_off"])
             con.print(
                 f"  {model['model']} (control/planner/ecmp.py), for the agents' real keys: "
-                f"{model['match']}/{model['flows_checked']} flows on the predicted path"
+                f"{on}/{model['links_checked']} fabric links carry the bytes it predicts"
+                + (
+                    f", {model['match']}/{model['flows_checked']} flows on the predicted path"
+                    if model["flows_checked"]
+                    else ""
+                )
             )
-            if model["differ"]:
-                failures.append(f"{m['mode']}: {model['differ']} flow(s) off the ECMP model's path")
+            if model["differ"] or model["links_off"]:
+                failures.append(
+                    f"{m['mode']}: off the ECMP model: {model['differ']} flow(s), links "
+                    + (", ".join(model["links_off"]) or "none")
+                )
     if outcome.directory is not None:
         con.print(
             f"  results: {outcome.directory}/results.json, {outcome.directory}/comparison.png"

@@ -136,7 +136,9 @@ class MininetEngine:
             )
             options = FabricOptions(
                 mode=mode.lb_mode,
-                int_kinds=ALL_PATH_KINDS,
+                # INT only for ICE's rate control, as in the virtual engine (a DCQCN fabric
+                # carries no INT records)
+                int_kinds=ALL_PATH_KINDS if mode.rate == "ice" else (),
                 feedback_every_n=FEEDBACK_EVERY_N if mode.rate == "ice" else 0,
                 report_every_n=REPORT_EVERY_N,
                 flowlet_timeout_us=min(round(FLOWLET_TIMEOUT_US / exp.rates.scale), 2**32 - 1),

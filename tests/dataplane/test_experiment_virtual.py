@@ -33,13 +33,16 @@ def test_single_flow_on_an_idle_path_reaches_its_link_rate(engine: VirtualEngine
     rate_gbps = 100 * exp.rates.scale
     for m in doc["modes"]:
         assert m["ok"], m["error"]
-        ((flow, path),) = m["paths"].items()
+        (flow,) = m["flows"]["goodput_gbps"]
         goodput = m["flows"]["goodput_gbps"][flow]
         window_s = exp.job.phases[0].message_bytes * 8 / (goodput * 1e9)  # first..last packet
         links = {ln["link"]: ln for ln in m["links"]}
-        busiest = max(
-            links[f"{a}>{b}"]["bytes"] * 8 / window_s / 1e9 for a, b in itertools.pairwise(path)
-        )
+        if m["paths"]:  # ICE: INT reports name the path
+            ((_, path),) = m["paths"].items()
+            on_path = [f"{a}>{b}" for a, b in itertools.pairwise(path)]
+        else:  # DCQCN modes carry no INT: the one flow is what crosses the fabric
+            on_path = [name for name in links if ">h" not in name]
+        busiest = max(links[name]["bytes"] * 8 / window_s / 1e9 for name in on_path)
         # while it runs, the flow keeps the busiest link of its path >= 95 % busy (wire bytes,
         # INT included) ...
         assert busiest >= 0.95 * rate_gbps, (m["mode"], busiest / rate_gbps)
@@ -49,7 +52,7 @@ def test_single_flow_on_an_idle_path_reaches_its_link_rate(engine: VirtualEngine
         assert m["drops"] == 0 and m["psn_losses"] == 0
         if m["mode"] == "ecmp+dcqcn":  # the one ECMP model predicts the path the switches took
             model = m["engine"]["ecmp_model"]
-            assert (model["flows_checked"], model["differ"]) == (1, 0), model
+            assert model["links_checked"] > 0 and model["links_off"] == [], model
 
 
 def test_ring_allreduce_on_a_nonblocking_fabric_is_close_to_the_analytic_time(
@@ -89,7 +92,7 @@ def test_the_same_experiment_twice_gives_identical_results(
     b = results.load(two.directory)  # type: ignore[arg-type]
     assert results.comparable(a) == results.comparable(b)
     assert a["modes"][0]["data_packets"] > 0 and a["modes"][1]["data_packets"] > 0
-    assert a["modes"][0]["engine"]["ecmp_model"]["differ"] == 0
+    assert a["modes"][0]["engine"]["ecmp_model"]["links_off"] == []
     assert (one.directory / "comparison.png").stat().st_size > 10_000  # type: ignore[operator]
     other = run_experiment(
         replace(exp, seed=8, modes=("ecmp+dcqcn",)), out_base=None, engine=engine
