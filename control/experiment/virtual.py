@@ -14,6 +14,7 @@ counted becomes a :class:`~icefabric.control.experiment.measures.Observed`.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from typing import Any
@@ -214,7 +215,7 @@ def ecmp_model_check(
         want = [h.switch for h in cands[idx].hops] if idx in cands else None
         st = flow_stats.get(keys[f.flow_id])
         if want is not None and st is not None:
-            for a, b in zip(want, want[1:], strict=False):
+            for a, b in itertools.pairwise(want):
                 name = f"{a}>{b}"
                 want_bytes[name] = want_bytes.get(name, 0) + st.bytes_sent + 8 * st.packets_sent
         seen = paths.get(f.flow_id)
