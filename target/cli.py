@@ -33,6 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="ice-switch",
         description="Embedded P4_16 v1model software switch serving P4Runtime (no p4c/BMv2 needed).",
+        epilog="exit codes: 0 ok, 1 runtime failure (an interface or address that cannot be "
+        "opened), 2 usage error or a P4 program that is missing or does not compile",
     )
     ap.add_argument("program", nargs="?", help="P4 source file to load at start (same as --p4)")
     ap.add_argument(
@@ -174,11 +176,11 @@ def load(path: Path, include: list[Path]) -> Any:
     if path.suffix == ".json":
         raise CliError(f"{path}: BMv2 JSON is not supported; pass the P4 source file", EXIT_USAGE)
     if not path.is_file():
-        raise CliError(f"{path}: no such file")
+        raise CliError(f"{path}: no such file", EXIT_USAGE)
     try:
         return load_program(path, include_dirs=include)
     except P4CompileError as exc:
-        raise CliError(str(exc)) from None
+        raise CliError(str(exc), EXIT_USAGE) from None
     except UnicodeDecodeError as exc:
         raise CliError(
             f"{path}: not UTF-8 text (byte {exc.start}): expected P4_16 source", EXIT_USAGE

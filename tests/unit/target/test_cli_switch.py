@@ -30,7 +30,7 @@ def test_p4info_out_writes_and_exits(tmp_path: Path) -> None:
         (["-i", "600@veth1"], 2, "port must be in"),
         (["-i", "1@a", "-i", "1@b"], 2, "given twice"),
         (["--p4info-out", "x.txt"], 2, "needs a program"),
-        (["--p4", "nonexistent.p4"], 1, "no such file"),
+        (["--p4", "nonexistent.p4"], 2, "no such file"),
         (["--p4", "prog.json"], 2, "BMv2 JSON is not supported"),
         (["--queue-rate", "x:y"], 2, "expected [PORT:]NUMBER"),
         (["--priority-queues", "9"], 2, "--priority-queues 9: must be in [1, 8]"),
@@ -52,7 +52,7 @@ def test_compile_error_is_reported_with_location(
 ) -> None:
     bad = tmp_path / "bad.p4"
     bad.write_text("control X() { apply { x = 1 } }\n")
-    assert main(["--p4", str(bad)]) == 1
+    assert main(["--p4", str(bad)]) == 2
     err = capsys.readouterr().err
     assert f"{bad}:1:" in err and "Traceback" not in err
 
