@@ -7,11 +7,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from icefabric.control import render
+from icefabric.control.cli_common import EXIT_OK, EXIT_RUNTIME, int_range
 from icefabric.control.p4rt.tofino import TOFINO_FORMATS
 
-EXIT_OK = 0
-EXIT_RUNTIME = 1
-EXIT_USAGE = 2
+# ECMP's distribution: one float per draw and a CRC per flow and draw (1e6 draws: 8 MB, seconds).
+MAX_DRAWS = 1_000_000
 
 
 def plan_report(
@@ -125,16 +125,6 @@ def _check_hosts(spec: Any, jobs: list[Any], paths: list[str]) -> None:
                 )
     if errors:
         raise SpecError(errors)
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
@@ -252,11 +242,12 @@ def add_plan_parser(sub: Any, add_json: Callable[[argparse.ArgumentParser], None
     p.add_argument("--budget", type=float, default=1.0, help="heuristic time budget, seconds")
     p.add_argument(
         "--draws",
-        type=_positive_int,
+        type=int_range(1, MAX_DRAWS),
         default=1000,
-        help="random UDP source-port draws for ECMP's distribution (default 1000)",
+        help=f"random UDP source-port draws for ECMP's distribution (default 1000, at most "
+        f"{MAX_DRAWS:,})",
     )
-    p.add_argument("--seed", type=int, default=1, help="seed of the draws (default 1)")
+    p.add_argument("--seed", type=int_range(0), default=1, help="seed of the draws (default 1)")
     p.add_argument("--all-links", action="store_true", help="host links too, not only fabric")
     p.add_argument("--no-flows", action="store_true", help="omit the per-flow path table")
     add_json(p)

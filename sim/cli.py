@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from icefabric.control import render
-from icefabric.control.cli_common import EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, CliError
+from icefabric.control.cli_common import EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, CliError, int_range
 from icefabric.sim.config import CONTROLS, ROUTINGS, SimConfig, SimConfigError
 from icefabric.sim.results import SimResult
 
@@ -206,7 +206,9 @@ def _common(
 ) -> None:
     p.add_argument("--topo", required=True, help="topology spec (YAML/JSON)")
     p.add_argument("--job", required=True, action="append", help="job description (repeat)")
-    p.add_argument("--iterations", type=int, default=1, help="repeat the jobs' phases N times")
+    p.add_argument(
+        "--iterations", type=int_range(1), default=1, help="repeat the jobs' phases N times"
+    )
     p.add_argument(
         "--caps",
         action=argparse.BooleanOptionalAction,
@@ -220,7 +222,7 @@ def _common(
     p.add_argument(
         "--max-time-ms", type=float, default=10_000.0, help="stop after this much simulated time"
     )
-    p.add_argument("--seed", type=int, default=1, help="seed (flowlet draws)")
+    p.add_argument("--seed", type=int_range(0), default=1, help="seed (flowlet draws)")
     p.add_argument("--out", default=None, help="directory for <config>.json and sim.png")
     p.add_argument("--trace", action="store_true", help="with --json: include the time series")
     p.add_argument(

@@ -60,6 +60,27 @@ def test_usage_errors_exit_two(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 2 and "--job" in err
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["plan", "-", "--draws", "0"], "--draws: expected >= 1 and <= 1,000,000, got '0'"),
+        (["plan", "-", "--draws", "10000000000"], "--draws: expected >= 1 and <= 1,000,000"),
+        (["plan", "-", "--seed", "-1"], "--seed: expected >= 0, got '-1'"),
+        (["sim", "run", "--iterations", "0"], "--iterations: expected >= 1, got '0'"),
+        (["sim", "compare", "--seed", "-2"], "--seed: expected >= 0, got '-2'"),
+        (["sim", "run", "--iterations", "x"], "--iterations: expected a whole number, got 'x'"),
+    ],
+)
+def test_out_of_range_numbers_are_usage_errors(
+    capsys: pytest.CaptureFixture[str], job_file: Path, argv: list[str], message: str
+) -> None:
+    # Before: a negative seed or zero iterations ended in "internal error" (exit 1), and a huge
+    # --draws in a MemoryError.
+    command = [a for a in argv[:2] if a != "-"]
+    code, _, err = run(capsys, *command, "--topo", EXAMPLE, "--job", str(job_file), *argv[2:])
+    assert code == 2 and message in err and "internal error" not in err
+
+
 def test_topo_gen_check_show_roundtrip(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     out_file = tmp_path / "ls.yaml"
     code, _, err = run(
