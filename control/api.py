@@ -35,6 +35,7 @@ from icefabric.control.paths import (
     check_peer,
     default_socket,
     ensure_private_dir,
+    is_listening,
     runtime_dir,
 )
 
@@ -167,7 +168,7 @@ class ApiServer:
                         f"{self.path}: owned by uid {st.st_uid}, not by you; refusing to use it "
                         "(choose another --socket)"
                     )
-                if _is_listening(self.path):
+                if is_listening(self.path):
                     raise ApiUnavailable(f"{self.path}: another controller is already listening")
                 self.path.unlink()
         except OSError as exc:
@@ -271,18 +272,6 @@ class ApiServer:
 
 def _error(kind: str, message: str) -> dict[str, Any]:
     return {"ok": False, "error": {"kind": kind, "message": message}}
-
-
-def _is_listening(path: Path) -> bool:
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    probe.settimeout(0.5)
-    try:
-        probe.connect(str(path))
-    except OSError:
-        return False
-    finally:
-        probe.close()
-    return True
 
 
 class ApiClient:

@@ -165,6 +165,19 @@ def read_private(path: Path, max_bytes: int) -> bytes | None:
     return data
 
 
+def is_listening(path: Path) -> bool:
+    """Whether something accepts connections on the Unix socket ``path`` (a stale one: no)."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(0.5)
+    try:
+        probe.connect(str(path))
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return True
+
+
 def peer_uid(sock: socket.socket) -> int:
     """The uid of the process at the other end of a connected Unix socket (SO_PEERCRED)."""
     raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size)

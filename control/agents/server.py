@@ -43,7 +43,7 @@ from icefabric.control.agents.protocol import (
     encode,
     parse_address,
 )
-from icefabric.control.paths import PeerRejected, check_peer
+from icefabric.control.paths import PeerRejected, check_peer, is_listening
 
 log = logging.getLogger(__name__)
 
@@ -233,7 +233,7 @@ class AgentServer:
                 raise AgentServerError(f"{path}: {exc.strerror}") from None
             if not stat.S_ISSOCK(st.st_mode):
                 raise AgentServerError(f"{path}: exists and is not a socket; refusing to replace")
-            if _is_listening(path):
+            if is_listening(path):
                 raise AgentServerError(f"{path}: another controller already listens for agents")
             if st.st_uid not in (os.geteuid(), 0):
                 raise AgentServerError(f"{path}: stale socket owned by uid {st.st_uid}")
@@ -577,15 +577,3 @@ class AgentServer:
             self._on_event(host, kind)
         except Exception:  # the channel must outlive its owner's bugs
             log.exception("agent channel: event handler failed for %s %s", host, kind)
-
-
-def _is_listening(path: Path) -> bool:
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    probe.settimeout(0.5)
-    try:
-        probe.connect(str(path))
-    except OSError:
-        return False
-    finally:
-        probe.close()
-    return True
