@@ -31,6 +31,7 @@ from typing import Any
 from rich.console import Console
 
 from icefabric.control import render
+from icefabric.control.cli_common import int_range
 from icefabric.control.controller import Controller
 from icefabric.control.fabric import ALL_PATH_KINDS, FabricOptions, switch_mac
 from icefabric.control.install import flow_key
@@ -567,6 +568,16 @@ def _summary_timed(con: Console, doc: dict[str, Any]) -> None:
         )
 
 
+def _positive_ms(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected milliseconds, got {text!r}") from None
+    if not 0 < value <= 60_000:
+        raise argparse.ArgumentTypeError(f"expected > 0 and <= 60000 ms, got {text!r}")
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m icefabric.control.demo``."""
     p = argparse.ArgumentParser(
@@ -583,33 +594,57 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--no-timed", action="store_true", help="skip the timed comparison (failure step only)"
     )
     p.add_argument(
-        "--packets", type=int, default=4, help="packets per flow per round of the failure step"
+        "--packets",
+        type=int_range(1, 10_000),
+        default=4,
+        help="packets per flow per round of the failure step (1..10000)",
     )
-    p.add_argument("--channels", type=int, default=2, help="ring channels of the job")
+    p.add_argument(
+        "--channels", type=int_range(1, 64), default=2, help="ring channels of the job (1..64)"
+    )
     p.add_argument(
         "--link-pps",
-        type=int,
+        type=int_range(0),
         default=200,
         help="drain rate of switch-to-switch ports in packets/s, so queues build (0: unlimited)",
     )
     p.add_argument(
         "--probe-interval",
-        type=float,
+        type=_positive_ms,
         default=100.0,
         metavar="MS",
         help="LLDP link probe interval in ms (as icectl run; must be > 0: the failure step "
         "relies on the probes)",
     )
     p.add_argument(
-        "--probe-misses", type=int, default=3, metavar="N", help="missed intervals -> link down"
+        "--probe-misses",
+        type=int_range(1),
+        default=3,
+        metavar="N",
+        help="missed intervals -> link down",
     )
-    p.add_argument("-v", "--verbose", action="store_true", help="log the controller's steps")
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="log the controller's steps (and a failure's traceback)",
+    )
     args = p.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.ERROR,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    from icefabric.control.experiment.presets import load_preset
+    from icefabric.topo.spec import SpecError, load_topology
+
+    try:  # bad input is a one-line error (exit 2) before anything runs
+        load_topology(args.topo)
+        if not args.no_timed:
+            load_preset(args.preset)
+    except SpecError as exc:
+        print(f"{p.prog}: error: {exc}", file=sys.stderr)
+        return 2
     con = render.console()
     try:
         return run(
@@ -625,7 +660,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             timed=not args.no_timed,
         )
     except Exception as exc:
-        log.exception("demo failed")
+        if args.verbose:
+            log.exception("demo failed")
         con.print(f"[red bold]demo FAILED[/red bold]: {type(exc).__name__}: {exc}")
         return 1
 
