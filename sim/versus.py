@@ -151,8 +151,16 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         out = compare(args.results)
-    except (VersusError, OSError, json.JSONDecodeError) as e:
+    except (VersusError, OSError) as e:
         sys.stderr.write(f"versus: {e}\n")
+        return 2
+    except json.JSONDecodeError as e:
+        sys.stderr.write(f"versus: {args.results}:{e.lineno}:{e.colno}: {e.msg}: expected JSON\n")
+        return 2
+    except UnicodeDecodeError as e:
+        sys.stderr.write(
+            f"versus: {args.results}: not UTF-8 text (byte {e.start}): expected JSON\n"
+        )
         return 2
     sys.stdout.write(json.dumps(out, indent=1) + "\n")
     return 0

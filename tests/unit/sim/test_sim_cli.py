@@ -219,3 +219,19 @@ def test_versus_runs_the_experiment_beside_the_packet_level_figures(tmp_path: Pa
     bad.write_text(json.dumps({"modes": []}))
     with pytest.raises(VersusError, match="experiment"):
         compare(bad)
+
+
+def test_versus_names_a_file_that_is_not_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from icefabric.sim.versus import main as versus_main
+
+    binary = tmp_path / "bin.json"
+    binary.write_bytes(b"\x00\xff\xfe")
+    assert versus_main([str(binary)]) == 2
+    assert f"{binary}: not UTF-8 text (byte 1)" in capsys.readouterr().err
+    text = tmp_path / "text.json"
+    text.write_text("a: [\n")
+    assert versus_main([str(text)]) == 2
+    err = capsys.readouterr().err
+    assert f"{text}:1:1:" in err and "Traceback" not in err
