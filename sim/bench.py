@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from icefabric.control.ccl.job import JobSpec, parse_job
+from icefabric.control.cli_common import int_range
 from icefabric.control.topology import Topology
 from icefabric.sim.config import SimConfig
 from icefabric.sim.engine import Simulator
@@ -123,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m icefabric.sim.bench", description=__doc__.split("\n")[0]
     )
     ap.add_argument("--only", choices=("1024", "4096"), help="run one scenario")
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--seed", type=int_range(0), default=1)
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING)

@@ -178,11 +178,21 @@ def format_table(rows: list[Result]) -> str:
     return "\n".join(lines)
 
 
+def _packets(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not 1 <= value <= 10_000_000:
+        raise argparse.ArgumentTypeError(f"expected >= 1 and <= 10,000,000, got {text!r}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print a table."""
     ap = argparse.ArgumentParser(prog="python -m icefabric.target.bench", description=__doc__)
     ap.add_argument(
-        "--packets", type=int, default=20000, help="packets per measurement (default 20000)"
+        "--packets", type=_packets, default=20000, help="packets per measurement (default 20000)"
     )
     ap.add_argument("--no-veth", action="store_true", help="skip the veth measurement")
     args = ap.parse_args(argv)

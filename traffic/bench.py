@@ -26,6 +26,8 @@ import threading
 import time
 from pathlib import Path
 
+from icefabric.control.cli_common import int_range
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -159,15 +161,24 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m icefabric.traffic.bench", description=__doc__.split("\n")[0]
     )
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int_range(1, 100), default=3)
     ap.add_argument(
-        "--packets", type=int, default=20_000, help="endpoint-alone packets (default 20000)"
+        "--packets",
+        type=int_range(1, 10_000_000),
+        default=20_000,
+        help="endpoint-alone packets (default 20000)",
     )
     ap.add_argument(
-        "--virtual-bytes", type=int, default=500_000, help="bytes per flow in the virtual fabric"
+        "--virtual-bytes",
+        type=int_range(1, 1 << 30),
+        default=500_000,
+        help="bytes per flow in the virtual fabric",
     )
     ap.add_argument(
-        "--realtime-bytes", type=int, default=20_000_000, help="bytes of the real-time flow"
+        "--realtime-bytes",
+        type=int_range(1, 1 << 34),
+        default=20_000_000,
+        help="bytes of the real-time flow",
     )
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)

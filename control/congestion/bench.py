@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from icefabric.control.ccl.demand import demand_from_job
+from icefabric.control.cli_common import int_range
 from icefabric.control.congestion.waterfill import max_min_fill, max_min_rates
 from icefabric.control.planner.bench import scattered_ring_job
 from icefabric.control.planner.planner import Planner
@@ -116,8 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m icefabric.control.congestion.bench", description=__doc__.split("\n")[0]
     )
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--seed", type=int_range(0), default=1)
+    ap.add_argument("--repeat", type=int_range(1, 100), default=3)
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     r = run(args.seed, args.repeat)

@@ -28,6 +28,7 @@ import numpy as np
 
 from icefabric.control.ccl.demand import demand_from_job
 from icefabric.control.ccl.job import JobSpec, Phase, Rank
+from icefabric.control.cli_common import int_range
 from icefabric.control.planner.ecmp import EcmpDraws, EcmpModel
 from icefabric.control.planner.exact import cut_lower_bound
 from icefabric.control.planner.heuristic import fabric_mask
@@ -213,13 +214,13 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m icefabric.control.planner.bench", description=__doc__.split("\n")[0]
     )
     ap.add_argument("--only", choices=("leaf-spine", "fat-tree"), help="run one scenario")
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--seed", type=int_range(0), default=1)
     ap.add_argument(
         "--no-ecmp", dest="ecmp", action="store_false", help="skip ECMP's max load (saves ~10 s)"
     )
     ap.add_argument(
         "--draws",
-        type=int,
+        type=int_range(0, 1_000_000),
         default=None,
         help="random source-port draws for ECMP (default 100 leaf-spine, 20 fat-tree; 0: none)",
     )

@@ -14,6 +14,7 @@ import time
 from collections.abc import Sequence
 
 from icefabric.control.ccl.nccl_log import parse_nccl_log
+from icefabric.control.cli_common import int_range
 
 
 def synth_log(ranks: int, channels: int, seed: int = 1) -> tuple[list[str], list[list[int]]]:
@@ -62,11 +63,20 @@ def synth_log(ranks: int, channels: int, seed: int = 1) -> tuple[list[str], list
     return lines, rings
 
 
+def _ranks(text: str) -> int:
+    value = int_range(8, 1 << 20)(text)
+    if value % 8:
+        raise argparse.ArgumentTypeError(
+            f"expected a multiple of 8 (8 ranks per host), got {text!r}"
+        )
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark; exit 1 if the rings read back differ from the rings written."""
     p = argparse.ArgumentParser(prog="python -m icefabric.control.ccl.nccl.bench")
-    p.add_argument("--ranks", type=int, default=4096)
-    p.add_argument("--channels", type=int, default=8)
+    p.add_argument("--ranks", type=_ranks, default=4096, help="ranks, 8 per host (a multiple of 8)")
+    p.add_argument("--channels", type=int_range(1, 64), default=8, help="rings (1..64)")
     args = p.parse_args(argv)
     lines, rings = synth_log(args.ranks, args.channels)
     t0, c0 = time.perf_counter(), time.process_time()
