@@ -273,7 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
             "  icefabric-host --iface h2-eth0 --ip 10.0.2.1 --gateway-mac 02:1c:e0:00:00:02 --expect 1\n"
             "  icefabric-host --iface h1-eth0 --ip 10.0.1.1 --gateway-mac 02:1c:e0:00:00:01 \\\n"
             "      --flow 10.0.2.1:1000000 --kind ice --line-rate 100M --rate-scale 1e-3 \\\n"
-            "      --controller /tmp/icectl-agents.sock --stats h1.json\n"
+            "      --controller /run/icefabric/icectl-agents.sock --stats h1.json\n"
             "  icefabric-host --topology topo.yaml --host h1 --iface h1-eth0 --schedule s.json\n"
             "exit codes: 0 done, 1 runtime failure, 2 bad options or input files"
         ),
