@@ -68,13 +68,15 @@ def load_for_run(args: argparse.Namespace) -> Any:
             "experiment run: give an experiment FILE or --preset NAME (one of them)", EXIT_USAGE
         )
     exp = load_experiment(args.file) if args.file else load_preset(args.preset)
-    if args.modes:
+    if args.modes is not None:  # --modes "" is an error, not "the file's modes"
         modes = tuple(m.strip() for m in args.modes.split(",") if m.strip())
         bad = [m for m in modes if m not in MODES]
         if bad or not modes:
             raise CliError(
                 f"--modes: expected names from {', '.join(MODES)}, got {args.modes!r}", EXIT_USAGE
             )
+        if len(set(modes)) != len(modes):
+            raise CliError(f"--modes: a mode is named twice in {args.modes!r}", EXIT_USAGE)
         exp = replace(exp, modes=modes)
     if args.engine:
         exp = replace(exp, engine=args.engine)
@@ -93,6 +95,10 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
     from icefabric.control.experiment.runner import run_experiment
 
     exp = load_for_run(args)
+    try:  # before the run: an unwritable --out would only fail after every mode ran
+        args.out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CliError(f"--out {args.out}: cannot create it: {exc.strerror}", EXIT_USAGE) from None
     err = render.console(sys.stderr)
     with Progress(
         TextColumn("{task.description}"),

@@ -147,6 +147,23 @@ def test_list(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--seed" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--modes", ""], "--modes: expected names from"),
+        (["--modes", "ice,ice"], "--modes: a mode is named twice"),
+        (["--out", "/proc/no-such-dir"], "--out /proc/no-such-dir: cannot create it"),
+    ],
+)
+def test_run_options_are_checked_before_any_mode_runs(
+    options: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before: --modes "" ran the file's modes, "ice,ice" ran ICE twice, and an unwritable --out
+    # was an internal error after every mode had run.
+    assert main(["experiment", "run", "--preset", "single-flow", "--no-plot", *options]) == 2
+    assert message in capsys.readouterr().err
+
+
 def test_a_mode_whose_engine_fails_is_reported_and_the_others_still_run(tmp_path: Path) -> None:
     from icefabric.control.experiment.runner import run_experiment
 
