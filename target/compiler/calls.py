@@ -210,17 +210,19 @@ class CallGen(ExprGen):
                 return k
         raise err(f"bad {enum} value", e.loc)
 
-    def calc_fields(self, e: A.Expr) -> list[tuple[str, Any]]:
-        """A hash/checksum field list as (code, width) pairs, where a field of a header counts
-        only while the header is valid: BMv2 (BufBuilder) leaves out the fields of invalid
-        headers. A field's width is then code: ``(w if S[valid] else 0)``."""
+    def calc_fields(self, e: A.Expr, checksum: bool) -> list[tuple[str, Any]]:
+        """A hash/checksum field list as (code, width) pairs, as p4c-bm2-ss and BMv2 build it:
+        a whole header in the list counts only while it is valid (BufBuilder skips invalid
+        headers); a single field of a header too in a checksum (referenced directly), but not
+        in a hash, whose fields p4c copies into metadata first. A skipped item's width is
+        code: ``(w if S[valid] else 0)``."""
         if isinstance(e, (A.ListExpr, A.StructExpr)):
             items = e.items if isinstance(e, A.ListExpr) else [x for _, x in e.fields]
             out: list[tuple[str, Any]] = []
             for x in items:
-                out.extend(self.calc_fields(x))
+                out.extend(self.calc_fields(x, checksum))
             return out
-        if isinstance(e, A.Member):
+        if checksum and isinstance(e, A.Member):
             saved = self.em
             self.em = Emitter()  # only the kind of the base is wanted here
             try:
@@ -302,15 +304,15 @@ class CallGen(ExprGen):
             dst = self.lvalue(args[0])
             algo = self.enum_name(args[1], "HashAlgorithm")
             base = self.scalar(args[2])
-            fields = self.calc_fields(args[3])
+            fields = self.calc_fields(args[3], checksum=False)
             mx = self.scalar(args[4])
             flist = "(" + "".join(f"({c}, {w}), " for c, w in fields) + ")"
             h = f"HASH({algo!r}, {flist})"
             if mx.const is not None:
-                # BMv2: base + hash % max (max 0 would divide by zero there: base + hash here)
-                expr = f"{h} % {int(mx.const)}" if int(mx.const) else h
+                # BMv2 (simple_switch 1.15.5): base + hash % max, a max of 0 taken as 1
+                expr = f"{h} % {int(mx.const)}" if int(mx.const) else "0"
             else:
-                expr = f"(lambda h, m: h % m if m else h)({h}, {mx.code})"
+                expr = f"(lambda h, m: h % m if m else 0)({h}, {mx.code})"
             if base.const != 0:
                 expr = f"({base.code}) + ({expr})"
             self.em.line(self.wr(dst, wrap(expr, dst.type)))
@@ -377,7 +379,7 @@ class CallGen(ExprGen):
     def checksum_call(self, name: str, args: list[A.Expr], loc: SourceLoc) -> V:
         """verify_checksum/update_checksum (+ _with_payload)."""
         cond = self.scalar(args[0], BOOL)
-        fields = self.calc_fields(args[1])
+        fields = self.calc_fields(args[1], checksum=True)
         algo = self.enum_name(args[3], "HashAlgorithm")
         target = self.expr(args[2])
         if not isinstance(target, V) or not isinstance(target.type, Bits):
