@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -87,6 +89,10 @@ def load_for_run(args: argparse.Namespace) -> Any:
     return exp
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def cmd_experiment_run(args: argparse.Namespace) -> int:
     """icectl experiment run: all modes, the table, results.json and comparison.png."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -99,6 +105,10 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise CliError(f"--out {args.out}: cannot create it: {exc.strerror}", EXIT_USAGE) from None
+    if exp.engine == "mininet" and threading.current_thread() is threading.main_thread():
+        # SIGTERM (timeout, kill) unwinds like Ctrl-C, so the engine's teardown runs: host
+        # processes killed, net.stop(); Python's default would leave veths and hosts behind
+        signal.signal(signal.SIGTERM, _interrupt)
     err = render.console(sys.stderr)
     with Progress(
         TextColumn("{task.description}"),
