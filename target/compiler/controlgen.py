@@ -658,7 +658,11 @@ class ControlGen(TableGenMixin, ParserGen):
             return V("", VOID)
         if k == "direct_meter" and name == "read":
             dst = self.lvalue(args[0])
-            self.em.line(self.wr(dst, wrap(f"{obj}_owner.direct_meter_color()", dst.type)))
+            # BMv2 writes the colour only when the table hit (its meter ran)
+            c = self.em.tmp("col")
+            self.em.line(f"{c} = {obj}_owner.direct_meter_color()")
+            with self.em.block(f"if {c} is not None:"):
+                self.em.line(self.wr(dst, wrap(c, dst.type)))
             return V("", VOID)
         raise err(f"{k} has no method '{name}' on this target", e.loc)
 

@@ -181,8 +181,8 @@ def _has(annos: list[Any], name: str) -> bool:
 
 
 class _NoTable:
-    """Owner of a direct meter that no table uses: always green."""
+    """Owner of a direct meter that no table uses: it never runs."""
 
-    def direct_meter_color(self) -> int:
-        """Always GREEN."""
-        return 0
+    def direct_meter_color(self) -> int | None:
+        """Never a colour: ``read`` leaves its destination as it was."""
+        return None

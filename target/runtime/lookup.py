@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from icefabric.target.runtime.externs import GREEN
 from icefabric.target.runtime.model import ActionCall, TableEntry
 
 if TYPE_CHECKING:
@@ -31,7 +30,7 @@ def build_lookup(
 
     def on_miss() -> tuple[ActionCall, bool]:
         if resets_color:
-            table._last_color = GREEN
+            table._last_color = None  # no meter ran: BMv2's read leaves its destination
         return miss
 
     if not entries:

@@ -79,7 +79,7 @@ class Table:
         self._entries: dict[tuple[object, ...], TableEntry] = {}
         self._seq = 0
         self._lock = threading.RLock()
-        self._last_color = GREEN
+        self._last_color: int | None = None
         self.hit_clock: Clock | None = None  # set by track_hits(): entries record their last hit
         self.const_entries = bool(const_entries)
         for entry in const_entries:
@@ -230,8 +230,9 @@ class Table:
                     entry.last_hit_us = now
             self.lookup = self._lookup_dirty
 
-    def direct_meter_color(self) -> int:
-        """Colour from the last lookup's direct meter (0 green, 1 yellow, 2 red)."""
+    def direct_meter_color(self) -> int | None:
+        """Colour from the last lookup's direct meter (0 green, 1 yellow, 2 red); None after a
+        miss, when BMv2 runs no meter and leaves the destination of ``read`` as it was."""
         return self._last_color
 
     def _check_priority(self, priority: int) -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from icefabric.target.compiler import compile_source
 from icefabric.target.p4.errors import P4CompileError
+from icefabric.target.runtime.model import ActionCall, Match, TableEntry
 
 PROGRAM = """#include <core.p4>
 #include <v1model.p4>
@@ -153,3 +154,18 @@ def test_actions_list_cannot_bind_action_data() -> None:
     locals_ = "table t { key = { hdr.h.a: exact; } actions = { put(8w1); } }"
     with pytest.raises(P4CompileError, match="only the directional parameters"):
         build(locals_)
+
+
+def test_direct_meter_read_on_a_miss_leaves_the_destination() -> None:
+    locals_ = """
+    direct_meter<bit<8>>(MeterType.packets) dm;
+    action colour() { dm.read(hdr.h.d); }
+    table t { key = { hdr.h.a: exact; } actions = { colour; } default_action = colour();
+              meters = dm; }"""
+    pipeline = build(locals_)
+    assert send(pipeline, bytes([1, 2, 3, 4])) == bytes([1, 2, 3, 4])  # miss: no meter ran
+    pipeline.tables["I.t"].insert(
+        TableEntry(match=(Match.exact(1),), action=ActionCall("I.colour"))
+    )
+    assert send(pipeline, bytes([1, 2, 3, 4])) == bytes([1, 2, 3, 0])  # hit: green
+    assert send(pipeline, bytes([2, 2, 3, 4])) == bytes([2, 2, 3, 4])
