@@ -224,17 +224,7 @@ def wait_link_event(
     """The first ``kind`` event of link a-b after the first ``seen`` probe events, once the
     controller has installed its consequence (None at the deadline)."""
     mon = ctl.linkmon
-    if mon is None:
-        return None
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for ev in mon.events()[seen:]:
-            if {ev.a, ev.b} == {a, b} and ev.kind == kind:
-                if ev.done_at is not None or ev.note is not None:
-                    return ev
-                break
-        time.sleep(0.005)
-    return None
+    return None if mon is None else mon.wait_handled(seen, kind, a, b, timeout)
 
 
 def _udp_dport(frame: bytes) -> int | None:

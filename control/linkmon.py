@@ -557,6 +557,22 @@ class LinkMonitor:
             evs = list(self._events)
         return evs if limit is None else evs[-limit:] if limit else []
 
+    def wait_handled(
+        self, seen: int, kind: str, a: str, b: str, timeout: float
+    ) -> LinkEvent | None:
+        """The first ``kind`` event of link a-b after the first ``seen`` events, once the
+        controller has acted on it (its consequence installed, or a note why not); None at the
+        deadline."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for ev in self.events()[seen:]:
+                if {ev.a, ev.b} == {a, b} and ev.kind == kind:
+                    if ev.done_at is not None or ev.note is not None:
+                        return ev
+                    break
+            time.sleep(0.005)
+        return None
+
     def link_state(self, name: str) -> str:
         """ "up", "down" or "unknown" (an end switch unreachable) for a link name or 'a-b'."""
         with self._lock:

@@ -68,15 +68,10 @@ def wait_event(ctl: Controller, seen: int, kind: str, a: str, b: str) -> LinkEve
     """The first ``kind`` event of link a-b after the first ``seen`` events, once handled."""
     mon = ctl.linkmon
     assert mon is not None
-    deadline = time.monotonic() + DEADLINE_S
-    while time.monotonic() < deadline:
-        for ev in mon.events()[seen:]:
-            if {ev.a, ev.b} == {a, b} and ev.kind == kind:
-                if ev.done_at is not None or ev.note is not None:
-                    return ev
-                break
-        time.sleep(0.005)
-    raise AssertionError(f"no link-{kind} event of {a}-{b} within {DEADLINE_S} s")
+    ev = mon.wait_handled(seen, kind, a, b, DEADLINE_S)
+    if ev is None:
+        raise AssertionError(f"no link-{kind} event of {a}-{b} within {DEADLINE_S} s")
+    return ev
 
 
 def installed_links(ctl: Controller) -> dict[tuple[str, int, int], set[int]]:
