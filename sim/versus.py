@@ -127,7 +127,12 @@ def compare(results_path: str | Path) -> dict[str, Any]:
         )
         net = SimNetwork(topo)
         if routing == "ecmp":
-            routes = _paths_routes(net, w, modes[mode]["paths"], source)
+            # the paths INT named, else (a baseline run carries no INT) the ECMP model's paths
+            # for the agents' keys, which the run checked against every fabric link's bytes
+            paths = modes[mode]["paths"] or (
+                modes[mode].get("engine", {}).get("ecmp_model", {}).get("predicted_paths", {})
+            )
+            routes = _paths_routes(net, w, paths, source)
         else:
             routes, _ = route(net, w.flows, routing)
         res = Simulator(topo, w, cfg, routes=routes).run()

@@ -206,6 +206,7 @@ def ecmp_model_check(
     leaf = {h.name: h.leaf for h in exp.topology.hosts}
     match = differ = 0
     want_bytes: dict[str, int] = {}
+    predicted_paths: dict[str, list[str]] = {}
     for f in flows:
         src, dst = leaf[f.src_host], leaf[f.dst_host]
         if src == dst:
@@ -213,6 +214,8 @@ def ecmp_model_check(
         cands = {p.index: p for p in topo.candidate_paths(src, dst)}
         idx = predicted[f.flow_id]
         want = [h.switch for h in cands[idx].hops] if idx in cands else None
+        if want is not None:
+            predicted_paths[f.flow_id] = want
         st = flow_stats.get(keys[f.flow_id])
         if want is not None and st is not None:
             for a, b in itertools.pairwise(want):
@@ -241,6 +244,7 @@ def ecmp_model_check(
     ]
     out["links_checked"] = len(fabric)
     out["links_off"] = off
+    out["predicted_paths"] = dict(sorted(predicted_paths.items()))  # switches, first leaf first
     return out
 
 
