@@ -266,7 +266,9 @@ class BMv2Switch(_P4RuntimeSwitchMixin, Switch):  # type: ignore[misc]
         exe = shutil.which("simple_switch_CLI")
         if exe is None:
             raise SwitchStartError("simple_switch_CLI is not on PATH (install BMv2)")
-        proc = self.popen([exe, "--thrift-port", str(self.thrift_port)], stdin=subprocess.PIPE)
+        # run by this Python: the script's `env python3` may be one without the thrift module
+        cli = [sys.executable, exe, "--thrift-port", str(self.thrift_port)]
+        proc = self.popen(cli, stdin=subprocess.PIPE)
         out_b, err_b = proc.communicate(commands.encode(), timeout=60)
         out: str = out_b.decode(errors="replace") + err_b.decode(errors="replace")
         if proc.returncode != 0 or "Error" in out or "Could not connect" in out:

@@ -26,6 +26,7 @@ import select
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -494,7 +495,10 @@ class _NetnsSockets:
         self._call(make)
 
     def send(self, iface: str, data: bytes) -> None:
-        self._call(lambda: self._socks[iface].send(data))
+        # From the caller's thread: the socket was made inside the namespace (open), sending
+        # needs no setns. Handing each frame to the I/O thread instead cost up to one select
+        # timeout per frame, which spread back-to-back bursts out too far to queue anywhere.
+        self._socks[iface].send(data)
 
     def send_here(self, iface: str, data: bytes) -> None:
         """Send from the I/O thread itself (inside an ``on_frame`` hook)."""
@@ -668,7 +672,9 @@ class Bmv2Fabric(Fabric):
             "netns",
             "exec",
             self.netns,
-            "simple_switch_CLI",
+            # with this Python: the CLI's `env python3` may lack the thrift module
+            sys.executable,
+            str(shutil.which("simple_switch_CLI")),
             "--thrift-port",
             str(self._thrift[switch]),
         ]

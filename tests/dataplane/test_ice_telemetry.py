@@ -24,6 +24,9 @@ from icefabric.traffic import packets as P
 pytestmark = pytest.mark.dataplane
 
 SPORT, QP = 51000, 0x3456
+# Drain rate of the rate-limited port: slow enough that a burst from a Python sender on a busy
+# host still arrives faster than it drains on a real-time target.
+LIMITED_PPS = 200
 
 
 def _feedbacks(ls: LeafSpine) -> list[P.IceFeedback]:
@@ -38,11 +41,14 @@ def _feedbacks(ls: LeafSpine) -> list[P.IceFeedback]:
 
 def _burst(ls: LeafSpine, n: int, *, ecn: int = 2) -> None:
     """n packets of the planned flow sent back to back, then the queues drained."""
-    for psn in range(n):
-        ls.send("h1", ls.roce("h1", "h3", sport=SPORT, qp=QP, psn=psn, ip_id=psn + 1, ecn=ecn))
+    frames = [
+        ls.roce("h1", "h3", sport=SPORT, qp=QP, psn=psn, ip_id=psn + 1, ecn=ecn) for psn in range(n)
+    ]
+    for frame in frames:  # built first: back to back even on a real-time target
+        ls.send("h1", frame)
     ls.fabric.run()
     for _ in range(n):
-        ls.fabric.advance_us(1_000)
+        ls.fabric.advance_us(1_000_000 // LIMITED_PPS)
 
 
 def test_feedback_reaches_the_source_with_every_hops_record(fabric: LeafSpine) -> None:
@@ -92,10 +98,11 @@ def test_feedback_reaches_the_source_with_every_hops_record(fabric: LeafSpine) -
     (second,) = _feedbacks(fabric)
     assert second.hops[0].tx_bytes >= len(frame)
     assert second.hops[2].tx_bytes >= 2 * len(frame)
-    for before, after in zip(fb.hops, second.hops, strict=True):
+    for i, (before, after) in enumerate(zip(fb.hops, second.hops, strict=True)):
         assert after.switch_id == before.switch_id
         assert after.egress_ts >= before.egress_ts, "a switch's clock went backwards"
-        assert after.tx_bytes > before.tx_bytes
+        # the last hop (i == 0) may read its counter before or after its data packet left
+        assert after.tx_bytes >= before.tx_bytes if i == 0 else after.tx_bytes > before.tx_bytes
 
 
 def test_feedback_every_nth_packet(leaf_spine_factory: object) -> None:
@@ -117,17 +124,26 @@ def test_no_int_no_feedback(leaf_spine_factory: object) -> None:
 
 def test_int_queue_depth_grows_on_a_rate_limited_port(fabric: LeafSpine) -> None:
     plan_flow(fabric, "h1", "h3", sport=SPORT, qp=QP, tag=TAG_L1_L2_S2)
-    _burst(fabric, 6)
+    # calm: 10 ms apart (back to back, a real-time switch's egress pipeline may queue a burst)
+    calm_frames = [fabric.roce("h1", "h3", sport=SPORT, qp=QP, psn=p) for p in range(6)]
+    fabric.fabric.send_paced(HOSTS["h1"].leaf, HOSTS["h1"].port, calm_frames, 10_000)
     calm = [fb.hops[2].enq_qdepth for fb in sorted(_feedbacks(fabric), key=lambda f: f.bth_psn)]
-    assert calm == [0] * 6
+    if fabric.fabric.kind == "embedded":
+        assert calm == [0] * 6
+    else:  # a loaded host can hold a real-time switch's egress thread up for a packet time
+        assert len(calm) == 6 and max(calm) <= 1, calm
+    fabric.received("h3")
 
-    fabric.fabric.set_queue_rate("L1", UPLINK["S2"], pps=1_000)
+    fabric.fabric.set_queue_rate("L1", UPLINK["S2"], pps=LIMITED_PPS)
     _burst(fabric, 6)
     fbs = sorted(_feedbacks(fabric), key=lambda f: f.bth_psn)
     assert len(fbs) == 6
     depths = [fb.hops[2].enq_qdepth for fb in fbs]  # L1's record: the limited port
-    assert all(a <= b for a, b in itertools.pairwise(depths)), depths
-    assert depths[-1] >= 3, depths
+    if fabric.fabric.kind == "embedded":  # the manual clock: the burst is truly back to back
+        assert all(a <= b for a, b in itertools.pairwise(depths)), depths
+        assert depths[-1] >= 3, depths
+    else:  # real time: a pause of the sender lets the queue drain a little meanwhile
+        assert max(depths) >= 3, depths
     assert all(fb.hops[2].switch_id == SWITCH_IDS["L1"] for fb in fbs)
     # the spine's queue stayed empty
     assert all(fb.hops[1].enq_qdepth == 0 for fb in fbs)
@@ -163,7 +179,7 @@ def test_queue_alarm_reports_every_deep_queue(leaf_spine_factory: object) -> Non
         Options(report_enabled=1, report_every_n=0, report_qdepth_threshold=2)
     )
     plan_flow(ls, "h1", "h3", sport=SPORT, qp=QP, tag=TAG_L1_L2_S2)
-    ls.fabric.set_queue_rate("L1", UPLINK["S2"], pps=1_000)
+    ls.fabric.set_queue_rate("L1", UPLINK["S2"], pps=LIMITED_PPS)
     _burst(ls, 7)
     fbs = _feedbacks(ls)
     deep = sorted(fb.bth_psn for fb in fbs if max(h.enq_qdepth for h in fb.hops) > 2)
