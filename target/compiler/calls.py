@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from icefabric.target.compiler.expr import ExprGen, add_base, wrap
@@ -45,6 +46,36 @@ def packed(fields: list[tuple[str, Any]]) -> tuple[str, str]:
     const = sum(w for _, w in fields if isinstance(w, int))
     dyn = " + ".join(str(w) for _, w in fields if not isinstance(w, int))
     return expr, f"({const} + {dyn})"
+
+
+_GUARD = re.compile(r"\((\d+) if (S\[[^\]]+\]) else 0\)")
+
+
+def _packed_guarded(fields: list[tuple[str, Any]]) -> tuple[str, str]:
+    """``packed`` for a checksum field list: runs of fields guarded by the validity of the
+    same header (the usual `{ hdr.ipv4.version, ... }`) are packed with constant shifts under
+    one condition instead of field by field."""
+    segments: list[tuple[str | None, list[tuple[str, Any]]]] = []
+    for code, w in fields:
+        m = _GUARD.fullmatch(w) if isinstance(w, str) else None
+        guard = m.group(2) if m else None
+        item = (code, int(m.group(1))) if m else (code, w)
+        if segments and guard is not None and segments[-1][0] == guard:
+            segments[-1][1].append(item)
+        else:
+            segments.append((guard, [item]))
+    if all(g is None for g, _ in segments):
+        return packed(fields)
+    parts: list[tuple[str, Any]] = []
+    for guard, seg in segments:
+        if guard is None:
+            parts.extend(seg)
+            continue
+        code, total = packed(seg)
+        parts.append((f"({code} if {guard} else 0)", f"({total} if {guard} else 0)"))
+    if len(parts) == 1:
+        return parts[0][0], str(parts[0][1])
+    return packed(parts)
 
 
 class CallGen(ExprGen):
@@ -384,7 +415,7 @@ class CallGen(ExprGen):
         target = self.expr(args[2])
         if not isinstance(target, V) or not isinstance(target.type, Bits):
             raise err("the checksum must be a bit<W> field", args[2].loc)
-        code, total = packed(fields)
+        code, total = _packed_guarded(fields)
         payload = name.endswith("_with_payload")
         if algo == "csum16":
             call = f"csum16_int({code}, {total}, S[{R_PAYLOAD}] if {payload} else b'')"
