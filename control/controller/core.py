@@ -1,0 +1,291 @@
+"""The Controller: its state, its lifetime (connect, take over, stop) and the jobs it plans.
+
+Its other concerns are mixins of this package, each a module: :mod:`.desired` (what every switch
+should hold, installing a change, the mode), :mod:`.failures` (link and switch failures),
+:mod:`.events` (the worker thread and switch events), :mod:`.statefile` (the shared state file),
+:mod:`.views` (read-only answers) and :mod:`.linkfail` (link probing).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from icefabric.control import fabric
+from icefabric.control.agents.hub import AgentHub
+from icefabric.control.ccl.demand import Flow, demand_from_job
+from icefabric.control.ccl.job import JobSpec, parse_job
+from icefabric.control.congestion.allocator import DEFAULT_TARGET, RateAllocator
+from icefabric.control.controller.desired import DesiredState
+from icefabric.control.controller.events import SwitchEvents
+from icefabric.control.controller.failures import FailureHandling
+from icefabric.control.controller.statefile import StateFile
+from icefabric.control.fabric import FabricOptions, TagMap, entity_key
+from icefabric.control.install import ChangeReport, flow_key
+from icefabric.control.linkfail import LinkFailures
+from icefabric.control.linkmon import DEFAULT_INTERVAL_S, DEFAULT_MISSES, LinkMonitor
+from icefabric.control.p4rt import Entity, PipelineConfig, SwitchConnection, SwitchPool
+from icefabric.control.planner.planner import Planner
+from icefabric.control.telemetry.poller import CounterPoller, switch_ports
+from icefabric.control.telemetry.reports import ReportLog
+from icefabric.control.telemetry.store import TelemetryStore
+from icefabric.control.topology import Topology
+from icefabric.control.views import ControllerViews
+from icefabric.topo.spec import TopologySpec
+
+log = logging.getLogger(__name__)
+
+PRIMARY_ELECTION_ID = 100
+BACKUP_ELECTION_ID = 50
+
+
+class JobRejected(ValueError):
+    """A job the controller will not plan (bad description, unknown host, duplicate name)."""
+
+
+class Controller(
+    ControllerViews, LinkFailures, DesiredState, FailureHandling, SwitchEvents, StateFile
+):
+    """Connections to every switch, the planner, what each switch holds, telemetry reports."""
+
+    def __init__(
+        self,
+        spec: TopologySpec,
+        pipeline: PipelineConfig,
+        *,
+        election_id: int | None = None,
+        backup: bool = False,
+        options: FabricOptions | None = None,
+        method: str = "auto",
+        addresses: Mapping[str, str] | None = None,
+        state_file: str | Path | None = None,
+        report_buffer: int = 1000,
+        connect_timeout: float = 10.0,
+        switch_dead_s: float | None = None,
+        probe_interval_s: float = DEFAULT_INTERVAL_S,
+        probe_misses: int = DEFAULT_MISSES,
+        rate_target: float = DEFAULT_TARGET,
+        counter_poll_s: float = 0.0,
+    ) -> None:
+        self.spec = spec
+        self.topo = Topology(spec)
+        self.pipeline = pipeline
+        self.backup = backup
+        self.election_id = election_id or (BACKUP_ELECTION_ID if backup else PRIMARY_ELECTION_ID)
+        self.options = options or FabricOptions()
+        self.tags: TagMap = fabric.allocate_tags(self.topo)
+        self.planner = Planner(self.topo, method=method)
+        self.jobs: dict[str, JobSpec] = {}
+        self.flows: dict[str, Flow] = {}
+        self._keys: dict[tuple[str, str, int, int], str] = {}
+        self.installed: dict[str, dict[tuple[object, ...], Entity]] = {
+            s.name: {} for s in spec.switches
+        }
+        self.reports = ReportLog(report_buffer, flow_of=self._flow_of_key)
+        self.rates = RateAllocator(self.topo, target=rate_target)  # max-min fair caps
+        self.agents = AgentHub(self)  # host agents: real flow keys, caps (icectl run listens)
+        self.telemetry = TelemetryStore(
+            self.topo,
+            target=rate_target,
+            planned_path=self.agents.planned_path,
+            on_over_target=self.agents.over_target,
+        )
+        self.state_file = Path(state_file) if state_file else None
+        self.state_errors: list[str] = []  # what the last state-file load could not read
+        self._state_written = b""  # bytes last written, so an unchanged state is not rewritten
+        self.takeover_retry_s = 1.0  # a failed takeover is retried after this long
+        self.connect_timeout = connect_timeout
+        self.switch_dead_s = switch_dead_s
+        self.history: list[ChangeReport] = []
+        self.last_resync: dict[str, Any] = {}  # switch -> ResyncSummary of the last takeover
+        self.lock = threading.RLock()
+        self._addresses = dict(addresses or {})
+        self._events: queue.Queue[Callable[[], None] | None] = queue.Queue()
+        self._worker: threading.Thread | None = None
+        self._down_since: dict[str, float] = {}
+        self.failed_switches: set[str] = set()
+        if probe_interval_s < 0 or probe_misses < 1:
+            raise ValueError(
+                f"link probes: expected interval >= 0 s and misses >= 1, got "
+                f"{probe_interval_s} s and {probe_misses}"
+            )
+        self.probe_interval_s = probe_interval_s  # 0: no link probing
+        self.probe_misses = probe_misses
+        self.linkmon: LinkMonitor | None = None  # probing runs while this controller is primary
+        self._resyncing: set[str] = set()  # reconnected switches not yet resynced: not probed
+        self._probe_down: set[int] = set()  # links (even directed id) the probes took down
+        self._install_marks = (0.0, 0.0)  # time.monotonic() when flows / base were installed
+        self._base_cache: tuple[tuple[bytes, FabricOptions], dict[str, list[Entity]]] | None = None
+        self._applied_base: tuple[bytes, FabricOptions] | None = None  # base the switches hold
+        self._stopping = False
+        self.active = False  # True once this controller has installed the fabric as primary
+        self.pool = SwitchPool(
+            SwitchConnection(
+                s.name,
+                self._addresses.get(s.name, s.grpc_addr),
+                device_id=s.device_id,
+                election_id=self.election_id,
+                p4info=pipeline.index,
+                connect_timeout=connect_timeout,
+                backoff_initial=0.05,
+                backoff_max=1.0,
+            )
+            for s in spec.switches
+        )
+        self.counter_poller = CounterPoller(  # wire losses and drop reasons for telemetry
+            self.pool,
+            self.telemetry,
+            switch_ports(self.topo),
+            interval_s=counter_poll_s,
+            enabled=lambda: self.active,
+        )
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """Connect to every switch; as primary push the pipeline and install everything."""
+        for name, conn in self.pool.items():
+            conn.on("packet", functools.partial(self._on_packet, name))
+            conn.on("connection", functools.partial(self._on_connection, name))
+            conn.on("arbitration", functools.partial(self._on_arbitration, name))
+        self.start_worker()
+        self.counter_poller.start()
+        self.pool.connect_all(self.connect_timeout)
+        primaries = self.pool.primaries()
+        if len(primaries) == len(self.pool):
+            self.take_over()
+        elif self.backup:
+            log.info(
+                "backup controller (election id %d) ready on %d switches",
+                self.election_id,
+                len(self.pool),
+            )
+        else:
+            others = sorted(set(self.pool) - set(primaries))
+            log.warning(
+                "not primary on %s: another controller holds a higher election id",
+                ", ".join(others),
+            )
+
+    def stop(self) -> None:
+        """Close every connection and stop the worker."""
+        self._stopping = True
+        self.agents.stop()
+        self.counter_poller.stop()
+        if self.linkmon is not None:
+            self.linkmon.stop()
+        self._events.put(None)
+        if self._worker is not None:
+            self._worker.join(timeout=5)
+            self._worker = None
+        self.pool.close_all()
+
+    def take_over(self) -> None:
+        """Become the active controller: load shared state, push pipelines, resync everything."""
+        with self.lock:
+            t0 = time.perf_counter()
+            if not self.jobs and self.state_file is not None:
+                self._load_state()
+            self.pool.run_all(self._ensure_pipeline, operation="pipeline")
+            desired = self.desired()
+            summaries = self.pool.run_all(
+                lambda c: c.resync(desired.get(c.name, []), scope="all"), operation="resync"
+            )
+            for name in self.pool:
+                self.installed[name] = {entity_key(e): e for e in desired.get(name, [])}
+            self.last_resync = summaries
+            self._applied_base = self._base_key()
+            self.active = True
+            self._start_link_monitor()
+            self.agents.reallocate("takeover")
+            writes = sum(s.writes for s in summaries.values())
+            log.info(
+                "active on %d switches: %d writes to reach the desired state in %.1f ms",
+                len(self.pool),
+                writes,
+                (time.perf_counter() - t0) * 1e3,
+            )
+
+    def _ensure_pipeline(self, conn: SwitchConnection) -> bool:
+        """Push the pipeline unless the switch already runs it (same cookie); True if pushed."""
+        try:
+            current = conn.get_pipeline(response_type="COOKIE_ONLY")
+            if current.cookie == self.pipeline.cookie:
+                return False
+        except Exception as exc:  # no pipeline yet: FAILED_PRECONDITION on most targets
+            log.debug("%s: no pipeline to compare (%s)", conn.name, exc)
+        conn.set_pipeline(self.pipeline)
+        return True
+
+    # ------------------------------------------------------------------ jobs
+
+    def add_job(self, job: JobSpec | Mapping[str, Any]) -> dict[str, Any]:
+        """Plan a job's flows on top of the others and install them."""
+        if not isinstance(job, JobSpec):
+            try:
+                job = parse_job(job, source="<jobs.add>")
+            except ValueError as exc:
+                raise JobRejected(str(exc)) from exc
+        with self.lock:
+            if job.name in self.jobs:
+                raise JobRejected(f"job {job.name!r} is already running (remove it first)")
+            known = {h.name for h in self.spec.hosts}
+            bad = [
+                f"ranks[{r.rank}].host: no host {r.host!r}"
+                for r in job.ranks
+                if r.host not in known
+            ]
+            if bad:
+                raise JobRejected(
+                    f"job {job.name}: " + "; ".join(bad) + f" in topology {self.spec.name!r}"
+                )
+            demand = demand_from_job(job)
+            t0 = time.perf_counter()
+            self.planner.add(demand)
+            plan_s = time.perf_counter() - t0
+            self._register(job, demand.flows)
+            self.agents.job_added(job.name, job.phases[0].name)
+            rep = self._install_change(f"job {job.name} added", plan_s)
+            self._save_state()
+            return {
+                "job": job.name,
+                "flows": len(demand.flows),
+                "entries": rep.entries,
+                "install_ms": rep.install_ms,
+                "plan_ms": rep.plan_ms,
+                "max_load": rep.max_load,
+            }
+
+    def remove_job(self, name: str) -> dict[str, Any]:
+        """Take a job's flows out of the plan and delete their entries."""
+        with self.lock:
+            if name not in self.jobs:
+                raise JobRejected(
+                    f"no job {name!r} (running: {', '.join(sorted(self.jobs)) or 'none'})"
+                )
+            t0 = time.perf_counter()
+            gone = [f for f, fl in self.flows.items() if fl.job == name]
+            if gone:  # a job of ranks on one host has no network flow: nothing planned
+                self.planner.remove_job(name)
+            plan_s = time.perf_counter() - t0
+            del self.jobs[name]
+            for fid in gone:
+                del self.flows[fid]
+            self.agents.job_removed(name, gone)
+            self._keys = {k: v for k, v in self._keys.items() if v in self.flows}
+            rep = self._install_change(f"job {name} removed", plan_s)
+            self._save_state()
+            return {"job": name, "entries": rep.entries, "install_ms": rep.install_ms}
+
+    def _register(self, job: JobSpec, flows: Iterable[Flow]) -> None:
+        self.jobs[job.name] = job
+        for f in flows:
+            self.flows[f.flow_id] = f
+            k = flow_key(self.topo, f)
+            self._keys[(k.src_ip, k.dst_ip, k.udp_sport, k.dst_qp)] = f.flow_id
