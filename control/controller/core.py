@@ -25,10 +25,11 @@ from icefabric.control.congestion.allocator import DEFAULT_TARGET, RateAllocator
 from icefabric.control.controller.desired import DesiredState
 from icefabric.control.controller.events import SwitchEvents
 from icefabric.control.controller.failures import FailureHandling
+from icefabric.control.controller.linkfail import LinkFailures
 from icefabric.control.controller.statefile import StateFile
+from icefabric.control.controller.views import ControllerViews
 from icefabric.control.fabric import FabricOptions, TagMap, entity_key
 from icefabric.control.install import ChangeReport, flow_key
-from icefabric.control.linkfail import LinkFailures
 from icefabric.control.linkmon import DEFAULT_INTERVAL_S, DEFAULT_MISSES, LinkMonitor
 from icefabric.control.p4rt import Entity, PipelineConfig, SwitchConnection, SwitchPool
 from icefabric.control.planner.planner import Planner
@@ -36,7 +37,6 @@ from icefabric.control.telemetry.poller import CounterPoller, switch_ports
 from icefabric.control.telemetry.reports import ReportLog
 from icefabric.control.telemetry.store import TelemetryStore
 from icefabric.control.topology import Topology
-from icefabric.control.views import ControllerViews
 from icefabric.topo.spec import TopologySpec
 
 log = logging.getLogger(__name__)
