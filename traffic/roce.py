@@ -242,8 +242,9 @@ def build_cnp(
 ) -> bytes:
     """A RoCEv2 CNP to ``dst_ip``'s QP ``qp`` (opcode 0x81, BECN, 16 reserved bytes, ICRC).
 
-    DSCP 0 and not-ECT: a CNP is never marked itself (NICs send it in a high-priority class; the
-    fabric's queues here are chosen by ice.p4, not by DSCP).
+    DSCP 0 and not-ECT: a CNP is never marked itself.  NICs send CNPs in a high-priority class;
+    here ice.p4 picks the queue, not DSCP: it puts a CNP (this opcode, 60-byte IPv4 packet) in
+    the feedback queue from its first switch on (p4src/README.md, *Egress queue priorities*).
     """
     buf = bytearray(HEADER_BYTES)
     ip_len = IPV4_BYTES + UDP_BYTES + BTH_BYTES + CNP_PAD_BYTES + ICRC_BYTES

@@ -32,6 +32,10 @@ const bit<8>  IP_PROTO_ICMP = 1;
 const bit<8>  IP_PROTO_UDP  = 17;
 
 const bit<16> UDP_PORT_ROCEV2       = 4791;
+// A RoCEv2 congestion notification packet (DCQCN's CNP): BTH opcode 0x81; its IPv4 packet is
+// always 60 bytes (IPv4 20, UDP 8, BTH 12, 16 reserved, ICRC 4).
+const bit<8>  ROCE_OP_CNP           = 0x81;
+const bit<16> ROCE_CNP_IPV4_BYTES   = 60;
 // Feedback packets travel as plain IPv4/UDP to the sender's host agent (routed like any packet).
 const bit<16> UDP_PORT_ICE_FEEDBACK = 4792;
 // Feedback is control traffic: send it in the expedited-forwarding class.

@@ -116,6 +116,15 @@ control IceIngress(inout headers_t hdr,
                             && meta.ingress_port_kind == PORT_KIND_FABRIC) {
                         standard_metadata.priority = meta.feedback_priority;
                     }
+                    // A CNP is DCQCN's feedback: in the same queue as ICE's, from the first
+                    // switch on (NICs send CNPs in a high-priority class).  Behind data on a
+                    // congested reverse-path port it would reach its sender tens of queued
+                    // packets late and the rate cuts would lag.  Only the fixed-size CNP:
+                    // a larger packet with the opcode stays with the data.
+                    if (hdr.bth.isValid() && hdr.bth.opcode == ROCE_OP_CNP
+                            && hdr.ipv4.total_len == ROCE_CNP_IPV4_BYTES) {
+                        standard_metadata.priority = meta.feedback_priority;
+                    }
                     if (hdr.bth.isValid()) {
                         compute_flow_slot();
                     }

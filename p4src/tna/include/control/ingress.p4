@@ -130,6 +130,11 @@ control IceIngress(inout ice_ingress_headers_t hdr,
                             && md.ingress_port_kind == PORT_KIND_FABRIC) {
                         ig_tm_md.qid = md.feedback_qid;
                     }
+                    // CNPs (DCQCN's feedback) in the same queue, from the first switch on.
+                    if (hdr.bth.isValid() && hdr.bth.opcode == ROCE_OP_CNP
+                            && hdr.ipv4.total_len == ROCE_CNP_IPV4_BYTES) {
+                        ig_tm_md.qid = md.feedback_qid;
+                    }
                     if (hdr.bth.isValid()) {
                         compute_flow_slot();
                     }
