@@ -128,7 +128,7 @@ class Demo:
         from icefabric.traffic.packets import rocev2_packet
 
         for h in self.ctl.spec.hosts:
-            self.fab.take(h.name)
+            self.fab.inbox.take(h.name)
         before = self._tag_counts()
         seen_reports = self.ctl.reports.received
         flows = list(self.ctl.flows.values())
@@ -156,10 +156,10 @@ class Demo:
 
         def data_count() -> int:
             for h in frames:
-                frames[h].extend(self.fab.take(h))
+                frames[h].extend(self.fab.inbox.take(h))
             return sum(1 for fs in frames.values() for fr in fs if _udp_dport(fr) == ROCE_PORT)
 
-        self.fab.wait_for(lambda: data_count() >= sent, timeout=20.0)
+        self.fab.inbox.wait_for(lambda: data_count() >= sent, timeout=20.0)
         delivered = data_count()
         want_reports = seen_reports + sent
         deadline = time.monotonic() + 5.0
@@ -172,7 +172,7 @@ class Demo:
             return sum(1 for fs in frames.values() for fr in fs if _udp_dport(fr) == FEEDBACK_PORT)
 
         # feedback leaves the last hop by an uplink and queues there like data: wait for it
-        self.fab.wait_for(lambda: feedback_count() >= sent, timeout=5.0)
+        self.fab.inbox.wait_for(lambda: feedback_count() >= sent, timeout=5.0)
         feedback = feedback_count()
         after = self._tag_counts()
         link_packets = {

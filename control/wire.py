@@ -2,17 +2,19 @@
 
 Each switch is an :class:`icefabric.target.device.Device` running its real-time scheduler and
 serving P4Runtime on ``127.0.0.1:<free port>``; what leaves a switch port is injected into the
-peer switch's port (the "wire"), what leaves a host port lands in that host's inbox. No root, no
+peer switch's port (the "wire"), what leaves a host port lands in that host's inbox
+(:class:`HostInboxes`, the fabric's ``inbox``: ``take``, ``wait_for``, ``delivered``). No root, no
 namespaces: this is what ``make demo`` and the fabric end-to-end tests run the controller against.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from icefabric.topo.spec import TopologySpec
@@ -30,11 +32,54 @@ class _Switch:
     port: int  # gRPC port
 
 
-@dataclass(slots=True)
-class HostInbox:
-    """Frames delivered to one host, in arrival order."""
+class HostInboxes:
+    """Frames delivered to each host of a fabric, in arrival order, and waiting for them.
 
-    frames: list[bytes] = field(default_factory=list)
+    ``cond`` guards the frames; a fabric may hold it around its own state too (it is re-entrant).
+    """
+
+    def __init__(self, hosts: Iterable[str]) -> None:
+        self.cond = threading.Condition()
+        self.frames: dict[str, list[bytes]] = {h: [] for h in hosts}
+
+    def deliver(self, host: str, data: bytes) -> None:
+        """A frame reached ``host``: keep it and wake the waiters."""
+        with self.cond:
+            self.frames[host].append(bytes(data))
+            self.cond.notify_all()
+
+    def take(self, host: str) -> list[bytes]:
+        """Remove and return what ``host`` received so far."""
+        with self.cond:
+            frames = self.frames[host]
+            self.frames[host] = []
+        return frames
+
+    def wait_for(self, predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
+        """Wait until predicate() holds (re-checked on every delivery and every 10 ms)."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while not predicate():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self.cond.wait(min(left, 0.01))
+        return True
+
+    def delivered(self) -> int:
+        """Frames delivered to all hosts (not yet taken)."""
+        with self.cond:
+            return sum(len(f) for f in self.frames.values())
+
+
+def link_ports(spec: TopologySpec, a: str, b: str) -> list[tuple[str, int]]:
+    """Both ends (switch, port) of every link between switches a and b."""
+    return [
+        end
+        for ln in spec.links
+        if {ln.a.node, ln.b.node} == {a, b}
+        for end in ((ln.a.node, ln.a.port), (ln.b.node, ln.b.port))
+    ]
 
 
 class InProcessFabric:
@@ -44,10 +89,9 @@ class InProcessFabric:
         self.spec = spec
         self.fabric_pps = fabric_pps  # drain rate of switch-to-switch ports (None: unlimited)
         self.switches: dict[str, _Switch] = {}
-        self.inbox: dict[str, HostInbox] = {h.name: HostInbox() for h in spec.hosts}
+        self.inbox = HostInboxes(h.name for h in spec.hosts)
         self._cut: set[tuple[str, int]] = set()
         self._dead: dict[str, int] = {}  # killed switch -> its gRPC port
-        self._cond = threading.Condition()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -114,12 +158,7 @@ class InProcessFabric:
         return send
 
     def _to_host(self, host: str) -> Callable[[bytes], None]:
-        def send(data: bytes) -> None:
-            with self._cond:
-                self.inbox[host].frames.append(bytes(data))
-                self._cond.notify_all()
-
-        return send
+        return functools.partial(self.inbox.deliver, host)
 
     @property
     def addresses(self) -> dict[str, str]:
@@ -151,17 +190,11 @@ class InProcessFabric:
 
     def cut_link(self, a: str, b: str) -> None:
         """Drop everything on the link(s) between switches a and b, both directions."""
-        for ln in self.spec.links:
-            if {ln.a.node, ln.b.node} == {a, b}:
-                self._cut.add((ln.a.node, ln.a.port))
-                self._cut.add((ln.b.node, ln.b.port))
+        self._cut.update(link_ports(self.spec, a, b))
 
     def heal_link(self, a: str, b: str) -> None:
         """Undo :meth:`cut_link`."""
-        for ln in self.spec.links:
-            if {ln.a.node, ln.b.node} == {a, b}:
-                self._cut.discard((ln.a.node, ln.a.port))
-                self._cut.discard((ln.b.node, ln.b.port))
+        self._cut.difference_update(link_ports(self.spec, a, b))
 
     # ------------------------------------------------------------------ traffic
 
@@ -169,29 +202,6 @@ class InProcessFabric:
         """A frame leaves ``host`` towards its leaf."""
         h = self.spec.host(host)
         self.switches[h.leaf].device.inject(h.port, frame)
-
-    def take(self, host: str) -> list[bytes]:
-        """Remove and return what ``host`` received so far."""
-        with self._cond:
-            frames = self.inbox[host].frames
-            self.inbox[host].frames = []
-        return frames
-
-    def wait_for(self, predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
-        """Wait until predicate() holds (re-checked on every delivery and every 10 ms)."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while not predicate():
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._cond.wait(min(left, 0.01))
-        return True
-
-    def delivered(self) -> int:
-        """Frames delivered to all hosts (not yet taken)."""
-        with self._cond:
-            return sum(len(b.frames) for b in self.inbox.values())
 
     def tx_packets(self, switch: str, port: int) -> int:
         """Packets the switch has sent out of ``port`` since it started."""

@@ -15,11 +15,8 @@ import contextlib
 import shutil
 import subprocess
 import tempfile
-import threading
-import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 
 from harness import (
@@ -31,7 +28,7 @@ from harness import (
     wait_for,
 )
 
-from icefabric.control.wire import CPU_PORT, HostInbox
+from icefabric.control.wire import CPU_PORT, HostInboxes, link_ports
 from icefabric.topo.spec import TopologySpec
 
 START_TIMEOUT_S = 20.0
@@ -45,10 +42,10 @@ class Bmv2WireFabric:
         if reason:
             raise TargetUnavailable(reason)
         self.spec = spec
-        self.inbox: dict[str, HostInbox] = {h.name: HostInbox() for h in spec.hosts}
+        self.inbox = HostInboxes(h.name for h in spec.hosts)
         self.netns = f"icewire-{uuid.uuid4().hex[:10]}"
         self.workdir = Path(tempfile.mkdtemp(prefix="ice-bmv2-wire-"))
-        self._cond = threading.Condition()
+        self._cond = self.inbox.cond  # also guards the cut wires and the tx counters
         self._cut: set[tuple[str, int]] = set()
         self._tx: Counter[tuple[str, int]] = Counter()
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -183,18 +180,12 @@ class Bmv2WireFabric:
     def cut_link(self, a: str, b: str) -> None:
         """Drop everything on the link(s) between switches a and b, both directions."""
         with self._cond:
-            for ln in self.spec.links:
-                if {ln.a.node, ln.b.node} == {a, b}:
-                    self._cut.add((ln.a.node, ln.a.port))
-                    self._cut.add((ln.b.node, ln.b.port))
+            self._cut.update(link_ports(self.spec, a, b))
 
     def heal_link(self, a: str, b: str) -> None:
         """Undo :meth:`cut_link`."""
         with self._cond:
-            for ln in self.spec.links:
-                if {ln.a.node, ln.b.node} == {a, b}:
-                    self._cut.discard((ln.a.node, ln.a.port))
-                    self._cut.discard((ln.b.node, ln.b.port))
+            self._cut.difference_update(link_ports(self.spec, a, b))
 
     # ------------------------------------------------------------------ traffic
 
@@ -207,8 +198,7 @@ class Bmv2WireFabric:
             self._tx[src] += 1
             host = self._host_at.get(src)
             if host is not None:
-                self.inbox[host].frames.append(bytes(data))
-                self._cond.notify_all()
+                self.inbox.deliver(host, data)
                 return True
             peer = self._peer.get(src)
             if peer is None or src in self._cut or peer[0] not in self._procs:
@@ -222,29 +212,6 @@ class Bmv2WireFabric:
         h = self.spec.host(host)
         assert self._io is not None
         self._io.send(self._end_of[(h.leaf, h.port)], frame)
-
-    def take(self, host: str) -> list[bytes]:
-        """Remove and return what ``host`` received so far."""
-        with self._cond:
-            frames = self.inbox[host].frames
-            self.inbox[host].frames = []
-        return frames
-
-    def wait_for(self, predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
-        """Wait until predicate() holds (re-checked on every delivery and every 10 ms)."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while not predicate():
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._cond.wait(min(left, 0.01))
-        return True
-
-    def delivered(self) -> int:
-        """Frames delivered to all hosts (not yet taken)."""
-        with self._cond:
-            return sum(len(b.frames) for b in self.inbox.values())
 
     def tx_packets(self, switch: str, port: int) -> int:
         """Packets the switch has sent out of ``port`` since the fabric started."""

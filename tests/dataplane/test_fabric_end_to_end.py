@@ -130,9 +130,11 @@ def test_packets_follow_planned_paths_and_arrive_unmodified(
             psn=77,
         )
     )
-    fab.take(f.dst_host)
+    fab.inbox.take(f.dst_host)
     fab.send(f.src_host, pkt)
-    assert fab.wait_for(lambda: any(fr[14:] == pkt[14:] for fr in fab.inbox[f.dst_host].frames))
+    assert fab.inbox.wait_for(
+        lambda: any(fr[14:] == pkt[14:] for fr in fab.inbox.frames[f.dst_host])
+    )
 
 
 def test_backup_controller_takes_over_when_the_primary_dies(
