@@ -38,6 +38,7 @@ from icefabric.control.telemetry.options import (
     start_metrics,
 )
 from icefabric.control.topology import TopologyError
+from icefabric.lifetime import wait_until_stopped
 
 log = logging.getLogger(__name__)
 
@@ -276,10 +277,7 @@ def run_daemon(args: argparse.Namespace) -> int:
         )
         if metrics is not None:
             log.warning("metrics on http://%s:%d/metrics", metrics.host, metrics.port)
-        # Wake up now and then: a signal delivered to another thread only sets a flag, and a main
-        # thread blocked in an untimed wait would never run the Python handler.
-        while not stop.wait(0.2):
-            pass
+        wait_until_stopped(stop)
     finally:
         if metrics is not None:
             metrics.stop()

@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from icefabric.lifetime import wait_until_stopped
 from icefabric.target.device import Device
 from icefabric.target.ports import RawPort, parse_port_spec
 from icefabric.target.queues import MAX_PRIORITY_QUEUES
@@ -283,10 +284,7 @@ def run(args: argparse.Namespace, stop: threading.Event) -> int:
             ", ".join(f"{p}@{i}" for p, i in specs) or "none",
             p4file or "none (waiting for SetForwardingPipelineConfig)",
         )
-        # Wake up now and then: a signal delivered to another thread only sets a flag, and a main
-        # thread blocked in an untimed wait would never run the Python handler.
-        while not stop.wait(0.2):
-            pass
+        wait_until_stopped(stop)
         log.info("shutting down")
         return EXIT_OK
     finally:
