@@ -9,13 +9,7 @@ from typing import Any
 from rich.markup import escape
 
 from icefabric.control import render
-from icefabric.control.api import ApiClient
-from icefabric.control.cli_common import EXIT_OK
-
-
-def _call(args: argparse.Namespace, op: str, **kwargs: Any) -> Any:
-    with ApiClient(args.socket, timeout=args.timeout) as client:
-        return client.call(op, **kwargs)
+from icefabric.control.cli_common import EXIT_OK, api_call
 
 
 def _gbps(bps: float | None) -> str:
@@ -24,7 +18,7 @@ def _gbps(bps: float | None) -> str:
 
 def cmd_agents(args: argparse.Namespace) -> int:
     """icectl agents: connected host agents, their flows, refused reports, counters."""
-    res = _call(args, "agents")
+    res = api_call(args, "agents")
     if args.json:
         render.emit_json(res)
         return EXIT_OK
@@ -78,7 +72,7 @@ def cmd_agents(args: argparse.Namespace) -> int:
 
 def cmd_caps(args: argparse.Namespace) -> int:
     """icectl caps: the max-min fair cap of every active flow, and why it was last computed."""
-    res = _call(args, "caps", host=args.host)
+    res = api_call(args, "caps", host=args.host)
     if args.json:
         render.emit_json(res)
         return EXIT_OK
@@ -118,7 +112,7 @@ def cmd_caps(args: argparse.Namespace) -> int:
 
 def cmd_jobs_phase(args: argparse.Namespace) -> int:
     """icectl jobs phase JOB PHASE: the job moves to PHASE; caps are pushed before it starts."""
-    res = _call(args, "jobs.phase", job=args.name, phase=args.phase)
+    res = api_call(args, "jobs.phase", job=args.name, phase=args.phase)
     if args.json:
         render.emit_json(res)
         return EXIT_OK

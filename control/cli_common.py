@@ -1,9 +1,12 @@
-"""Shared pieces of the icectl modules: exit codes and the error type main() reports."""
+"""Shared pieces of the icectl modules: exit codes, the error type main() reports, API calls."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from typing import Any
+
+from icefabric.control.api import ApiClient
 
 EXIT_OK = 0
 EXIT_RUNTIME = 1
@@ -32,3 +35,14 @@ def int_range(low: int, high: int | None = None) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def api_client(args: argparse.Namespace) -> ApiClient:
+    """A client of the daemon's API at ``--socket`` with ``--timeout``."""
+    return ApiClient(args.socket, timeout=args.timeout)
+
+
+def api_call(args: argparse.Namespace, op: str, **kwargs: Any) -> Any:
+    """One API request to the daemon (``--socket``, ``--timeout``); its result."""
+    with api_client(args) as client:
+        return client.call(op, **kwargs)

@@ -11,23 +11,20 @@ import time
 from typing import Any
 
 from icefabric.control import render
-from icefabric.control.api import ApiClient
-from icefabric.control.cli_common import EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, CliError
+from icefabric.control.cli_common import (
+    EXIT_OK,
+    EXIT_RUNTIME,
+    EXIT_USAGE,
+    CliError,
+    api_call,
+    api_client,
+)
 from icefabric.control.cli_topo import load_topology_arg
-
-
-def _client(args: argparse.Namespace) -> ApiClient:
-    return ApiClient(args.socket, timeout=args.timeout)
-
-
-def _call(args: argparse.Namespace, op: str, **kwargs: Any) -> Any:
-    with _client(args) as client:
-        return client.call(op, **kwargs)
 
 
 def cmd_status(args: argparse.Namespace) -> int:
     """icectl status: the daemon's role, mode, switches and jobs."""
-    st = _call(args, "status")
+    st = api_call(args, "status")
     if args.json:
         render.emit_json(st)
         return EXIT_OK
@@ -91,7 +88,7 @@ def _job_from_log(args: argparse.Namespace) -> Any:
 def cmd_jobs_add(args: argparse.Namespace) -> int:
     """icectl jobs add: send a job (file or NCCL log) to the daemon."""
     job = _read_job_arg(args)
-    res = _call(args, "jobs.add", job=job)
+    res = api_call(args, "jobs.add", job=job)
     if args.json:
         render.emit_json(res)
     else:
@@ -104,7 +101,7 @@ def cmd_jobs_add(args: argparse.Namespace) -> int:
 
 def cmd_jobs_rm(args: argparse.Namespace) -> int:
     """icectl jobs rm: remove a job and its entries."""
-    res = _call(args, "jobs.rm", name=args.name)
+    res = api_call(args, "jobs.rm", name=args.name)
     if args.json:
         render.emit_json(res)
     else:
@@ -114,7 +111,7 @@ def cmd_jobs_rm(args: argparse.Namespace) -> int:
 
 def cmd_jobs_ls(args: argparse.Namespace) -> int:
     """icectl jobs ls: the running jobs."""
-    jobs = _call(args, "jobs.ls")
+    jobs = api_call(args, "jobs.ls")
     if args.json:
         render.emit_json(jobs)
         return EXIT_OK
@@ -140,7 +137,7 @@ def cmd_jobs_ls(args: argparse.Namespace) -> int:
 
 def cmd_paths(args: argparse.Namespace) -> int:
     """icectl paths: planned path of every flow or one."""
-    res = _call(args, "paths", flow=args.flow, job=args.job)
+    res = api_call(args, "paths", flow=args.flow, job=args.job)
     if args.json:
         render.emit_json(res)
         return EXIT_OK
@@ -169,7 +166,7 @@ def cmd_paths(args: argparse.Namespace) -> int:
 
 def cmd_stats(args: argparse.Namespace) -> int:
     """icectl stats: port, tag and drop counters read from the switches."""
-    res = _call(args, "stats", switch=args.switch)
+    res = api_call(args, "stats", switch=args.switch)
     if args.json:
         render.emit_json(res)
         return EXIT_OK
@@ -226,7 +223,7 @@ def cmd_int(args: argparse.Namespace) -> int:
     printing new reports)."""
     if args.follow:
         return _follow_int(args)
-    res = _call(args, "int", limit=args.limit)
+    res = api_call(args, "int", limit=args.limit)
     if args.json:
         render.emit_json(res)
         return EXIT_OK
@@ -251,7 +248,7 @@ def cmd_int(args: argparse.Namespace) -> int:
 def _follow_int(args: argparse.Namespace) -> int:
     """Print each new report as it arrives (JSON lines with --json) until interrupted."""
     seen = None
-    with _client(args) as client:
+    with api_client(args) as client:
         while True:
             try:
                 time.sleep(args.interval if seen is not None else 0)
@@ -278,7 +275,7 @@ def _follow_int(args: argparse.Namespace) -> int:
 
 def cmd_mode(args: argparse.Namespace) -> int:
     """icectl mode: ICE or the ECMP baseline on every leaf."""
-    res = _call(args, "mode", mode=args.mode)
+    res = api_call(args, "mode", mode=args.mode)
     print(f"mode {res['mode']} on {res['switches']} switch(es)")
     return EXIT_OK
 
@@ -289,7 +286,7 @@ def _ms(value: float | None) -> str:
 
 def cmd_links(args: argparse.Namespace) -> int:
     """icectl links: link liveness from the LLDP probes (state, last probe, events)."""
-    res = _call(args, "links")
+    res = api_call(args, "links")
     if args.json:
         render.emit_json(res)
         return EXIT_OK
@@ -360,7 +357,7 @@ def cmd_links(args: argparse.Namespace) -> int:
 
 def cmd_link(args: argparse.Namespace) -> int:
     """icectl link down|up: mark a link and replan."""
-    res = _call(args, "link", a=args.a, b=args.b, state=args.state)
+    res = api_call(args, "link", a=args.a, b=args.b, state=args.state)
     if args.json:
         render.emit_json(res)
     else:
@@ -409,7 +406,7 @@ def cmd_shell(args: argparse.Namespace) -> int:
             ) from None
         info: dict[str, Any] = {"address": sw.grpc_addr, "device_id": sw.device_id}
     else:
-        switches = _call(args, "switches")
+        switches = api_call(args, "switches")
         if args.switch not in switches:
             names = ", ".join(sorted(switches))
             raise CliError(f"no switch {args.switch!r} (switches: {names})", EXIT_USAGE)

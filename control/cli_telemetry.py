@@ -13,8 +13,7 @@ from rich.live import Live
 from rich.table import Table
 
 from icefabric.control import render
-from icefabric.control.api import ApiClient
-from icefabric.control.cli_common import EXIT_OK
+from icefabric.control.cli_common import EXIT_OK, api_client
 
 
 def _pct(u: float | None) -> str:
@@ -76,7 +75,7 @@ def print_links(res: dict[str, Any]) -> None:
 
 def cmd_top(args: argparse.Namespace) -> int:
     """icectl top: a live view of links, flows and agents (Ctrl-C stops)."""
-    with ApiClient(args.socket, timeout=args.timeout) as client:
+    with api_client(args) as client:
 
         def snap() -> dict[str, Any]:
             res: dict[str, Any] = client.call("int", limit=1)
