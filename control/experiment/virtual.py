@@ -22,8 +22,8 @@ from typing import Any
 from icefabric.control import ice_names as n
 from icefabric.control.experiment.config import Experiment, Mode, run_topology
 from icefabric.control.experiment.measures import Observed
+from icefabric.control.experiment.options import mode_options
 from icefabric.control.experiment.runner import Progress
-from icefabric.control.fabric import ALL_PATH_KINDS, FabricOptions
 from icefabric.control.p4rt import PipelineConfig
 from icefabric.traffic.workload import Message, Schedule, WorkloadExecutor
 
@@ -31,14 +31,6 @@ log = logging.getLogger(__name__)
 
 STEP_US = 2000  # the loop checks limits and reports progress every 2 ms of virtual time
 REPORT_EVERY_N = 64  # sampled INT reports (to learn each flow's path), 1 in N packets
-FLOWLET_TIMEOUT_US = 100  # FabricOptions' default, for links at the spec's rates
-# ICE: INT feedback for every 8th data packet of a flow.  Each feedback packet is a separate
-# ~190-byte frame on the reverse path (4-5 % of a 4 KiB data flow's rate at N=1, queued with the
-# data at the last hop's uplink), and the tx-rate term of HPCC's per-hop utilisation is measured
-# between two feedbacks, so over few packets it is dominated by whole-packet quantisation.
-# Measured on the default preset (4 MiB, 4 slices, 1 us links): ICE's busbw / bound 0.81 with
-# N=1, 0.87 with 2, 0.89 with 4, 0.91 with 8.
-FEEDBACK_EVERY_N = 8
 # A RoCEv2 CNP on the wire: Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + 16 reserved + ICRC 4.
 CNP_FRAME_BYTES = 74
 
@@ -68,18 +60,7 @@ class VirtualEngine:
         cfg = VirtualConfig(
             rate_scale=exp.rates.scale, mtu=exp.rates.mtu_bytes, kind=mode.rate, seed=exp.seed
         )
-        options = FabricOptions(
-            mode=mode.lb_mode,
-            # INT only where the rate control reads it: a baseline (DCQCN) fabric carries no INT,
-            # and 44-80 bytes of records per packet would overload its links by 1-2 % and mark
-            # ECN on a single flow (planned paths + DCQCN: 59.5 % of the bound with INT, 97.5 %
-            # without, on the default preset)
-            int_kinds=ALL_PATH_KINDS if mode.rate == "ice" else (),
-            feedback_every_n=FEEDBACK_EVERY_N if mode.rate == "ice" else 0,
-            report_every_n=REPORT_EVERY_N,
-            # flowlets: ice.p4's 100 us gap at the spec's rates, scaled like every time constant
-            flowlet_timeout_us=min(round(FLOWLET_TIMEOUT_US / exp.rates.scale), 2**32 - 1),
-        )
+        options = mode_options(exp, mode, report_every_n=REPORT_EVERY_N)
         with VirtualFabric(spec, cfg) as fab:
             ctl = Controller(
                 spec, self.pipeline(), addresses=fab.addresses, options=options, probe_interval_s=0
