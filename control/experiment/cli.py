@@ -46,6 +46,15 @@ def add_experiment_parser(sub: Any, add_json: Callable[[argparse.ArgumentParser]
         default=None,
         help="override the file's engine (mininet: real time, needs root)",
     )
+    run.add_argument(
+        "--target",
+        choices=("embedded", "bmv2"),
+        default=None,
+        help="override the file's switches (mininet engine only): embedded (ice-switch, the "
+        "default) or bmv2 (simple_switch_grpc; p4c-bm2-ss compiles ice.p4 into the build "
+        "cache, build/bmv2/ or $ICE_BUILD_DIR, when missing or stale; queue rates in packets/s = link bytes/s / (mtu_bytes + 58), "
+        "a full RoCEv2 data frame)",
+    )
     run.add_argument("--no-plot", action="store_true", help="do not write comparison.png")
     add_json(run)
     run.set_defaults(func=cmd_experiment_run)
@@ -82,6 +91,13 @@ def load_for_run(args: argparse.Namespace) -> Any:
         exp = replace(exp, modes=modes)
     if args.engine:
         exp = replace(exp, engine=args.engine)
+    if args.target:
+        exp = replace(exp, target=args.target)
+    if exp.target != "embedded" and exp.engine != "mininet":
+        raise CliError(
+            f"--target {exp.target}: runs on the mininet engine only; add --engine mininet",
+            EXIT_USAGE,
+        )
     if args.seed is not None:
         if not 0 <= args.seed < 2**32:
             raise CliError(f"--seed: expected an integer 0..2^32-1, got {args.seed}", EXIT_USAGE)
@@ -101,6 +117,15 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
     from icefabric.control.experiment.runner import run_experiment
 
     exp = load_for_run(args)
+    if exp.target == "bmv2":  # before the run: a missing tool is a usage error, not a failed mode
+        from icefabric.control.experiment.bmv2 import Bmv2Unavailable, build_pipeline, check_tools
+        from icefabric.p4src import ICE_P4
+
+        try:
+            check_tools()
+            build_pipeline(ICE_P4)
+        except Bmv2Unavailable as exc:
+            raise CliError(str(exc), EXIT_USAGE) from None
     try:  # before the run: an unwritable --out would only fail after every mode ran
         args.out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -24,7 +24,8 @@ Format (traffic/README.md, "Experiment files", is the reference)::
       link_delay_us: 1.0              # one-way delay of links without delay_us, at the spec's
                                       # rates (default 1); every delay runs x 1/scale
     engine: virtual                   # virtual (default) | mininet
-    target: embedded                  # the switches: embedded (ice-switch)
+    target: embedded                  # the switches: embedded (ice-switch, default) | bmv2
+                                      # (simple_switch_grpc; engine mininet only)
     limits: {virtual_ms: 60000, wall_s: 600}  # give up (mode fails) past either
 
 Every problem is reported at once as ``file: key: message`` (:class:`ExperimentError`).
@@ -43,7 +44,7 @@ from icefabric.topo.spec import SpecError, TopologySpec, load_topology, read_dat
 
 ROOT = Path(__file__).resolve().parents[2]
 ENGINES = ("virtual", "mininet")
-TARGETS = ("embedded",)
+TARGETS = ("embedded", "bmv2")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -267,6 +268,8 @@ def parse_experiment(
     if target not in TARGETS:
         err("target", f"expected one of {', '.join(TARGETS)}, got {target!r}")
         target = "embedded"
+    elif target != "embedded" and engine != "mininet":
+        err("target", f"{target} runs on engine mininet only (the virtual engine is embedded)")
     limits = _limits(data.get("limits", {}), err)
     if errs or topo is None or job is None:
         raise ExperimentError(errs or [f"{source}: (top level): incomplete experiment"])

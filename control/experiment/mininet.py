@@ -1,22 +1,32 @@
 """The real-time engine of the experiment runner: one mode in Mininet (root).
 
 Per mode, in a fresh private directory: the topology (on free gRPC ports) comes up in Mininet
-with one ``ice-switch`` process per switch, every egress queue drained at the port's link rate
-x ``rates.scale`` (``--queue-rate-bps PORT:BPS``); a :class:`Controller` in this process
-connects over P4Runtime, pushes ``p4src/ice.p4`` and base forwarding in the mode's
-load-balancing mode; for planned modes it plans the job and listens on a Unix-socket agent
-channel, where the hosts report their real flow keys (installed as the planned paths) and get
-their caps. Every host runs ``python -m icefabric.traffic.host`` with the workload schedule (its
-own share), the mode's rate algorithm and a common ``--start-at``; its ``--stats`` file gives
-every message's post and arrival time on its own clock, lined up on the wall clock through the
-clock origin it records. Switch port counters (read over P4Runtime before and after) give the
-per-link bytes; sampled INT reports give paths and queue depths. Teardown (always): hosts
-killed, controller stopped, ``net.stop()`` (switch processes and interfaces), directory removed.
+with one switch process per switch, every egress queue drained at the port's link rate x
+``rates.scale``. The target decides which process and how the rate is set:
 
-Limits: one rate per port number across switches (``--queue-rate-bps`` is one option list for
-every switch); in planned modes the controller's caps reach the agents (``ice-paths`` runs with
-caps at the full max-min share, target 1.0); real-time Python switches forward a few thousand
-packets/s in all, so keep ``rates.scale`` small (e.g. 5e-5: 100 Gbit/s -> 5 Mbit/s).
+* ``embedded`` (default): ``ice-switch`` with ``--queue-rate-bps PORT:BPS``;
+* ``bmv2``: BMv2's ``simple_switch_grpc``, each in a network namespace of its own, running
+  ``ice.p4`` as compiled by p4c-bm2-ss (built on demand into a cache, ``bmv2.py``); once the
+  pipeline is pushed, every port's queue rate is set in packets/s through ``simple_switch_CLI
+  set_queue_rate`` (bytes/s / the full data frame, ``mtu_bytes`` + 58; see ``bmv2.py``).
+
+A :class:`Controller` in this process connects over P4Runtime, pushes ``p4src/ice.p4`` and base
+forwarding in the mode's load-balancing mode; for planned modes it plans the job and listens on
+a Unix-socket agent channel, where the hosts report their real flow keys (installed as the
+planned paths) and get their caps. Every host runs ``python -m icefabric.traffic.host`` with the
+workload schedule (its own share), the mode's rate algorithm and a common ``--start-at``; its
+``--stats`` file gives every message's post and arrival time on its own clock, lined up on the
+wall clock through the clock origin it records. Switch port counters (read over P4Runtime
+before and after) give the per-link bytes; sampled INT reports give paths and queue depths.
+Teardown (always): hosts killed, controller stopped, ``net.stop()`` (switch processes and
+interfaces), directory removed.
+
+Limits: links have no delay (``rates.link_delay_us`` is not emulated); with ``embedded``, one
+rate per port number across switches (``--queue-rate-bps`` is one option list for every
+switch; BMv2 sets each switch's ports on their own); in planned modes the controller's caps
+reach the agents (``ice-paths`` runs with caps at the full max-min share, target 1.0);
+real-time switches and Python hosts forward a few thousand packets/s in all, so keep
+``rates.scale`` small (e.g. 5e-5: 100 Gbit/s -> 5 Mbit/s).
 """
 
 from __future__ import annotations
@@ -36,8 +46,8 @@ from typing import Any
 
 from icefabric.control.experiment.config import Experiment, Mode
 from icefabric.control.experiment.measures import Observed
+from icefabric.control.experiment.options import mode_options
 from icefabric.control.experiment.runner import Progress
-from icefabric.control.fabric import ALL_PATH_KINDS, FabricOptions
 from icefabric.topo.spec import TopologySpec
 from icefabric.traffic.workload import Schedule, WorkloadExecutor
 
@@ -45,8 +55,7 @@ log = logging.getLogger(__name__)
 
 READY_S_PER_HOST = 2.5  # hosts start together at launch + 8 s + this per host (imports, QPs)
 REPORT_EVERY_N = 16
-FEEDBACK_EVERY_N = 8  # as the virtual engine (control/experiment/virtual.py explains why)
-FLOWLET_TIMEOUT_US = 100
+TARGETS = ("embedded", "bmv2")
 
 
 class MininetEngineError(RuntimeError):
@@ -67,39 +76,70 @@ def _free_ports(count: int) -> list[int]:
     return ports
 
 
+def port_rates(spec: TopologySpec, scale: float) -> dict[tuple[str, int], float]:
+    """Bits/s of every switch egress port: its link's rate x ``scale``."""
+    rates: dict[tuple[str, int], float] = {}
+    for ln in spec.links:
+        rate = spec.link_rate(ln) * 1e9 * scale
+        rates[(ln.a.node, ln.a.port)] = rate
+        rates[(ln.b.node, ln.b.port)] = rate
+    for h in spec.hosts:
+        rates[(h.leaf, h.port)] = spec.host_rate(h) * 1e9 * scale
+    return rates
+
+
 def queue_rate_args(spec: TopologySpec, scale: float) -> list[str]:
     """``--queue-rate-bps PORT:BPS`` for every switch port (MininetEngineError when one port
     number needs different rates on different switches)."""
-    rates: dict[int, float] = {}
-
-    def put(port: int, gbps: float, where: str) -> None:
-        bps = gbps * 1e9 * scale
-        old = rates.setdefault(port, bps)
+    rates: dict[int, tuple[float, str]] = {}
+    for (sw, port), bps in sorted(port_rates(spec, scale).items()):
+        old, where = rates.setdefault(port, (bps, sw))
         if abs(old - bps) > 1e-6 * bps:
             raise MininetEngineError(
-                f"{spec.name}: port {port} runs at {old / 1e9 / scale:g} and "
-                f"{gbps:g} Gbit/s ({where}); the mininet engine sets one rate per port number"
+                f"{spec.name}: port {port} runs at {old / 1e9 / scale:g} ({where}) and "
+                f"{bps / 1e9 / scale:g} Gbit/s ({sw}); the mininet engine's embedded target "
+                "sets one rate per port number (--target bmv2 sets each switch's)"
             )
-
-    for ln in spec.links:
-        rate = spec.link_rate(ln)
-        put(ln.a.port, rate, ln.a.node)
-        put(ln.b.port, rate, ln.b.node)
-    for h in spec.hosts:
-        put(h.port, spec.host_rate(h), h.leaf)
     args: list[str] = []
-    for port, bps in sorted(rates.items()):
+    for port, (bps, _) in sorted(rates.items()):
         args += ["--queue-rate-bps", f"{port}:{round(bps)}"]
     return args
+
+
+def queue_rate_commands(spec: TopologySpec, scale: float, mtu_bytes: int) -> dict[str, str]:
+    """Per switch, the ``simple_switch_CLI`` lines that set its ports' BMv2 queue rates."""
+    from icefabric.control.experiment.bmv2 import queue_pps
+
+    out: dict[str, str] = {}
+    for (sw, port), bps in sorted(port_rates(spec, scale).items()):
+        out[sw] = out.get(sw, "") + f"set_queue_rate {queue_pps(bps, mtu_bytes)} {port}\n"
+    return out
 
 
 class MininetEngine:
     """Runs modes in real time in Mininet (see the module docstring)."""
 
     def __init__(self, target: str = "embedded") -> None:
-        if target != "embedded":
-            raise MininetEngineError(f"target {target!r}: the mininet engine runs ice-switch")
+        if target not in TARGETS:
+            raise MininetEngineError(f"target {target!r}: expected one of {', '.join(TARGETS)}")
         self.target = target
+        self._pipeline: Any = None
+
+    def pipeline(self) -> Any:
+        """ice.p4 for this engine's target, built on first use (BMv2: p4c-bm2-ss's output from
+        the build cache, compiled when missing or stale; Bmv2Unavailable without the tools)."""
+        from icefabric.control.p4rt import PipelineConfig
+        from icefabric.p4src import ICE_P4
+
+        if self._pipeline is None:
+            if self.target == "bmv2":
+                from icefabric.control.experiment.bmv2 import build_pipeline, check_tools
+
+                check_tools()
+                self._pipeline = PipelineConfig.for_bmv2(*build_pipeline(ICE_P4))
+            else:
+                self._pipeline = PipelineConfig.for_embedded(ICE_P4)
+        return self._pipeline
 
     def run_mode(
         self, exp: Experiment, mode: Mode, schedule: Schedule, progress: Progress
@@ -110,8 +150,6 @@ class MininetEngine:
         if shutil.which("mnexec") is None:
             raise MininetEngineError("Mininet is not installed (mnexec missing); run make setup")
         from icefabric.control.controller import Controller
-        from icefabric.control.p4rt import PipelineConfig
-        from icefabric.p4src import ICE_P4
         from icefabric.topo.mininet import start_network
         from icefabric.topo.spec import save_topology
 
@@ -122,7 +160,9 @@ class MininetEngine:
                 replace(s, grpc_port=p) for s, p in zip(exp.topology.switches, ports, strict=True)
             ),
         )
-        switch_args = queue_rate_args(spec, exp.rates.scale)
+        bmv2 = self.target == "bmv2"
+        switch_args = [] if bmv2 else queue_rate_args(spec, exp.rates.scale)
+        pipeline = self.pipeline()
         work = Path(tempfile.mkdtemp(prefix=f"ice-{exp.name}-{mode.name.replace('+', '-')}-"))
         net = None
         ctl = None
@@ -134,18 +174,10 @@ class MininetEngine:
             net = start_network(
                 spec, target=self.target, log_dir=str(work), switch_args=switch_args
             )
-            options = FabricOptions(
-                mode=mode.lb_mode,
-                # INT only for ICE's rate control, as in the virtual engine (a DCQCN fabric
-                # carries no INT records)
-                int_kinds=ALL_PATH_KINDS if mode.rate == "ice" else (),
-                feedback_every_n=FEEDBACK_EVERY_N if mode.rate == "ice" else 0,
-                report_every_n=REPORT_EVERY_N,
-                flowlet_timeout_us=min(round(FLOWLET_TIMEOUT_US / exp.rates.scale), 2**32 - 1),
-            )
+            options = mode_options(exp, mode, report_every_n=REPORT_EVERY_N)
             ctl = Controller(
                 spec,
-                PipelineConfig.for_embedded(ICE_P4),
+                pipeline,
                 options=options,
                 probe_interval_s=0,
                 rate_target=0.95 if mode.caps else 1.0,
@@ -153,6 +185,11 @@ class MininetEngine:
             ctl.start()
             if not ctl.active:
                 raise RuntimeError("the controller did not become primary on every switch")
+            if bmv2:  # after the pipeline push, so no config swap can reset them
+                for sw, lines in queue_rate_commands(
+                    spec, exp.rates.scale, exp.rates.mtu_bytes
+                ).items():
+                    net.get(sw).cli(lines)
             agents = None
             if mode.planned:
                 ctl.add_job(exp.job)

@@ -1,5 +1,7 @@
-"""icectl experiment in real time: a small all-reduce under ECMP + DCQCN and ICE in Mininet,
-ice-switch processes with queue rates from the link rates, icefabric-host on every host."""
+"""icectl experiment in real time: the mininet-small preset (a 4-rank ring all-reduce) under ECMP
++ DCQCN and ICE in Mininet, switches with queue rates from the link rates, icefabric-host on every
+host. ``ICE_TARGET`` picks the switches: ice-switch (default) or BMv2's simple_switch_grpc
+(``--target bmv2``: ice.p4 compiled by p4c-bm2-ss into the build cache, set_queue_rate)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -23,45 +24,51 @@ if shutil.which("mnexec") is None:
 
 from icefabric.control.cli import main  # noqa: E402
 
-EXPERIMENT = {
-    "name": "mn-small",
-    "topology": {"leaf_spine": {"leaves": 2, "spines": 2, "hosts_per_leaf": 2, "name": "ls-mn"}},
-    "workload": {
-        "collective": "all-reduce",
-        "channels": 1,
-        "message_bytes": "128KiB",
-        "hosts": "interleaved",
-        "name": "ring",
-    },
-    "modes": ["ecmp+dcqcn", "ice"],
-    "rates": {"scale": 5e-5, "mtu_bytes": 1024},  # 100 Gbit/s -> 5 Mbit/s
-    "engine": "mininet",
-    "limits": {"wall_s": 120},
-}
+TARGET = os.environ.get("ICE_TARGET", "embedded")
+PRESET = "mininet-small"
 NODES = ("leaf1", "leaf2", "spine1", "spine2", "h1", "h2", "h3", "h4")
 
 
-def _ours() -> tuple[list[str], list[str]]:
-    """Interfaces of this topology's nodes and processes of its switches and hosts."""
+def _ours() -> tuple[list[str], list[str], list[str]]:
+    """Interfaces of this topology's nodes, named namespaces, processes of its switches and
+    hosts (the run's work directories are named ice-<preset>-<mode>-...)."""
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
     intfs = [
         ln.split(":")[1].strip().split("@")[0]
         for ln in links.splitlines()
         if any(ln.split(":")[1].strip().startswith(f"{n}-eth") for n in NODES)
     ]
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    procs = [p for p in ps.splitlines() if "ice-mn-small-" in p or "mininet:h" in p]
-    return intfs, procs
+    procs = [
+        p
+        for p in ps.splitlines()
+        if f"ice-{PRESET}-" in p
+        or "mininet:" in p
+        or p.split(" ")[0].endswith("simple_switch_grpc")
+    ]
+    return intfs, netns.split(), procs
 
 
 def test_small_allreduce_under_both_modes_in_mininet(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert _ours() == ([], []), "leftovers of an earlier run"
-    f = tmp_path / "mn.yaml"
-    f.write_text(yaml.safe_dump(EXPERIMENT))
-    rc = main(["experiment", "run", str(f), "--out", str(tmp_path / "r"), "--json"])
+    if TARGET == "bmv2":
+        missing = [
+            t
+            for t in ("p4c-bm2-ss", "simple_switch_grpc", "simple_switch_CLI")
+            if shutil.which(t) is None
+        ]
+        if missing:
+            pytest.skip(f"ICE_TARGET=bmv2 but {', '.join(missing)} not on PATH")
+    assert _ours() == ([], [], []), "leftovers of an earlier run"
+    out = tmp_path / "r"
+    args = ["--preset", PRESET, "--engine", "mininet", "--target", TARGET, "--out", str(out)]
+    rc = main(["experiment", "run", *args, "--json"])
     doc = json.loads(capsys.readouterr().out)
+    assert doc["experiment"]["target"] == TARGET and doc["experiment"]["engine"] == "mininet"
+    (written,) = out.glob(f"{PRESET}-*/results.json")
+    assert json.loads(written.read_text())["modes"] == doc["modes"]
     assert rc == 0, [m["error"] for m in doc["modes"]]
     by = {m["mode"]: m for m in doc["modes"]}
     for mode in ("ecmp+dcqcn", "ice"):
@@ -74,8 +81,8 @@ def test_small_allreduce_under_both_modes_in_mininet(
     assert by["ice"]["engine"]["feedback_received"] > 0  # ICE senders got INT feedback
     assert by["ecmp+dcqcn"]["engine"]["feedback_received"] == 0
     print(
-        "mininet busbw: "
+        f"mininet ({TARGET}) busbw: "
         + ", ".join(f"{k} {v['busbw_gbps_full']:.1f} Gbit/s (scaled back)" for k, v in by.items())
     )
     # teardown: no interface, namespace shell or process of the run is left
-    assert _ours() == ([], [])
+    assert _ours() == ([], [], [])

@@ -85,7 +85,8 @@ def test_file_paths_resolve_relative_to_the_file(tmp_path: Path) -> None:
         ({"rates": {"scale": 2}}, "rates.scale: expected a number in (0, 1]"),
         ({"rates": {"mtu_bytes": 100}}, "rates.mtu_bytes: expected an integer 256..9000"),
         ({"engine": "ns3"}, "engine: expected one of virtual, mininet"),
-        ({"target": "bmv2"}, "target: expected one of embedded"),
+        ({"target": "tofino"}, "target: expected one of embedded, bmv2"),
+        ({"target": "bmv2"}, "target: bmv2 runs on engine mininet only"),
         (
             {"topology": {"leaf_spine": {"leaves": 0, "spines": 2, "hosts_per_leaf": 1}}},
             "topology.leaf_spine",
@@ -147,3 +148,82 @@ def test_mininet_queue_rates_from_the_link_rates() -> None:
     uneven = leaf_spine(leaves=2, spines=2, hosts_per_leaf=1)  # hosts 100, uplinks 50 Gbit/s
     with pytest.raises(MininetEngineError, match="one rate per port number"):
         queue_rate_args(uneven, 5e-5)
+
+
+def test_bmv2_queue_rates_per_switch_in_full_data_frames() -> None:
+    """BMv2 sets each switch's ports on their own (no one-rate-per-port-number limit), in
+    packets/s of mtu_bytes + 58-byte frames."""
+    from icefabric.control.experiment.bmv2 import frame_bytes, queue_pps
+    from icefabric.control.experiment.mininet import queue_rate_commands
+    from icefabric.topo.generators import leaf_spine
+
+    assert frame_bytes(1024) == 1082
+    assert queue_pps(5e6, 1024) == round(5e6 / 8 / 1082) == 578
+    assert queue_pps(1.0, 1024) == 1  # never 0 (BMv2 would stop the queue)
+    uneven = leaf_spine(leaves=2, spines=2, hosts_per_leaf=1)  # hosts 100, uplinks 50 Gbit/s
+    cmds = queue_rate_commands(uneven, 5e-5, 1024)
+    assert set(cmds) == {s.name for s in uneven.switches}
+    leaf = cmds["leaf1"].splitlines()
+    host_port = uneven.host("h1").port
+    assert f"set_queue_rate 578 {host_port}" in leaf
+    assert sum(1 for ln in leaf if ln.startswith("set_queue_rate 289 ")) == 2  # two uplinks
+    assert all(ln.startswith("set_queue_rate 289 ") for ln in cmds["spine1"].splitlines())
+
+
+def test_bmv2_build_is_cached_and_rebuilt_when_the_program_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """build_pipeline compiles into the cache once, reuses it, and compiles again (removing the
+    old build) when a source file changes; no p4c-bm2-ss: Bmv2Unavailable naming it."""
+    import shutil as sh
+
+    from icefabric.control.experiment import bmv2
+
+    prog = tmp_path / "src" / "t.p4"
+    prog.parent.mkdir()
+    prog.write_text("// v1\n")
+    fake = tmp_path / "bin" / bmv2.P4C
+    fake.parent.mkdir()
+    fake.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = --version ]; then echo fake 1.0; exit 0; fi\n'
+        'echo "$@" >> "${0%/*}/calls"\n'
+        'while [ $# -gt 1 ]; do case "$1" in -o) echo {} > "$2";; '
+        '--p4runtime-files) echo pkg_info {} > "$2";; esac; shift; done\n'
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(fake.parent))
+    cache = tmp_path / "cache"
+    j1, p1 = bmv2.build_pipeline(prog, cache)
+    assert j1.read_text().strip() == "{}" and p1.parent == j1.parent
+    j2, _ = bmv2.build_pipeline(prog, cache)
+    calls = (fake.parent / "calls").read_text().splitlines()
+    assert j2 == j1 and len(calls) == 1  # reused
+    (prog.parent / "inc.p4").write_text("// new include\n")
+    j3, _ = bmv2.build_pipeline(prog, cache)
+    assert j3 != j1 and not j1.exists() and j3.is_file()
+    assert len((fake.parent / "calls").read_text().splitlines()) == 2
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert sh.which(bmv2.P4C) is None
+    with pytest.raises(bmv2.Bmv2Unavailable, match="needs p4c-bm2-ss on PATH"):
+        bmv2.build_pipeline(prog, cache)
+
+
+def test_icectl_target_bmv2_usage_errors_are_one_line_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--target bmv2 needs the mininet engine, and the BMv2 tools on PATH: else exit 2 with one
+    line, before anything runs (nothing written under --out)."""
+    from icefabric.control.cli import main
+
+    out = tmp_path / "r"
+    base = ["experiment", "run", "--preset", "mininet-small", "--out", str(out)]
+    assert main([*base, "--target", "bmv2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--engine mininet" in err and len(err.splitlines()) == 1, err
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
+    assert main([*base, "--engine", "mininet", "--target", "bmv2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "p4c-bm2-ss" in err and "simple_switch_grpc" in err, err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert not out.exists()

@@ -1,0 +1,130 @@
+"""BMv2 for the Mininet engine: ``p4src/ice.p4`` compiled on demand into a build cache, and
+link rates as BMv2 egress queue rates (packets per second).
+
+The cache is ``$ICE_BUILD_DIR`` when set, else ``build/bmv2/`` of the source checkout the
+program comes from (ignored by git), else ``$XDG_CACHE_HOME/icefabric/bmv2`` (``~/.cache``).
+Each build lives in ``ice-<key>/`` (``ice.json`` + ``ice.p4info.txtpb``), where the key hashes
+every ``.p4`` file under ``p4src/`` and ``p4c-bm2-ss --version``: an edited program or another
+compiler makes a new build, and older ones are removed once it succeeded.
+
+BMv2 drains an egress queue in packets, not bytes (``set_queue_rate``): a link of B bytes/s
+becomes ``B / (mtu_bytes + 58)`` packets/s, 58 being the RoCEv2 headers (Ethernet 14, IPv4 20,
+UDP 8, BTH 12, ICRC 4) of a full data frame as the hosts send it. Smaller frames (ACKs, CNPs,
+INT feedback) therefore take a whole packet's share, and the bytes ice.p4 adds in the fabric
+(8-byte shim, INT records) are not counted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from icefabric.traffic.roce import HEADER_BYTES, ICRC_BYTES
+
+log = logging.getLogger(__name__)
+
+P4C = "p4c-bm2-ss"
+SWITCH = "simple_switch_grpc"
+CLI = "simple_switch_CLI"
+BUILD_DIR_ENV = "ICE_BUILD_DIR"
+FRAME_OVERHEAD_BYTES = HEADER_BYTES + ICRC_BYTES  # 58: a full data frame = mtu_bytes + this
+
+
+class Bmv2Unavailable(RuntimeError):
+    """The BMv2 target cannot run here (a tool missing, the program does not compile)."""
+
+
+def frame_bytes(mtu_bytes: int) -> int:
+    """The full data frame the pps rates assume: RoCEv2 headers + ``mtu_bytes`` payload."""
+    return mtu_bytes + FRAME_OVERHEAD_BYTES
+
+
+def queue_pps(bps: float, mtu_bytes: int) -> int:
+    """Packets per second that drain ``bps`` bits/s of full data frames (at least 1)."""
+    return max(1, round(bps / 8 / frame_bytes(mtu_bytes)))
+
+
+def check_tools() -> None:
+    """Bmv2Unavailable naming every BMv2 tool missing from PATH."""
+    missing = [t for t in (P4C, SWITCH, CLI) if shutil.which(t) is None]
+    if missing:
+        raise Bmv2Unavailable(
+            f"--target bmv2 needs {', '.join(missing)} on PATH (install BMv2 and p4c)"
+        )
+
+
+def default_build_dir(program: Path) -> Path:
+    """Where builds of ``program`` are cached (see the module docstring)."""
+    env = os.environ.get(BUILD_DIR_ENV)
+    if env:
+        return Path(env)
+    checkout = program.resolve().parent.parent
+    if (checkout / "pyproject.toml").is_file():
+        return checkout / "build" / "bmv2"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
+    return base / "icefabric" / "bmv2"
+
+
+def _p4c_version(p4c: str) -> str:
+    proc = subprocess.run([p4c, "--version"], capture_output=True, text=True, check=False)
+    return proc.stdout.strip() or proc.stderr.strip()
+
+
+def build_key(program: Path, p4c: str) -> str:
+    """Hash of every .p4 file beside ``program`` (recursively) and the compiler's version."""
+    h = hashlib.sha256()
+    h.update(_p4c_version(p4c).encode())
+    root = program.resolve().parent
+    for f in sorted(root.rglob("*.p4")):
+        h.update(str(f.relative_to(root)).encode() + b"\0")
+        h.update(f.read_bytes() + b"\0")
+    h.update(str(program.resolve().relative_to(root)).encode())
+    return h.hexdigest()[:16]
+
+
+def build_pipeline(program: Path, build_dir: Path | None = None) -> tuple[Path, Path]:
+    """``(ice.json, ice.p4info.txtpb)`` of ``program`` for BMv2: the cached build when it is
+    current, else compiled now with p4c-bm2-ss (Bmv2Unavailable: no compiler, or it failed)."""
+    p4c = shutil.which(P4C)
+    if p4c is None:
+        raise Bmv2Unavailable(f"--target bmv2 needs {P4C} on PATH to compile {program.name}")
+    cache = build_dir if build_dir is not None else default_build_dir(program)
+    key = build_key(program, p4c)
+    stem = program.stem
+    final = cache / f"{stem}-{key}"
+    json_path, p4info = final / f"{stem}.json", final / f"{stem}.p4info.txtpb"
+    if json_path.is_file() and p4info.is_file():
+        return json_path, p4info
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f".{stem}-", dir=cache))
+    except OSError as e:
+        raise Bmv2Unavailable(f"{cache}: cannot create the BMv2 build cache: {e.strerror}") from e
+    try:
+        log.info("compiling %s with %s into %s", program, P4C, final)
+        cmd = [p4c, "--arch", "v1model", "--std", "p4-16", "-o", str(work / json_path.name)]
+        cmd += ["--p4runtime-files", str(work / p4info.name), str(program)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            lines = (proc.stderr or proc.stdout).strip().splitlines()
+            first = next((ln for ln in lines if "error" in ln.lower()), lines[0] if lines else "")
+            raise Bmv2Unavailable(f"{P4C} failed on {program} ({proc.returncode}): {first}")
+        try:
+            work.rename(final)
+        except OSError:  # another run built the same key meanwhile: keep theirs
+            if not json_path.is_file():
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    for old in cache.glob(f"{stem}-*"):  # builds of older sources or compilers
+        if old != final and old.is_dir():
+            with contextlib.suppress(OSError):
+                shutil.rmtree(old)
+    return json_path, p4info
