@@ -25,7 +25,7 @@ import numpy as np
 
 from icefabric.control.ccl.demand import Demand, Flow
 from icefabric.control.planner.ecmp import EcmpModel
-from icefabric.control.planner.planner import Planner
+from icefabric.control.planner.planner import DEFAULT_WORK_BUDGET, Planner
 from icefabric.control.planner.state import PlanState
 from icefabric.control.topology import Topology
 
@@ -102,13 +102,14 @@ def route(
     flows: Sequence[Flow],
     routing: str,
     *,
-    plan_budget_s: float = 2.0,
+    plan_work_budget: int = DEFAULT_WORK_BUDGET,
 ) -> tuple[Routes, PlanState]:
     """Paths of ``flows`` under ``routing`` (ecmp / ice / flowlet); also the planner state."""
     topo = net.topo
     if routing == "ice":
+        # counted repair steps, not the wall clock: the same seed gives the same paths under load
         planner = Planner(
-            topo, method="auto" if len(flows) <= 64 else "heuristic", time_budget_s=plan_budget_s
+            topo, method="auto" if len(flows) <= 64 else "heuristic", work_budget=plan_work_budget
         )
         planner.add(Demand(tuple(flows)))
         state = planner.state

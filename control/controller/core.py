@@ -63,6 +63,7 @@ class Controller(
         backup: bool = False,
         options: FabricOptions | None = None,
         method: str = "auto",
+        plan_work_budget: int | None = None,
         addresses: Mapping[str, str] | None = None,
         state_file: str | Path | None = None,
         report_buffer: int = 1000,
@@ -80,7 +81,9 @@ class Controller(
         self.election_id = election_id or (BACKUP_ELECTION_ID if backup else PRIMARY_ELECTION_ID)
         self.options = options or FabricOptions()
         self.tags: TagMap = fabric.allocate_tags(self.topo)
-        self.planner = Planner(self.topo, method=method)
+        # None: the planner stops on the wall clock (a live controller must answer in time);
+        # counted steps make its plans independent of the load (the experiment engines)
+        self.planner = Planner(self.topo, method=method, work_budget=plan_work_budget)
         self.jobs: dict[str, JobSpec] = {}
         self.flows: dict[str, Flow] = {}
         self._keys: dict[tuple[str, str, int, int], str] = {}

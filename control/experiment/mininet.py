@@ -48,6 +48,7 @@ from icefabric.control.experiment.config import Experiment, Mode
 from icefabric.control.experiment.measures import Observed
 from icefabric.control.experiment.options import mode_options
 from icefabric.control.experiment.runner import Progress
+from icefabric.control.planner.planner import DEFAULT_WORK_BUDGET
 from icefabric.topo.spec import TopologySpec
 from icefabric.traffic.workload import Schedule, WorkloadExecutor
 
@@ -181,6 +182,7 @@ class MininetEngine:
                 options=options,
                 probe_interval_s=0,
                 rate_target=0.95 if mode.caps else 1.0,
+                plan_work_budget=DEFAULT_WORK_BUDGET,  # same plan under any load
             )
             ctl.start()
             if not ctl.active:

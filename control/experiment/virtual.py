@@ -25,6 +25,7 @@ from icefabric.control.experiment.measures import Observed
 from icefabric.control.experiment.options import mode_options
 from icefabric.control.experiment.runner import Progress
 from icefabric.control.p4rt import PipelineConfig
+from icefabric.control.planner.planner import DEFAULT_WORK_BUDGET
 from icefabric.traffic.workload import Message, Schedule, WorkloadExecutor
 
 log = logging.getLogger(__name__)
@@ -63,7 +64,12 @@ class VirtualEngine:
         options = mode_options(exp, mode, report_every_n=REPORT_EVERY_N)
         with VirtualFabric(spec, cfg) as fab:
             ctl = Controller(
-                spec, self.pipeline(), addresses=fab.addresses, options=options, probe_interval_s=0
+                spec,
+                self.pipeline(),
+                addresses=fab.addresses,
+                options=options,
+                probe_interval_s=0,
+                plan_work_budget=DEFAULT_WORK_BUDGET,  # same plan under any load
             )
             ctl.start()
             try:

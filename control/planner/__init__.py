@@ -17,13 +17,28 @@ from icefabric.control.planner.exact import (
     lp_lower_bound,
     solve_exact,
 )
-from icefabric.control.planner.heuristic import fabric_mask, greedy, improve, repair
+from icefabric.control.planner.heuristic import (
+    Budget,
+    fabric_mask,
+    greedy,
+    improve,
+    improve_within,
+    repair,
+)
 from icefabric.control.planner.plan import LinkLoad, Plan, PlannedFlow, build_plan, link_table
-from icefabric.control.planner.planner import METHODS, Explanation, Planner, plan_demand
+from icefabric.control.planner.planner import (
+    DEFAULT_WORK_BUDGET,
+    METHODS,
+    Explanation,
+    Planner,
+    plan_demand,
+)
 from icefabric.control.planner.state import PlanState
 
 __all__ = [
+    "DEFAULT_WORK_BUDGET",
     "METHODS",
+    "Budget",
     "EcmpDraws",
     "EcmpKey",
     "EcmpModel",
@@ -45,6 +60,7 @@ __all__ = [
     "flow_ecmp_key",
     "greedy",
     "improve",
+    "improve_within",
     "link_table",
     "lp_lower_bound",
     "plan_demand",

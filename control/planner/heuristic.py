@@ -14,12 +14,18 @@ needs) to short, wider searches with backtracking, each with a bounded number of
 link at M cannot be relieved in time, the repair stops there; it also stops when M reaches the
 lower bound. ``improve`` runs it on all links, then on switch-to-switch links only (host links
 carry the same load whatever the plan, so that second pass buys fabric headroom).
+
+Budget: the repair stops after a number of *steps* (one step = one flow considered for a move:
+counted, so the same input gives the same plan on any machine and under any load), after a
+wall-clock deadline (the answer then depends on how fast the machine is right now), or whichever
+comes first when both are given. See ``Budget`` and control/planner/README.md.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -32,6 +38,49 @@ _REL = 1e-9
 # Weight of a path's summed load in the greedy score: small enough never to outweigh a real
 # difference of maxima (a path has at most MAX_HOPS links), large enough to break exact ties.
 _TIE = 1e-7
+
+
+@dataclass(slots=True)
+class Budget:
+    """What a repair may spend: ``steps`` counted steps and/or wall-clock time until ``deadline``.
+
+    One step is one flow considered for a move (the unit of the repair's work). A budget with
+    steps and no deadline is deterministic: the same input gives the same plan on any machine
+    under any load. ``deadline`` is a ``time.perf_counter()`` value; with it the plan depends on
+    how fast the machine is right now. ``used`` counts the steps spent so far.
+    """
+
+    steps: int | None = None
+    deadline: float | None = None
+    used: int = 0
+
+    @classmethod
+    def of(cls, *, steps: int | None = None, seconds: float | None = None) -> Budget:
+        """A budget of ``steps`` steps and/or ``seconds`` of wall-clock time from now."""
+        if steps is None and seconds is None:
+            raise ValueError("a repair budget needs steps or seconds (or both)")
+        if steps is not None and steps < 0:
+            raise ValueError(f"steps: expected >= 0, got {steps}")
+        deadline = None if seconds is None else time.perf_counter() + seconds
+        return cls(steps=steps, deadline=deadline)
+
+    @property
+    def counted(self) -> bool:
+        """True when only steps bound the search (the result does not depend on the clock)."""
+        return self.deadline is None
+
+    def spent(self) -> bool:
+        """True when nothing is left (checked before each step, and between search levels)."""
+        if self.steps is not None and self.used >= self.steps:
+            return True
+        return self.deadline is not None and time.perf_counter() > self.deadline
+
+    def take(self) -> bool:
+        """Spend one step; False (and nothing spent) when nothing is left."""
+        if self.spent():
+            return False
+        self.used += 1
+        return True
 
 
 def greedy(state: PlanState, rows: np.ndarray) -> list[int]:
@@ -85,9 +134,9 @@ def greedy(state: PlanState, rows: np.ndarray) -> list[int]:
 
 
 class _Repair:
-    def __init__(self, state: PlanState, deadline: float, depth: int, branch: int) -> None:
+    def __init__(self, state: PlanState, budget: Budget, depth: int, branch: int) -> None:
         self.s = state
-        self.deadline = deadline
+        self.budget = budget
         self.depth = depth
         self.branch = branch
         self.branch0 = branch
@@ -142,12 +191,12 @@ class _Repair:
         s = self.s
         load = s.load
         self.calls -= 1
-        if self.calls < 0 or time.perf_counter() > self.deadline:
+        if self.calls < 0 or self.budget.spent():
             return False
         branches: list[tuple[int, float, int, int, tuple[int, ...]]] = []
         most = 2 if self.two else 1
         for i in self.flows_on(e).tolist():
-            if time.perf_counter() > self.deadline:
+            if not self.budget.take():
                 return False
             cand, icap = s.candidates_t(i)
             if cand.shape[1] < 2:
@@ -211,7 +260,7 @@ class _Repair:
 def repair(
     state: PlanState,
     *,
-    time_budget_s: float,
+    budget: Budget,
     depth: int = 3,
     branch: int = 4,
     scope: np.ndarray | None = None,
@@ -220,15 +269,15 @@ def repair(
     """Lower the maximum load over ``scope`` (a mask of links, all when None) by moving flows.
 
     Returns the number of moves made. No move ever raises any link to the current maximum.
-    Stops at once when the maximum reaches ``floor`` (a lower bound: nothing to gain).
+    Stops at once when the maximum reaches ``floor`` (a lower bound: nothing to gain), and when
+    ``budget`` is spent (its ``used`` grows by the steps taken).
     """
-    deadline = time.perf_counter() + time_budget_s
-    rep = _Repair(state, deadline, depth, branch)
+    rep = _Repair(state, budget, depth, branch)
     pad = state.pad
     mask = np.ones(pad, dtype=bool) if scope is None else scope[:pad]
     if not mask.any():
         return 0
-    while time.perf_counter() < deadline:
+    while not budget.spent():
         m = float(state.load[:pad][mask].max())
         if m <= 0 or m <= floor * (1 + 1e-9):
             break
@@ -243,7 +292,9 @@ def repair(
                 break
         if not done:
             break
-    log.debug("repair: %d moves, max load %.6g", rep.moves, state.max_load())
+    log.debug(
+        "repair: %d moves, %d steps used, max load %.6g", rep.moves, budget.used, state.max_load()
+    )
     return rep.moves
 
 
@@ -267,7 +318,7 @@ def _relieve_escalating(rep: _Repair, e: int, thr: float) -> bool:
         if rep.relieve(e, thr, depth, {e}):
             rep.log.clear()  # kept: nothing above this call needs to undo it
             return True
-        if time.perf_counter() > rep.deadline:
+        if rep.budget.spent():
             return False
     return False
 
@@ -277,15 +328,28 @@ def fabric_mask(state: PlanState) -> np.ndarray:
     return np.array([ln.kind == "fabric" for ln in state.topo.links] + [False], dtype=bool)
 
 
-def improve(state: PlanState, *, time_budget_s: float, depth: int = 3) -> int:
-    """Repair the max over all links, then (host links being fixed) the max over fabric links."""
-    t0 = time.perf_counter()
+def improve(
+    state: PlanState,
+    *,
+    steps: int | None = None,
+    time_budget_s: float | None = None,
+    depth: int = 3,
+) -> int:
+    """Repair the max over all links, then (host links being fixed) the max over fabric links.
+
+    Both passes share one budget: ``steps`` counted steps (deterministic) and/or
+    ``time_budget_s`` wall-clock seconds; at least one must be given.
+    """
+    return improve_within(state, Budget.of(steps=steps, seconds=time_budget_s), depth=depth)
+
+
+def improve_within(state: PlanState, budget: Budget, *, depth: int = 3) -> int:
+    """``improve`` with a budget made by the caller (it reads ``budget.used`` afterwards)."""
     floor = cut_lower_bound(state)
-    moves = repair(state, time_budget_s=time_budget_s, depth=depth, floor=floor)
-    left = time_budget_s - (time.perf_counter() - t0)
-    if left > 0:
+    moves = repair(state, budget=budget, depth=depth, floor=floor)
+    if not budget.spent():
         fab_floor = cut_lower_bound(state, fabric_only=True)
         moves += repair(
-            state, time_budget_s=left, depth=depth, scope=fabric_mask(state), floor=fab_floor
+            state, budget=budget, depth=depth, scope=fabric_mask(state), floor=fab_floor
         )
     return moves

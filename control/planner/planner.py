@@ -4,6 +4,13 @@
 greedy + repair (heuristic.py), ``"auto"`` takes the exact solver when at most
 ``exact_max_flows`` flows have a choice of path (so such plans are optimal) and the heuristic
 otherwise.
+
+Budget of the heuristic's repair: ``work_budget`` (counted steps; see heuristic.py) makes
+planning deterministic: the same inputs give the same plan on any machine under any load. The
+experiment engines, the simulator and the planner bench use it (``DEFAULT_WORK_BUDGET``).
+Without it the repair stops on the wall-clock ``time_budget_s`` (``replan_budget_s`` after a
+failure), which the live controller keeps: it must answer in time, and its plans may then differ
+with the machine's load. control/planner/README.md lists who uses which.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ import numpy as np
 from icefabric.control.ccl.demand import Demand
 from icefabric.control.planner.ecmp import ecmp_loads
 from icefabric.control.planner.exact import ExactSolveError, cut_lower_bound, solve_exact
-from icefabric.control.planner.heuristic import greedy, improve
+from icefabric.control.planner.heuristic import Budget, greedy, improve_within
 from icefabric.control.planner.plan import Plan, PlannedFlow, build_plan, link_table
 from icefabric.control.planner.state import PlanState
 from icefabric.control.topology import Topology
@@ -26,6 +33,11 @@ from icefabric.control.topology import Topology
 log = logging.getLogger(__name__)
 
 METHODS = ("auto", "exact", "heuristic")
+# Counted repair steps (one step: one flow considered for a move). Measured (control/planner/
+# README.md): the planner bench's scenarios reach their bound within 60 steps, a tight
+# fat-tree(16) ring within ~5,700 (~150 us a step there), so the search stops on its own long
+# before this; an instance that never converges stops here (seconds, not minutes).
+DEFAULT_WORK_BUDGET = 100_000
 
 
 @dataclass(slots=True, frozen=True)
@@ -47,12 +59,20 @@ class Planner:
         *,
         method: str = "auto",
         time_budget_s: float = 1.0,
+        work_budget: int | None = None,
         exact_max_flows: int = 24,
         repair_depth: int = 3,
         replan_budget_s: float = 0.05,
+        replan_work_budget: int | None = None,
     ) -> None:
         if method not in METHODS:
             raise ValueError(f"method: expected one of {', '.join(METHODS)}, got {method!r}")
+        for name, value in (
+            ("work_budget", work_budget),
+            ("replan_work_budget", replan_work_budget),
+        ):
+            if value is not None and value < 0:
+                raise ValueError(f"{name}: expected >= 0 steps, got {value}")
         self.topo = topo
         self.state = PlanState(topo)
         self.method = method
@@ -60,6 +80,10 @@ class Planner:
         self.exact_max_flows = exact_max_flows
         self.repair_depth = repair_depth
         self.replan_budget_s = replan_budget_s  # failure replans: greedy + this much repair
+        # counted repair steps instead of the wall clock (deterministic plans); None: wall clock
+        self.work_budget = work_budget
+        self.replan_work_budget = replan_work_budget
+        self.last_steps = 0  # repair steps the last operation spent
         self.changed: list[str] = []  # flow ids whose path changed in the last operation
         self.last_method = "none"
         self.last_elapsed_s = 0.0
@@ -222,6 +246,20 @@ class Planner:
                     break
         return n
 
+    @property
+    def deterministic(self) -> bool:
+        """True when the repair counts steps (plans do not depend on the clock or the load)."""
+        return self.work_budget is not None
+
+    def _budget(self, t0: float, seconds: float, replan: bool) -> Budget:
+        """The repair's budget for one operation started at ``t0``."""
+        if self.work_budget is None:
+            return Budget(deadline=t0 + seconds)
+        if replan:
+            steps = self.replan_work_budget
+            return Budget(steps=self.work_budget // 20 if steps is None else steps)
+        return Budget(steps=self.work_budget)
+
     def _place(self, rows: np.ndarray, t0: float) -> None:
         self._run(rows, t0, self.time_budget_s)
 
@@ -233,9 +271,11 @@ class Planner:
         dead: np.ndarray = rows[failed[s.host_up[rows]] | failed[s.host_down[rows]]]
         return dead
 
-    def _run(self, rows: np.ndarray, t0: float, budget_s: float) -> None:
-        """Place ``rows`` (exactly or greedily) and repair within ``budget_s`` from ``t0``."""
+    def _run(self, rows: np.ndarray, t0: float, budget_s: float, replan: bool = False) -> None:
+        """Place ``rows`` (exactly or greedily) and repair within ``budget_s`` from ``t0`` (or
+        within the counted work budget)."""
         s = self.state
+        self.last_steps = 0
         dead_host = self._dead_host_rows()
         for i in dead_host.tolist():
             s.unplace(i)
@@ -257,9 +297,10 @@ class Planner:
                 log.warning("exact planner failed (%s); using the heuristic", e)
         for i in greedy(s, rows):
             s.unrouted[s.flows[i].flow_id] = "no live path between the leaves"
-        left = budget_s - (time.perf_counter() - t0)
-        if left > 0:
-            improve(s, time_budget_s=left, depth=self.repair_depth)
+        budget = self._budget(t0, budget_s, replan)
+        if not budget.spent():
+            improve_within(s, budget, depth=self.repair_depth)
+        self.last_steps = budget.used
         self.last_method = "heuristic"
 
     def _mark_unrouted(self, rows: np.ndarray) -> None:
@@ -279,12 +320,17 @@ class Planner:
         for i in dead.tolist():
             s.unplace(i)
             s.unrouted.pop(s.flows[i].flow_id, None)
-        self._run(dead, t0, self.replan_budget_s)
+        self._run(dead, t0, self.replan_budget_s, replan=True)
 
 
 def plan_demand(
-    topo: Topology, demand: Demand, *, method: str = "auto", time_budget_s: float = 1.0
+    topo: Topology,
+    demand: Demand,
+    *,
+    method: str = "auto",
+    time_budget_s: float = 1.0,
+    work_budget: int | None = None,
 ) -> Plan:
     """Plan ``demand`` on a fresh planner and return the plan (one-shot API)."""
-    p = Planner(topo, method=method, time_budget_s=time_budget_s)
+    p = Planner(topo, method=method, time_budget_s=time_budget_s, work_budget=work_budget)
     return p.add(demand)

@@ -10,6 +10,7 @@ import pytest
 from icefabric.control.ccl.demand import Demand, Flow, demand_from_job
 from icefabric.control.ccl.job import parse_job
 from icefabric.control.planner import (
+    DEFAULT_WORK_BUDGET,
     EcmpKey,
     Plan,
     Planner,
@@ -79,7 +80,7 @@ def test_heuristic_against_exact_oracle_on_random_instances() -> None:
         spec, d = random_instance(seed)
         exact = Planner(Topology(spec), method="exact")
         pe = exact.add(d)
-        ph = Planner(Topology(spec), method="heuristic", time_budget_s=0.2).add(d)
+        ph = Planner(Topology(spec), method="heuristic", work_budget=DEFAULT_WORK_BUDGET).add(d)
         assert pe.lower_bound_s <= pe.max_load_s * (1 + REL)
         assert ph.max_load_s >= pe.max_load_s * (1 - REL), (
             f"seed {seed}: heuristic beat the optimum"
@@ -100,7 +101,7 @@ def test_repair_never_raises_the_maximum_and_keeps_loads_exact() -> None:
         rows = st.add_flows(list(d.flows))
         greedy(st, rows)
         before = st.max_load()
-        improve(st, time_budget_s=0.5)
+        improve(st, steps=DEFAULT_WORK_BUDGET)
         assert st.max_load() <= before * (1 + REL), f"seed {seed}"
         assert np.allclose(st.load, st.recompute_load(), rtol=1e-9, atol=1e-15)
 
@@ -150,7 +151,7 @@ def _ring_demand(spec: TopologySpec, name: str, hosts: list[str], channels: int 
 def test_heuristic_meets_the_bound_on_an_oversubscribed_scattered_ring() -> None:
     spec = leaf_spine(leaves=8, spines=4, hosts_per_leaf=8, oversubscription=2.0)
     job = scattered_ring_job(spec, servers=64, gpus_per_server=1, channels=4, size=1 << 26, seed=3)
-    p = Planner(Topology(spec), method="heuristic", time_budget_s=2.0)
+    p = Planner(Topology(spec), method="heuristic", work_budget=DEFAULT_WORK_BUDGET)
     plan = p.add(demand_from_job(job))
     assert plan.gap <= 0.05
     assert p.ecmp_loads().max() >= plan.max_load_s * (1 - REL)
@@ -160,7 +161,7 @@ def test_heuristic_meets_the_bound_on_an_oversubscribed_scattered_ring() -> None
 def test_incremental_add_and_remove_jobs() -> None:
     spec = leaf_spine(leaves=4, spines=2, hosts_per_leaf=4)
     topo = Topology(spec)
-    p = Planner(topo, method="heuristic", time_budget_s=0.3)
+    p = Planner(topo, method="heuristic", work_budget=DEFAULT_WORK_BUDGET)
     hosts = [h.name for h in spec.hosts]
     a = _ring_demand(spec, "a", hosts[0::2])
     b = _ring_demand(spec, "b", hosts[1::2])
@@ -187,7 +188,7 @@ def test_incremental_add_and_remove_jobs() -> None:
 def test_replan_after_link_and_switch_failure_keeps_flows_on_live_paths(method: str) -> None:
     spec = leaf_spine(leaves=4, spines=3, hosts_per_leaf=2)
     topo = Topology(spec)
-    p = Planner(topo, method=method, time_budget_s=0.3)
+    p = Planner(topo, method=method, work_budget=DEFAULT_WORK_BUDGET)
     hosts = [h.name for h in spec.hosts]
     p.add(_ring_demand(spec, "j", hosts, channels=3))
     used = {lid for f in p.plan().flows for lid in f.links if topo.links[lid].kind == "fabric"}
@@ -333,7 +334,7 @@ def test_bench_main_prints_the_table(capsys) -> None:  # type: ignore[no-untyped
 def test_fat_tree_core_and_agg_failures_and_ecmp_per_hop() -> None:
     spec = fat_tree(4)
     topo = Topology(spec)
-    p = Planner(topo, method="heuristic", time_budget_s=0.3)
+    p = Planner(topo, method="heuristic", work_budget=DEFAULT_WORK_BUDGET)
     hosts = [h.name for h in spec.hosts]
     rng = np.random.default_rng(11)
     p.add(_ring_demand(spec, "j", [hosts[i] for i in rng.permutation(len(hosts))], channels=2))
@@ -380,5 +381,5 @@ def test_tight_three_tier_fabric_reaches_the_bound(seed: int) -> None:
     st = PlanState(Topology(spec))
     greedy(st, st.add_flows(list(d.flows)))
     assert st.max_load() > cut_lower_bound(st) * 1.1  # greedy alone ends one flow above
-    plan = Planner(Topology(spec), method="heuristic", time_budget_s=10.0).add(d)
+    plan = Planner(Topology(spec), method="heuristic", work_budget=DEFAULT_WORK_BUDGET).add(d)
     assert plan.gap <= REL
