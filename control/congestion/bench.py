@@ -24,7 +24,7 @@ from icefabric.control.ccl.demand import demand_from_job
 from icefabric.control.cli_common import int_range
 from icefabric.control.congestion.waterfill import max_min_fill, max_min_rates
 from icefabric.control.planner.bench import scattered_ring_job
-from icefabric.control.planner.planner import Planner
+from icefabric.control.planner.planner import DEFAULT_WORK_BUDGET, Planner
 from icefabric.control.topology import Topology
 from icefabric.topo.generators import fat_tree
 
@@ -64,7 +64,7 @@ def run(seed: int = 1, repeat: int = 3) -> WaterfillResult:
     )
     demand = demand_from_job(job)
     topo = Topology(spec)
-    planner = Planner(topo, method="heuristic", time_budget_s=24.0)
+    planner = Planner(topo, method="heuristic", work_budget=DEFAULT_WORK_BUDGET)
     t0 = time.perf_counter()
     plan = planner.add(demand)
     plan_s = time.perf_counter() - t0
