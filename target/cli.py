@@ -259,16 +259,19 @@ def run(args: argparse.Namespace, stop: threading.Event) -> int:
                 ) from None
             ports.append(rp)
             device.attach_port(port, rp.send)
-        try:
-            server, bound, service = serve(device, args.grpc_server_addr)
-        except (OSError, RuntimeError) as exc:
-            raise CliError(f"cannot listen on {args.grpc_server_addr}: {exc}") from None
+        config = b""
         if program is not None:
             try:
                 config = make_bundle(p4file)  # type: ignore[arg-type]
             except BundleError:
                 config = p4file.read_bytes()  # type: ignore[union-attr]
-            service.commit_program(program, config)
+        try:
+            # the program is committed before the first call: a client never sees an empty switch
+            server, bound, service = serve(
+                device, args.grpc_server_addr, program=program, device_config=config
+            )
+        except (OSError, RuntimeError) as exc:
+            raise CliError(f"cannot listen on {args.grpc_server_addr}: {exc}") from None
         device.start()
         for rp in ports:
             rp.start()

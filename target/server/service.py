@@ -470,8 +470,13 @@ def serve(
     loader: Callable[[bytes], Any] | None = None,
     max_streams: int = MAX_STREAMS,
     max_streams_per_peer: int = MAX_STREAMS_PER_PEER,
+    program: Any = None,
+    device_config: bytes = b"",
 ) -> tuple[grpc.Server, int, P4RuntimeService]:
     """Start a P4Runtime server for `device` on `addr`; returns (server, bound port, service).
+
+    `program` (with its `device_config`) is committed before the server takes its first call,
+    so no client ever sees the switch without it (ice-switch --p4).
 
     The port is bound exclusively (no SO_REUSEPORT): a second switch on the same address fails
     with OSError instead of silently sharing the connections.
@@ -502,6 +507,13 @@ def serve(
     if port == 0:
         service.close()
         raise OSError(f"cannot bind P4Runtime server to {addr}: {why}")
+    if program is not None:
+        try:
+            service.commit_program(program, device_config)
+        except BaseException:
+            service.close()
+            server.stop(None)
+            raise
     server.start()
     service.idle.start()
     return server, port, service

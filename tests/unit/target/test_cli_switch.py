@@ -14,7 +14,11 @@ import pytest
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from icefabric.target.bench import PROGRAM
-from icefabric.target.cli import main
+from icefabric.target.cli import load, main
+from icefabric.target.device import Device
+from icefabric.target.server import serve
+
+TABLES = {"MyIngress.port_vrf", "MyIngress.routes", "MyIngress.nhops"}
 
 
 def test_p4info_out_writes_and_exits(tmp_path: Path) -> None:
@@ -83,24 +87,44 @@ def test_subprocess_serves_p4runtime_and_stops_on_sigterm(tmp_path: Path) -> Non
     try:
         channel = grpc.insecure_channel(f"unix:{sock}")
         stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120  # generous: a loaded host starts Python slowly
         while True:
             try:
                 resp = stub.GetForwardingPipelineConfig(
-                    p4runtime_pb2.GetForwardingPipelineConfigRequest(device_id=3), timeout=2
+                    p4runtime_pb2.GetForwardingPipelineConfigRequest(device_id=3), timeout=10
                 )
                 break
             except grpc.RpcError:
                 if time.monotonic() > deadline or proc.poll() is not None:
                     raise
                 time.sleep(0.1)
-        names = {t.preamble.name for t in resp.config.p4info.tables}
-        assert names == {"MyIngress.port_vrf", "MyIngress.routes", "MyIngress.nhops"}
+        # the first answer already has the program (committed before the server takes calls)
+        assert {t.preamble.name for t in resp.config.p4info.tables} == TABLES
         channel.close()
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=20) == 0
-        assert "shutting down" in proc.stderr.read()
+        # communicate, not wait: the switch logs to a pipe that must be drained while it exits
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0
+        assert "shutting down" in err
     finally:
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+def test_serve_commits_the_program_before_the_first_call() -> None:
+    device = Device(device_id=3)
+    server, port, _ = serve(device, "127.0.0.1:0", program=load(PROGRAM, []), device_config=b"x")
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
+            resp = stub.GetForwardingPipelineConfig(
+                p4runtime_pb2.GetForwardingPipelineConfigRequest(device_id=3),
+                timeout=60,
+                wait_for_ready=True,
+            )
+        assert {t.preamble.name for t in resp.config.p4info.tables} == TABLES
+        assert resp.config.p4_device_config == b"x"
+    finally:
+        server.stop(0)
+        device.stop()
