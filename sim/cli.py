@@ -59,7 +59,7 @@ def _run(args: argparse.Namespace, cfg: SimConfig) -> SimResult:
                     f"{path}: ranks[{r.rank}].host: no host {r.host!r} in topology {spec.name!r}",
                     EXIT_USAGE,
                 )
-    w = workload_from_jobs(jobs, iterations=args.iterations)
+    w = workload_from_jobs(jobs, iterations=args.iterations, a2a_window=args.a2a_window)
     try:
         sim = Simulator(Topology(spec), w, cfg)
     except ValueError as e:
@@ -208,6 +208,13 @@ def _common(
     p.add_argument("--job", required=True, action="append", help="job description (repeat)")
     p.add_argument(
         "--iterations", type=int_range(1), default=1, help="repeat the jobs' phases N times"
+    )
+    p.add_argument(
+        "--a2a-window",
+        type=int_range(1),
+        default=None,
+        metavar="W",
+        help="all-to-all as rounds of shifted peers, W per rank in flight (default: all at once)",
     )
     p.add_argument(
         "--caps",

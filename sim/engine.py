@@ -25,6 +25,7 @@ One step of ``dt``:
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
 from collections import deque
@@ -33,10 +34,12 @@ from collections.abc import Callable
 import numpy as np
 
 from icefabric.control.congestion import max_min_fill
+from icefabric.control.planner.state import PlanState
 from icefabric.control.topology import Topology
 from icefabric.sim.config import SimConfig
 from icefabric.sim.network import Routes, SimNetwork, route
 from icefabric.sim.results import QUEUE_EDGES, CollectiveResult, SimResult, Trace
+from icefabric.sim.window import WindowRun, reset_rows
 from icefabric.sim.workload import Workload
 from icefabric.traffic.rate import DcqcnParams, IceParams
 from icefabric.traffic.rate.vector import DcqcnArray, IceArray
@@ -71,11 +74,25 @@ class Simulator:
         self.work = workload
         self.cfg = config
         self.net = SimNetwork(topo)
+        self.state: PlanState | None = None  # the routing's plan state (flowlet moves use it)
         t0 = time.perf_counter()
-        if routes is None:
+        if routes is None and workload.windows:
+            # windowed all-to-all rows get their paths round by round in the run (window.py)
+            if config.routing == "flowlet":
+                raise ValueError("windowed all-to-all: routing flowlet is not modelled")
+            win = np.zeros(len(workload), dtype=bool)
+            for wd in workload.windows:
+                win[wd.rows.ravel()] = True
+            others = np.flatnonzero(~win)
+            full = np.full((len(workload), self.net.width), self.net.pad, dtype=np.int64)
+            if others.size:
+                sub, self.state = route(
+                    self.net, [workload.flows[i] for i in others.tolist()], config.routing
+                )
+                full[others] = sub.path
+            routes = Routes(path=full, routing=config.routing)
+        elif routes is None:
             routes, self.state = route(self.net, workload.flows, config.routing)
-        else:
-            self.state = None  # type: ignore[assignment]
         self.routes = routes
         self.route_s = time.perf_counter() - t0
 
@@ -86,6 +103,20 @@ class Simulator:
         w = self.work
         wall0 = time.perf_counter()
         path = self.routes.path
+        size = w.size.copy() if w.windows else w.size
+        wins = [WindowRun(wd, net, cfg.routing) for wd in w.windows]
+        for wr in wins:  # every row idle on its own host, then each slot's first peer
+            path[wr.spec.rows.ravel()] = wr.idle
+            z = np.zeros(path.shape[0])
+            rows0, paths0 = wr.advance(size, z, z, z, z)
+            path[rows0] = paths0
+            size[rows0] = wr.spec.pair_bytes
+        retired = 0.0  # bytes of windowed flows whose rows were re-armed
+        # windowed rows carry a peer for tens of microseconds, less than a cap interval: the
+        # controller's caps leave them alone (ICE's end-side control still governs them)
+        windowed = np.zeros(path.shape[0], dtype=bool)
+        for wr in wins:
+            windowed[wr.spec.rows.ravel()] = True
         n_f, n_h = path.shape
         nl = net.n_links + 1
         pad = net.pad
@@ -111,7 +142,7 @@ class Simulator:
         hop_id = np.where(real, path, -1)
         link_bps_fh = cap_bps[path]
         # columns that carry some flow's link (all-pad positions are skipped)
-        cols = [h for h in range(n_h) if real[:, h].any()]
+        cols = [h for h in range(n_h) if real[:, h].any() or wins]
         prev_link = np.full_like(path, pad)
         last = np.full(n_f, pad, dtype=np.int64)
         for h in range(n_h):
@@ -124,6 +155,8 @@ class Simulator:
         )
         dc = DcqcnArray(n_f, dcqcn_p) if cfg.control == "dcqcn" else None
         ice = IceArray(n_f, n_h, IceParams().scaled(line, rtt)) if cfg.control == "ice" else None
+        ctrl = dc if dc is not None else ice
+        pristine = copy.deepcopy(ctrl) if wins and ctrl is not None else None
         caps = np.full(n_f, np.inf)
 
         delay_steps = max(1, round(rtt / dt))
@@ -131,7 +164,6 @@ class Simulator:
         hist_q = np.zeros((delay_steps, nl))
         hist_t = np.zeros(delay_steps)
 
-        size = w.size
         pred = w.pred if w.pred.ndim == 2 else w.pred[:, None]
         has_cols = pred >= 0
         has_pred = has_cols.any(axis=1)
@@ -171,7 +203,7 @@ class Simulator:
         qhist = np.zeros(nq, dtype=np.int64)
         q_max = np.zeros(nl)
         next_cap = 0.0
-        total = float(size.sum())
+        total = w.total_bytes
         trace = Trace.empty()
         trace_every = 1
         steps = 0
@@ -311,6 +343,29 @@ class Simulator:
                     paused[prev_link[pe]] = True
                     paused[pad] = False
                 pause_us[paused] += dt
+            # ---- windowed all-to-all: slots start their next peers on re-armed rows
+            for wr in wins:
+                rows, new = wr.advance(size, sent, deliv, inj, x)
+                if rows.size == 0:
+                    continue
+                retired += float(size[rows].sum())
+                size[rows] = wr.spec.pair_bytes
+                sent[rows] = deliv[rows] = mark_acc[rows] = 0.0
+                finish[rows] = np.nan
+                last_cnp[rows] = -np.inf
+                q_t[:, rows] = 0.0
+                path[rows] = new
+                path_t[:, rows] = new.T
+                real[rows] = new != pad
+                hop_id[rows] = np.where(real[rows], new, -1)
+                link_bps_fh[rows] = cap_bps[new]
+                prev_link[rows] = self._prev_links(new, pad)
+                if ctrl is not None and pristine is not None:
+                    reset_rows(ctrl, pristine, rows)
+                gone = np.zeros(n_f, dtype=bool)
+                gone[rows] = True
+                for k, (when, r) in enumerate(cnp_queue):  # CNPs of the old QPs
+                    cnp_queue[k] = (when, r[~gone[r]])
             # ---- completions and starts
             newly = np.isnan(finish) & (deliv >= size * (1 - 1e-9) - 1e-6) & started
             if newly.any():
@@ -325,7 +380,7 @@ class Simulator:
             # ---- controller caps
             if cfg.use_caps and t >= next_cap:
                 next_cap = t + cfg.cap_interval_us
-                act = np.flatnonzero(started & np.isnan(finish))
+                act = np.flatnonzero(started & np.isnan(finish) & ~windowed)
                 if act.size:
                     rp = path[act]
                     ok = rp != pad
@@ -348,9 +403,9 @@ class Simulator:
                     paused=int(paused.sum()),
                 )
             if progress is not None and steps % hook_every == 0:
-                progress(float(deliv.sum()) / total if total else 1.0, t)
+                progress((retired + float(deliv.sum())) / total if total else 1.0, t)
         if progress is not None:
-            progress(float(deliv.sum()) / total if total else 1.0, t)
+            progress((retired + float(deliv.sum())) / total if total else 1.0, t)
         wall = time.perf_counter() - wall0
         return self._result(
             t=t,

@@ -13,6 +13,9 @@ Flows come from ``icefabric.control.ccl.demand`` (the controller's own demand mo
   slice of slack; intra-host tree edges pass through instantly).
 * **Other collectives** (halving-doubling, all-to-all, send-recv): every flow may send all of its
   bytes at once (their internal step order is not modelled).
+* **Windowed all-to-all** (``a2a_window=W``): instead of one row per rank pair, each rank works
+  on W peers at a time in rounds of shifted peers, two rows per slot re-armed as rounds progress
+  (``window.py``); the same pairs, bytes and flow keys in ``2 W n`` rows per channel.
 * **Phases** of a job run one after another; ``compute_us`` before each (training compute).
   ``iterations`` repeats the job's phases (flows keep their keys: the same QPs every step).
 """
@@ -26,6 +29,7 @@ import numpy as np
 
 from icefabric.control.ccl.demand import Flow, default_tree, demand_from_job
 from icefabric.control.ccl.job import JobSpec, Phase
+from icefabric.sim.window import A2aWindow
 
 RING_STEPS = {"all-reduce": 2, "all-gather": 1, "reduce-scatter": 1}
 NCCL_SLICE_BYTES = (4 << 20) // 8  # NCCL_BUFFSIZE (4 MiB) / NCCL_STEPS (8)
@@ -59,6 +63,12 @@ class Workload:
     chunk: np.ndarray  # the slack unit of a ring dependency (bytes)
     lead: np.ndarray  # steps a flow may be ahead of its predecessor's deliveries
     collectives: tuple[Collective, ...]
+    windows: tuple[A2aWindow, ...] = ()  # windowed all-to-all channels (rows re-armed in a run)
+
+    @property
+    def total_bytes(self) -> float:
+        """Every byte the workload puts on the network (windowed rows start empty)."""
+        return float(self.size.sum()) + sum(w.total_bytes for w in self.windows)
 
     def __len__(self) -> int:
         return len(self.flows)
@@ -143,11 +153,16 @@ def workload_from_jobs(
     iterations: int = 1,
     compute_us: Mapping[str, float] | None = None,
     slices: int | None = None,
+    a2a_window: int | None = None,
 ) -> Workload:
     """The flows of ``jobs`` (all starting at t = 0, phases in order, ``iterations`` times).
 
     ``slices``: pipelined slices per ring step (default: NCCL's ``NCCL_SLICE_BYTES`` slices).
+    ``a2a_window``: all-to-all phases as windowed rounds of that many peers per rank
+    (``window.py``; default: every rank pair a flow from the start).
     """
+    if a2a_window is not None and a2a_window < 1:
+        raise ValueError(f"a2a_window: expected >= 1, got {a2a_window}")
     if slices is not None and slices < 1:
         raise ValueError(f"slices: expected >= 1, got {slices}")
     if iterations < 1:
@@ -157,6 +172,7 @@ def workload_from_jobs(
     chunk: list[float] = []
     pred_id: list[tuple[list[str], int]] = []
     colls: list[Collective] = []
+    windows: list[tuple[int, A2aWindow]] = []  # (first row, window with rows relative to it)
     comp = dict(compute_us or {})
     for job in jobs:
         prev_coll: int | None = None
@@ -191,6 +207,15 @@ def workload_from_jobs(
                     )
                 )
                 prev_coll = ci
+                if a2a_window is not None and phase.collective == "all-to-all":
+                    for ch in range(phase.channels):
+                        win, rows = _window(job, phase, ch, ci, a2a_window, it, iterations)
+                        windows.append((len(flows), win))
+                        flows.extend(rows)
+                        group.extend([ci] * len(rows))
+                        chunk.extend([1.0] * len(rows))
+                        pred_id.extend([([], 1)] * len(rows))
+                    continue
                 ring = phase.algorithm == "ring" and phase.collective in RING_STEPS
                 tree = phase.algorithm == "tree" and phase.collective == "all-reduce"
                 preds: dict[str, tuple[list[str], int]] = {}
@@ -223,12 +248,57 @@ def workload_from_jobs(
         for j, fid in enumerate(ids):
             pred[k, j] = index[fid]
         lead[k] = ahead
+    sizes = np.array([f.bytes for f in flows], dtype=np.float64)
+    wins = tuple(replace(w, rows=w.rows + first) for first, w in windows)
+    for w in wins:
+        sizes[w.rows.ravel()] = 0.0
     return Workload(
         flows=tuple(flows),
         group=np.array(group, dtype=np.int64),
-        size=np.array([f.bytes for f in flows], dtype=np.float64),
+        size=sizes,
         pred=pred,
         chunk=np.array(chunk, dtype=np.float64),
         lead=lead,
         collectives=tuple(colls),
+        windows=wins,
     )
+
+
+def _window(
+    job: JobSpec, phase: Phase, ch: int, ci: int, width: int, it: int, iterations: int
+) -> tuple[A2aWindow, list[Flow]]:
+    """One channel of a windowed all-to-all: its description (rows from 0) and a placeholder
+    flow per row (no bytes; the run gives each row its peers' flows as rounds progress)."""
+    ranks = tuple(phase.ranks)
+    hosts = tuple(job.host_of(r) for r in ranks)
+    n = len(ranks)
+    tag = f"#{it}" if iterations > 1 else ""
+    rows: list[Flow] = []
+    for i, r in enumerate(ranks):
+        for j in range(width):
+            for d in range(2):
+                rows.append(
+                    Flow(
+                        flow_id=f"{job.name}/{phase.name}/c{ch}/r{r}/slot{j}.{d}{tag}",
+                        job=job.name,
+                        phase=phase.name,
+                        channel=ch,
+                        src_host=hosts[i],
+                        dst_host=hosts[i],
+                        src_rank=r,
+                        dst_rank=r,
+                        bytes=0.0,
+                    )
+                )
+    win = A2aWindow(
+        group=ci,
+        job=job.name,
+        phase=phase.name,
+        channel=ch,
+        ranks=ranks,
+        hosts=hosts,
+        pair_bytes=float(phase.message_bytes) / n / phase.channels,
+        window=width,
+        rows=np.arange(n * width * 2, dtype=np.int64).reshape(n, width, 2),
+    )
+    return win, rows

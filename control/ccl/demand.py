@@ -109,6 +109,11 @@ class Demand:
         return cls(tuple(Flow(**f) for f in data["flows"]))
 
 
+def flow_id(job: str, phase: str, channel: int, src: int, dst: int) -> str:
+    """The id of the flow from rank ``src`` to rank ``dst`` on ``channel`` of ``phase``."""
+    return f"{job}/{phase}/c{channel}/r{src}->r{dst}"
+
+
 def demand_from_job(job: JobSpec) -> Demand:
     """Every network flow of every phase of ``job``."""
     flows: dict[tuple[str, int, int, int], Flow] = {}
@@ -123,7 +128,7 @@ def demand_from_job(job: JobSpec) -> Demand:
                 flows[key] = replace(old, bytes=old.bytes + vol)
                 continue
             flows[key] = Flow(
-                flow_id=f"{job.name}/{phase.name}/c{ch}/r{src}->r{dst}",
+                flow_id=flow_id(job.name, phase.name, ch, src, dst),
                 job=job.name,
                 phase=phase.name,
                 channel=ch,
