@@ -9,18 +9,9 @@ from typing import Any
 
 import pytest
 import yaml
+from _icectl import EXAMPLE, ROOT, run
 
 from icefabric.control.api import ApiServer, RequestError
-from icefabric.control.cli import main
-
-ROOT = Path(__file__).resolve().parents[3]
-EXAMPLE = str(ROOT / "topo" / "examples" / "leaf_spine_2x4.yaml")
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture

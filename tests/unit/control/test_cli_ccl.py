@@ -7,20 +7,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from _icectl import EXAMPLE, run
 from _nccl_loggen import Comm, layout, nccl_rings, nccl_trees, write_log
 
 from icefabric.control.ccl.job import load_job
-from icefabric.control.cli import main
 
-ROOT = Path(__file__).resolve().parents[3]
-EXAMPLE = str(ROOT / "topo" / "examples" / "leaf_spine_2x4.yaml")
 FIX = Path(__file__).parent / "fixtures"
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture

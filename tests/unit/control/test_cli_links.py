@@ -8,21 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _icectl import EXAMPLE, ROOT, run
 from test_linkmon import SPEC, Wires  # the fake-clock fabric of the LinkMonitor tests
 
 from icefabric.control.api import ApiServer
-from icefabric.control.cli import main
 from icefabric.control.daemon import api_handlers
 from icefabric.control.lldp import LldpProbe
-
-ROOT = Path(__file__).resolve().parents[3]
-EXAMPLE = str(ROOT / "topo" / "examples" / "leaf_spine_2x4.yaml")
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture

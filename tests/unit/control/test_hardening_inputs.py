@@ -9,23 +9,16 @@ from typing import Any
 
 import pytest
 import yaml
+from _icectl import ROOT, run
 
 from icefabric.control.ccl.job import MAX_RANKS, JobError, parse_job
-from icefabric.control.cli import main
 from icefabric.control.controller import Controller
 from icefabric.control.fabric import entity_key
 from icefabric.control.p4rt import PipelineConfig
 from icefabric.topo.spec import SpecError, load_topology, parse_topology
 
-ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "topo" / "examples" / "leaf_spine_2x4.yaml"
 SPEC_DATA: dict[str, Any] = yaml.safe_load(EXAMPLE.read_text())
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def topo_with(tmp_path: Path, edit: Any, name: str = "t.yaml") -> Path:
