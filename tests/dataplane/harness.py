@@ -83,6 +83,16 @@ def program_path() -> Path:
     return path
 
 
+def wait_until(predicate: Callable[[], bool], timeout: float = 15.0) -> bool:
+    """Poll ``predicate`` every 20 ms until it holds or ``timeout`` passes; whether it holds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
+
+
 def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
     """Poll `predicate` until it holds; AssertionError naming `what` at the deadline."""
     deadline = time.monotonic() + timeout

@@ -5,11 +5,11 @@ its caps from the new primary."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from harness import wait_until
 
 from icefabric.control import ice_names as n
 from icefabric.control.agents.client import AgentClient, Backoff
@@ -21,15 +21,6 @@ from icefabric.control.wire import InProcessFabric
 from icefabric.topo.spec import TopologySpec
 
 pytestmark = pytest.mark.dataplane
-
-
-def wait_until(pred: Callable[[], bool], timeout: float = 15.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.02)
-    return pred()
 
 
 @pytest.fixture

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import io
 import itertools
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from harness import wait_until
 from rich.console import Console
 
 from icefabric.control import ice_names as n
@@ -29,15 +29,6 @@ pytestmark = pytest.mark.dataplane
 
 ROOT = Path(__file__).resolve().parents[2]
 OPTIONS = FabricOptions(int_kinds=ALL_PATH_KINDS, report_every_n=1, feedback_every_n=1)
-
-
-def wait_until(pred: Callable[[], bool], timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.02)
-    return pred()
 
 
 @pytest.fixture
