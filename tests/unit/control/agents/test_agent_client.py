@@ -6,11 +6,11 @@ from __future__ import annotations
 import random
 import socket
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _agents import FAST, KEY1, KEY2, until
 
 from icefabric.control.agents.client import AgentClient, Backoff
 from icefabric.control.agents.protocol import (
@@ -26,19 +26,6 @@ from icefabric.control.agents.protocol import (
     decode_body,
     encode,
 )
-
-KEY1 = FlowKey(src_ip="10.0.1.1", dst_ip="10.0.2.1", sport=50001, qp=0x101)
-KEY2 = FlowKey(src_ip="10.0.1.1", dst_ip="10.0.3.1", sport=50002, qp=0x102)
-FAST = Backoff(initial_s=0.01, max_s=0.05)
-
-
-def _until(cond: Callable[[], bool], timeout: float = 15.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.005)
-    return cond()
 
 
 class FakeController:
@@ -121,7 +108,7 @@ def test_client_reports_flows_receives_caps_and_resends_after_reconnect(
     client.start()
     try:
         assert client.wait_connected(5)
-        assert _until(lambda: len(ctl.flows_messages()) >= 1)
+        assert until(lambda: len(ctl.flows_messages()) >= 1)
         hello = ctl.received[0]
         assert isinstance(hello, Hello) and hello.host == "h1" and hello.token is None
         snap = ctl.flows_messages()[0]
@@ -129,28 +116,28 @@ def test_client_reports_flows_receives_caps_and_resends_after_reconnect(
         assert client.heartbeat_s == 1.0 and client.session == 1
 
         client.report_flows([FlowReport(job="j", flow_id="f2", key=KEY2)])
-        assert _until(lambda: len(ctl.flows_messages()) >= 2)
+        assert until(lambda: len(ctl.flows_messages()) >= 2)
         upd = ctl.flows_messages()[1]
         assert not upd.replace and [f.flow_id for f in upd.flows] == ["f2"]
 
         # a cap set in two frames is delivered once, complete
         ctl.send(encode(Caps(caps={KEY1: 1e9}, more=True)) + encode(Caps(caps={KEY2: 2e9})))
-        assert _until(lambda: len(got) == 1)
+        assert until(lambda: len(got) == 1)
         assert got[0] == {KEY1: 1e9, KEY2: 2e9} and client.caps() == got[0]
 
         # heartbeats flow while idle
-        assert _until(lambda: any(m.type == "heartbeat" for m in ctl.received))
+        assert until(lambda: any(m.type == "heartbeat" for m in ctl.received))
 
         client.report_flows([FlowReport(job="j", flow_id="f1", key=KEY1, state="done")])
         ctl.drop()
-        assert _until(lambda: ctl.sessions == 2)
-        assert _until(lambda: any(m.replace for m in ctl.flows_messages()[2:]))
+        assert until(lambda: ctl.sessions == 2)
+        assert until(lambda: any(m.replace for m in ctl.flows_messages()[2:]))
         resent = next(m for m in ctl.flows_messages()[2:] if m.replace)
         assert [f.flow_id for f in resent.flows] == ["f2"]  # the done flow is not re-reported
         assert client.stats.connects == 2
     finally:
         client.close()
-    assert isinstance(ctl.received[-1], Bye) or _until(lambda: isinstance(ctl.received[-1], Bye))
+    assert isinstance(ctl.received[-1], Bye) or until(lambda: isinstance(ctl.received[-1], Bye))
 
 
 def test_malformed_frames_from_the_controller_are_counted_and_ignored(
@@ -165,7 +152,7 @@ def test_malformed_frames_from_the_controller_are_counted_and_ignored(
         for body in bad:
             ctl.send(len(body).to_bytes(4, "big") + body)
         ctl.send(encode(Caps(caps={KEY1: 5e8})))
-        assert _until(lambda: got == [{KEY1: 5e8}])
+        assert until(lambda: got == [{KEY1: 5e8}])
         assert client.stats.malformed == len(bad)
         assert client.connected and client.stats.connects == 1
     finally:
@@ -184,7 +171,7 @@ def test_a_failing_caps_callback_does_not_kill_the_channel(ctl: FakeController) 
     try:
         assert client.wait_connected(5)
         ctl.send(encode(Caps(caps={KEY1: 1.0})) + encode(Caps(caps={})))
-        assert _until(lambda: calls == [1, 0])
+        assert until(lambda: calls == [1, 0])
         assert client.stats.callback_errors == 2 and client.connected
     finally:
         client.close()
@@ -195,7 +182,7 @@ def test_client_retries_until_the_controller_appears(tmp_path: Path) -> None:
     client = AgentClient(path, "h1", on_caps=lambda c: None, backoff=FAST)
     client.start()
     try:
-        assert _until(lambda: client.stats.connect_failures >= 3)
+        assert until(lambda: client.stats.connect_failures >= 3)
         assert not client.connected
         late = FakeController(path)
         try:
@@ -231,7 +218,7 @@ def test_refusal_is_counted_and_retried(tmp_path: Path) -> None:
     client = AgentClient(path, "h1", on_caps=lambda c: None, backoff=FAST)
     client.start()
     try:
-        assert _until(lambda: client.stats.refusals >= 2)
+        assert until(lambda: client.stats.refusals >= 2)
         assert not client.connected
     finally:
         client.close()
@@ -270,7 +257,7 @@ def test_caps_in_the_same_read_as_the_welcome_are_not_lost(tmp_path: Path) -> No
     client = AgentClient(path, "h1", on_caps=got.append, backoff=FAST)
     client.start()
     try:
-        assert _until(lambda: got == [{KEY1: 7e9}])
+        assert until(lambda: got == [{KEY1: 7e9}])
     finally:
         done.set()
         client.close()

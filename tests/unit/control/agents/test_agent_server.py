@@ -7,12 +7,13 @@ import contextlib
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _agents import FAST, KEY1, KEY2, until
 
-from icefabric.control.agents.client import AgentClient, Backoff
+from icefabric.control.agents.client import AgentClient
 from icefabric.control.agents.protocol import (
     Bye,
     FlowKey,
@@ -24,19 +25,6 @@ from icefabric.control.agents.protocol import (
     encode,
 )
 from icefabric.control.agents.server import AgentServer, AgentServerError
-
-KEY1 = FlowKey(src_ip="10.0.1.1", dst_ip="10.0.2.1", sport=50001, qp=0x101)
-KEY2 = FlowKey(src_ip="10.0.1.1", dst_ip="10.0.3.1", sport=50002, qp=0x102)
-FAST = Backoff(initial_s=0.01, max_s=0.05)
-
-
-def _until(cond: Callable[[], bool], timeout: float = 15.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.005)
-    return cond()
 
 
 class Events:
@@ -94,22 +82,22 @@ def test_flows_and_caps_over_the_real_socket(server: AgentServer, events: Events
                 FlowReport(job="j", flow_id="f2", key=KEY2, state="pending"),
             ]
         )
-        assert _until(lambda: len(server.flows().get("h1", [])) == 2)
+        assert until(lambda: len(server.flows().get("h1", [])) == 2)
         assert events.kinds("h1")[0] == "joined" and "flows" in events.kinds("h1")
         assert server.hosts() == ["h1"]
         (sess,) = server.sessions()
         assert sess["host"] == "h1" and sess["flows"] == 2 and sess["peer"].startswith("unix pid")
 
         assert server.push_caps("h1", {KEY1: 4e9, KEY2: 1e9})
-        assert _until(lambda: got == [{KEY1: 4e9, KEY2: 1e9}])
+        assert until(lambda: got == [{KEY1: 4e9, KEY2: 1e9}])
         assert server.caps("h1") == {"h1": {KEY1: 4e9, KEY2: 1e9}}
         assert not server.push_caps("h9", {KEY1: 1.0})
 
         c.report_flows([FlowReport(job="j", flow_id="f1", key=KEY1, state="done")])
-        assert _until(lambda: [r.flow_id for r in server.flows()["h1"]] == ["f2"])
+        assert until(lambda: [r.flow_id for r in server.flows()["h1"]] == ["f2"])
     finally:
         c.close()
-    assert _until(lambda: events.kinds("h1")[-1] == "lost")
+    assert until(lambda: events.kinds("h1")[-1] == "lost")
     assert server.hosts() == [] and server.stats.lost == 0  # a bye is not a loss
 
 
@@ -119,15 +107,15 @@ def test_a_killed_agent_is_lost_and_re_learned_on_reconnect(
     c = _client(server.unix_path, "h1")
     try:
         c.report_flows([FlowReport(job="j", flow_id="f1", key=KEY1)])
-        assert _until(lambda: len(server.flows().get("h1", [])) == 1)
+        assert until(lambda: len(server.flows().get("h1", [])) == 1)
         # break the connection under the client (no bye): the server loses the host, the
         # client reconnects and re-reports its flows
         with c._lock:
             assert c._sock is not None
             c._sock.shutdown(socket.SHUT_RDWR)
-        assert _until(lambda: "lost" in events.kinds("h1"))
-        assert _until(lambda: events.kinds("h1").count("joined") == 2)
-        assert _until(lambda: [r.flow_id for r in server.flows().get("h1", [])] == ["f1"])
+        assert until(lambda: "lost" in events.kinds("h1"))
+        assert until(lambda: events.kinds("h1").count("joined") == 2)
+        assert until(lambda: [r.flow_id for r in server.flows().get("h1", [])] == ["f1"])
         assert server.stats.lost == 1 and c.stats.connects == 2
     finally:
         c.close()
@@ -141,9 +129,9 @@ def test_silent_agent_is_dropped_after_three_heartbeats(
     s.connect(str(server.unix_path))
     with s:
         s.sendall(encode(Hello(host="h2")))
-        assert _until(lambda: server.hosts() == ["h2"])
+        assert until(lambda: server.hosts() == ["h2"])
         t0 = time.monotonic()
-        assert _until(lambda: server.hosts() == [], timeout=5)
+        assert until(lambda: server.hosts() == [], timeout=5)
         assert time.monotonic() - t0 >= 1.0  # not before 3 x 0.5 s (minus the handshake)
         assert events.kinds("h2") == ["joined", "lost"] and server.stats.lost == 1
 
@@ -178,7 +166,7 @@ def test_malformed_agent_frames_are_counted_and_ignored(server: AgentServer) -> 
         from icefabric.control.agents.protocol import Flows
 
         s.sendall(encode(Flows(flows=(good,))))
-        assert _until(lambda: server.flows().get("h3") == [good])
+        assert until(lambda: server.flows().get("h3") == [good])
         assert server.stats.malformed == len(bad)
         assert server.sessions()[0]["malformed"] == len(bad)
 
@@ -188,10 +176,10 @@ def test_oversize_frame_closes_only_that_connection(server: AgentServer) -> None
     s, _ = _raw_session(server.unix_path, "h4")
     other = _client(server.unix_path, "h5")
     try:
-        assert _until(lambda: "h5" in server.hosts())
+        assert until(lambda: "h5" in server.hosts())
         with s:
             s.sendall((1 << 31).to_bytes(4, "big"))
-            assert _until(lambda: server.hosts() == ["h5"])
+            assert until(lambda: server.hosts() == ["h5"])
         assert other.connected
     finally:
         other.close()
@@ -232,7 +220,7 @@ def test_tcp_needs_the_token(tmp_path: Path) -> None:
         good = _client(addr, "h2", token="t" * 32)
         try:
             assert good.wait_connected(5)
-            assert _until(lambda: bad.stats.refusals >= 1)
+            assert until(lambda: bad.stats.refusals >= 1)
             assert srv.hosts() == ["h2"] and not bad.connected
         finally:
             bad.close()
@@ -251,12 +239,12 @@ def test_standby_refuses_and_the_client_moves_to_the_next_address(tmp_path: Path
         c = _client([tmp_path / "a.sock", tmp_path / "b.sock"], "h1")
         try:
             c.report_flows([FlowReport(job="j", flow_id="f1", key=KEY1)])
-            assert _until(lambda: b.hosts() == ["h1"])
+            assert until(lambda: b.hosts() == ["h1"])
             assert a.hosts() == [] and a.stats.refused >= 1
             # b goes away (its controller died), a takes over: the agent re-reports there
             active["a"] = True
             b.stop()
-            assert _until(lambda: [r.flow_id for r in a.flows().get("h1", [])] == ["f1"])
+            assert until(lambda: [r.flow_id for r in a.flows().get("h1", [])] == ["f1"])
         finally:
             c.close()
     finally:
@@ -287,7 +275,7 @@ def test_another_users_processes_are_refused_both_ways(
     c = _client(server.unix_path, "h1")
     try:
         # the client refuses the "controller" (another uid) before sending a hello
-        assert _until(lambda: c.stats.connect_failures >= 2)
+        assert until(lambda: c.stats.connect_failures >= 2)
         assert server.hosts() == [] and not c.connected
     finally:
         c.close()
