@@ -31,6 +31,9 @@ class SimConfig:
     ecn_kmin_kb: float = 100.0  # per 100 Gbit/s
     ecn_kmax_kb: float = 400.0
     ecn_pmax: float = 0.2
+    # ECN marks on the depth the bytes met at enqueue (ice.p4's enq_qdepth), looked up this many
+    # steps back at most (a byte that waited longer counts as arrived then)
+    ecn_history_steps: int = 256
     cnp_interval_us: float | None = None  # None: DCQCN's own (50 us at 40G, scaled)
     cnp_delay_us: float | None = None  # marks -> sender's reaction; None: the base RTT
     pfc: bool = False
@@ -49,7 +52,13 @@ class SimConfig:
             raise SimConfigError(f"control: expected one of {CONTROLS}, got {self.control!r}")
         if self.dt_us is not None and not self.dt_us > 0:
             raise SimConfigError(f"dt_us: expected > 0, got {self.dt_us!r}")
-        for name in ("cap_interval_us", "max_time_us", "mtu_bytes", "flowlet_gap_us"):
+        for name in (
+            "cap_interval_us",
+            "max_time_us",
+            "mtu_bytes",
+            "flowlet_gap_us",
+            "ecn_history_steps",
+        ):
             if not getattr(self, name) > 0:
                 raise SimConfigError(f"{name}: expected > 0, got {getattr(self, name)!r}")
         if not 0 <= self.ecn_kmin_kb <= self.ecn_kmax_kb:

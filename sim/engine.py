@@ -12,8 +12,10 @@ One step of ``dt``:
    the same step (propagation enters only the control loops' feedback delay). With PFC a link
    whose downstream switch has a queue above XOFF serves nothing (pause; XON resumes it), which
    propagates hop by hop and blocks every flow of the paused port (head-of-line blocking).
-3. ECN: every link marks as ice.p4's ECN table (Kmin, Kmax, Pmax on the queue after the step);
-   a flow's delivered packets carry marks with the path's marking probability; the receiver sends
+3. ECN: every link marks as ice.p4's ECN table (Kmin, Kmax, Pmax) on the depth the bytes leaving
+   it met at enqueue, as ice.p4 marks on ``enq_qdepth`` (``marks.py``: marks lag the queue by its
+   drain time); a flow's delivered packets carry marks with the path's marking probability; the
+   receiver sends
    at most one CNP per ``cnp_interval`` once a whole marked packet's worth has arrived, and the
    sender acts on it one base RTT later (``cnp_delay_us``).
 4. Rate control (the classes of ``icefabric.traffic.rate`` in array form): DCQCN gets CNPs, bytes
@@ -37,6 +39,7 @@ from icefabric.control.congestion import max_min_fill
 from icefabric.control.planner.state import PlanState
 from icefabric.control.topology import Topology
 from icefabric.sim.config import SimConfig
+from icefabric.sim.marks import EnqueueDepth
 from icefabric.sim.network import Routes, SimNetwork, route
 from icefabric.sim.results import QUEUE_EDGES, CollectiveResult, SimResult, Trace
 from icefabric.sim.window import WindowRun, reset_rows
@@ -196,6 +199,7 @@ class Simulator:
         paused = np.zeros(nl, dtype=bool)
         pause_us = np.zeros(nl)
         mark_acc = np.zeros(n_f)
+        enq = EnqueueDepth(nl, cfg.ecn_history_steps) if dc is not None else None
         last_cnp = np.full(n_f, -np.inf)
         cnp_queue: deque[tuple[float, np.ndarray]] = deque()  # (arrival at the sender, rows)
         cnp_delay = rtt if cfg.cnp_delay_us is None else cfg.cnp_delay_us
@@ -288,11 +292,13 @@ class Simulator:
             steps += 1
             # ---- 3. ECN marks and CNPs
             if dc is not None:
-                over = q_link > kmin
+                assert enq is not None
+                q_enq = enq.update(q_link, tx, kmin)
+                over = q_enq > kmin
                 if over.any():
                     p_l = np.zeros(nl)
-                    ramp = cfg.ecn_pmax * (q_link[over] - kmin[over]) / kspan[over]
-                    p_l[over] = np.where(q_link[over] > kmax[over], 1.0, ramp)
+                    ramp = cfg.ecn_pmax * (q_enq[over] - kmin[over]) / kspan[over]
+                    p_l[over] = np.where(q_enq[over] > kmax[over], 1.0, ramp)
                     keep = np.log1p(-np.minimum(p_l, 1.0 - 1e-12))
                     lsum = keep[path_t[cols[0]]].copy()
                     for h in cols[1:]:

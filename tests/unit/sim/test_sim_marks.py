@@ -1,0 +1,45 @@
+"""EnqueueDepth: the queue the bytes leaving a link met when they joined it (ice.p4's enq_qdepth)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from icefabric.sim.marks import EnqueueDepth
+
+
+def _run(arrivals: list[float], serve: float, history: int, floor: float = 0.5) -> list[float]:
+    """One link fed ``arrivals[t]`` bytes per step, serving ``serve`` a step (FIFO)."""
+    enq = EnqueueDepth(1, history)
+    arrived = departed = 0.0
+    out = []
+    for a in arrivals:
+        arrived += a
+        departed += min(arrived - departed, serve)
+        q = np.array([arrived - departed])
+        out.append(float(enq.update(q, np.array([departed]), np.array([floor]))[0]))
+    return out
+
+
+def test_a_steady_queue_is_met_by_every_byte() -> None:
+    # 10 bytes of standing queue, arrivals = service: every byte waits behind 10
+    depths = _run([20.0] + [1.0] * 30, serve=1.0, history=64)
+    assert depths[-1] == pytest.approx(20.0 - 1.0)
+
+
+def test_marks_lag_a_growing_queue_and_outlast_it_while_it_drains() -> None:
+    # twice the service arrives for 10 steps, then nothing: the queue grows to 10 and drains
+    depths = _run([2.0] * 10 + [0.0] * 15, serve=1.0, history=64)
+    # a byte leaving while the queue grows at 2:1 met half of today's queue
+    assert depths[9] == pytest.approx(5.0)
+    # the last byte leaves an empty queue behind, yet it joined the queue at its deepest
+    assert depths[19] == pytest.approx(10.0)
+    assert depths[20:] == [0.0] * 5  # nothing leaves: the depth is the (empty) queue
+
+
+def test_a_byte_older_than_the_history_counts_as_arrived_at_its_start() -> None:
+    depths = _run([50.0] + [0.0] * 40, serve=1.0, history=8)
+    # it waited 40 steps; the 8 kept (now and 7 before) give it the 7 served since the oldest
+    assert depths[40] == pytest.approx(7.0)
+    with pytest.raises(ValueError, match="history"):
+        EnqueueDepth(1, 0)
