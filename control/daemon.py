@@ -38,7 +38,7 @@ from icefabric.control.telemetry.options import (
     start_metrics,
 )
 from icefabric.control.topology import TopologyError
-from icefabric.lifetime import wait_until_stopped
+from icefabric.waiting import wait_until_stopped
 
 log = logging.getLogger(__name__)
 

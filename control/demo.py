@@ -39,6 +39,7 @@ from icefabric.control.linkmon import LinkEvent
 from icefabric.control.p4rt import PipelineConfig
 from icefabric.control.topology import Topology
 from icefabric.control.wire import InProcessFabric
+from icefabric.waiting import poll_until
 
 log = logging.getLogger(__name__)
 
@@ -162,9 +163,7 @@ class Demo:
         self.fab.inbox.wait_for(lambda: data_count() >= sent, timeout=20.0)
         delivered = data_count()
         want_reports = seen_reports + sent
-        deadline = time.monotonic() + 5.0
-        while self.ctl.reports.received < want_reports and time.monotonic() < deadline:
-            time.sleep(0.01)
+        poll_until(lambda: self.ctl.reports.received >= want_reports, 5.0, 0.01)
         elapsed = time.perf_counter() - t0
 
         def feedback_count() -> int:

@@ -11,10 +11,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from icefabric.lifetime import wait_until_stopped
 from icefabric.target.device import Device
 from icefabric.target.ports import RawPort, parse_port_spec
 from icefabric.target.queues import MAX_PRIORITY_QUEUES
+from icefabric.waiting import wait_until_stopped
 
 log = logging.getLogger("icefabric.target.cli")
 

@@ -50,6 +50,7 @@ from icefabric.control.p4rt import (
 )
 from icefabric.p4src import ICE_P4
 from icefabric.traffic.packets import CPU_PORT
+from icefabric.waiting import poll_until
 
 LOG = logging.getLogger("icefabric.tests.dataplane")
 
@@ -85,12 +86,7 @@ def program_path() -> Path:
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 15.0) -> bool:
     """Poll ``predicate`` every 20 ms until it holds or ``timeout`` passes; whether it holds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
+    return poll_until(predicate, timeout)
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:

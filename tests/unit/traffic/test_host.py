@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,15 +14,11 @@ from icefabric.control.agents.server import AgentServer
 from icefabric.traffic.agent import Agent
 from icefabric.traffic.endpoint import Endpoint
 from icefabric.traffic.host import RealTimeHost, main
+from icefabric.waiting import poll_until
 
 
 def _wait(pred: Callable[[], bool], timeout: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.01)
-    return pred()
+    return poll_until(pred, timeout, 0.01)
 
 
 def _host(name: str, ip: str, sock: socket.socket, *, expect: int = 0) -> RealTimeHost:
