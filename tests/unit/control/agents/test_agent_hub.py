@@ -5,7 +5,6 @@ phase change pushes new caps, bad reports are refused, the state file carries re
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from icefabric.control.p4rt import PipelineConfig, TableEntry
 from icefabric.control.paths import write_private
 from icefabric.control.state import SharedState, encode_state, load_state
 from icefabric.topo.spec import load_topology
+from icefabric.waiting import poll_until
 
 ROOT = Path(__file__).resolve().parents[4]
 SPEC = load_topology(ROOT / "topo" / "examples" / "leaf_spine_2x4.yaml")
@@ -57,12 +57,7 @@ WAIT_S = 120.0
 
 
 def _until(cond: Callable[[], bool], timeout: float = WAIT_S) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.005)
-    return cond()
+    return poll_until(cond, timeout, 0.005)
 
 
 @pytest.fixture
