@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from icefabric.control import ice_names as names
-from icefabric.control.ccl.demand import Flow, flow_id
+from icefabric.control.ccl.demand import Flow, flow_id, stand_in_qp, stand_in_sport
 from icefabric.control.planner.ecmp import EcmpModel, crc32_rows, hash_inputs
 from icefabric.control.planner.heuristic import greedy
 from icefabric.control.planner.state import PlanState
@@ -170,10 +170,17 @@ class RoundPaths:
         return out
 
     def _hash(self, s: int) -> np.ndarray:
-        """ECMP: ice.p4's hash of each flow's key into its leaf pair's buckets (``EcmpModel``)."""
-        src, dst, flows = self.flows(s)
-        sport = np.array([f.entropy_sport() for f in flows], dtype=np.uint64)
-        qp = np.array([f.entropy_qp() for f in flows], dtype=np.uint64)
+        """ECMP: ice.p4's hash of each flow's key into its leaf pair's buckets (``EcmpModel``);
+        the keys are those ``Flow.entropy_sport`` / ``entropy_qp`` give the pair's flow id."""
+        sp = self.spec
+        src = np.flatnonzero(self.host_ids[(np.arange(self.n) + s) % self.n] != self.host_ids)
+        dst = (src + s) % self.n
+        ids = [
+            flow_id(sp.job, sp.phase, sp.channel, sp.ranks[i], sp.ranks[d])
+            for i, d in zip(src.tolist(), dst.tolist(), strict=True)
+        ]
+        sport = np.fromiter(map(stand_in_sport, ids), dtype=np.uint64, count=len(ids))
+        qp = np.fromiter(map(stand_in_qp, ids), dtype=np.uint64, count=len(ids))
         data = hash_inputs(
             self.addr[src], self.addr[dst], sport, qp, use_qp_in_hash=self.model.use_qp_in_hash
         )

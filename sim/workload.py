@@ -178,8 +178,9 @@ def workload_from_jobs(
         prev_coll: int | None = None
         for it in range(iterations):
             for phase in job.phases:
+                windowed = a2a_window is not None and phase.collective == "all-to-all"
                 single = JobSpec(name=job.name, ranks=job.ranks, phases=(phase,))
-                base = list(demand_from_job(single))
+                base = [] if windowed else list(demand_from_job(single))
                 if iterations > 1:
                     base = [
                         replace(
@@ -207,7 +208,7 @@ def workload_from_jobs(
                     )
                 )
                 prev_coll = ci
-                if a2a_window is not None and phase.collective == "all-to-all":
+                if windowed and a2a_window is not None:
                     for ch in range(phase.channels):
                         win, rows = _window(job, phase, ch, ci, a2a_window, it, iterations)
                         windows.append((len(flows), win))

@@ -32,6 +32,16 @@ SPORT_SPAN = 16384
 QP_BASE = 0x100  # QP numbers below this are special (0: SMI, 1: GSI) or low in practice
 
 
+def stand_in_sport(flow_id: str) -> int:
+    """The stand-in UDP source port of a flow whose NIC did not report one."""
+    return SPORT_BASE + zlib.crc32(flow_id.encode()) % SPORT_SPAN
+
+
+def stand_in_qp(flow_id: str) -> int:
+    """The stand-in destination QP of a flow whose NIC did not report one (24 bits)."""
+    return QP_BASE + zlib.crc32(f"qp:{flow_id}".encode()) % ((1 << 24) - QP_BASE)
+
+
 @dataclass(slots=True, frozen=True, kw_only=True)
 class Flow:
     """One network flow (one RoCEv2 queue pair's traffic) of one phase of one job."""
@@ -50,15 +60,11 @@ class Flow:
 
     def entropy_sport(self) -> int:
         """The UDP source port, or a deterministic stand-in (49152 + crc32(flow_id) % 16384)."""
-        if self.udp_sport is not None:
-            return self.udp_sport
-        return SPORT_BASE + zlib.crc32(self.flow_id.encode()) % SPORT_SPAN
+        return self.udp_sport if self.udp_sport is not None else stand_in_sport(self.flow_id)
 
     def entropy_qp(self) -> int:
         """The destination QP, or a deterministic 24-bit stand-in from the flow id."""
-        if self.qp is not None:
-            return self.qp
-        return QP_BASE + zlib.crc32(f"qp:{self.flow_id}".encode()) % ((1 << 24) - QP_BASE)
+        return self.qp if self.qp is not None else stand_in_qp(self.flow_id)
 
 
 @dataclass(slots=True, frozen=True)
