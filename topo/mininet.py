@@ -244,6 +244,9 @@ class BMv2Switch(_P4RuntimeSwitchMixin, Switch):  # type: ignore[misc]
 
     def _spawn(self, cmd: list[str], out: Any) -> subprocess.Popen[bytes]:
         self.cmd("ip link set lo up")  # the thrift server: 127.0.0.1 of this namespace
+        # no IPv6 here: the kernel's neighbour discovery on the switch's ports would reach the
+        # next switch as frames ice.p4 drops (counted as "unsupported" in experiments' drops)
+        self.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1")
         proc: subprocess.Popen[bytes] = self.popen(cmd, stdout=out, stderr=subprocess.STDOUT)
         return proc
 

@@ -30,9 +30,12 @@ def comparison_table(doc: Mapping[str, Any]) -> Table:
     cmp = doc.get("comparison", {})
     speed = cmp.get("speedup", {})
     base = cmp.get("baseline")
+    engine = exp.get("engine", "virtual")
+    target = exp.get("target", "embedded")
+    on = f" on {target}" if target != "embedded" else ""
     t = Table(
         title=f"{exp['name']}: {len(modes)} mode(s), same topology, workload and seed "
-        f"({exp.get('engine', 'virtual')} engine, links at {scale:g} x the spec's rates; "
+        f"({engine} engine{on}, links at {scale:g} x the spec's rates; "
         "Gbit/s scaled back)",
         title_justify="left",
         pad_edge=False,
@@ -56,7 +59,7 @@ def comparison_table(doc: Mapping[str, Any]) -> Table:
     row("busbw / bound", lambda m: _pct(m["busbw_over_bound"]))
     row(f"busbw / {base}", lambda m: _num(speed.get(m["mode"]), "{:.2f}x"))
     row(
-        "completion (ms, virtual)",
+        f"completion (ms, {'virtual' if engine == 'virtual' else 'real'} time)",
         lambda m: _num(m["completion_us"] and m["completion_us"] / 1e3, "{:.2f}"),
     )
     row(
