@@ -97,8 +97,21 @@ class Phase:
 class Demo:
     """Runs the demo steps against one in-process fabric and one controller."""
 
-    def __init__(self, ctl: Controller, fab: InProcessFabric, con: Console, packets: int) -> None:
+    def __init__(
+        self,
+        ctl: Controller,
+        fab: InProcessFabric,
+        con: Console,
+        packets: int,
+        *,
+        delivery_wait_s: float = 20.0,
+        report_wait_s: float = 5.0,
+    ) -> None:
         self.ctl = ctl
+        # how long run_traffic waits for the burst, then for its telemetry reports and feedback
+        # (each wait ends as soon as everything is in; tests on a loaded host give more)
+        self.delivery_wait_s = delivery_wait_s
+        self.report_wait_s = report_wait_s
         self.fab = fab
         self.con = con
         self.packets = packets
@@ -160,10 +173,10 @@ class Demo:
                 frames[h].extend(self.fab.inbox.take(h))
             return sum(1 for fs in frames.values() for fr in fs if _udp_dport(fr) == ROCE_PORT)
 
-        self.fab.inbox.wait_for(lambda: data_count() >= sent, timeout=20.0)
+        self.fab.inbox.wait_for(lambda: data_count() >= sent, timeout=self.delivery_wait_s)
         delivered = data_count()
         want_reports = seen_reports + sent
-        poll_until(lambda: self.ctl.reports.received >= want_reports, 5.0, 0.01)
+        poll_until(lambda: self.ctl.reports.received >= want_reports, self.report_wait_s, 0.01)
         elapsed = time.perf_counter() - t0
 
         def feedback_count() -> int:
@@ -171,7 +184,7 @@ class Demo:
             return sum(1 for fs in frames.values() for fr in fs if _udp_dport(fr) == FEEDBACK_PORT)
 
         # feedback leaves the last hop by an uplink and queues there like data: wait for it
-        self.fab.inbox.wait_for(lambda: feedback_count() >= sent, timeout=5.0)
+        self.fab.inbox.wait_for(lambda: feedback_count() >= sent, timeout=self.report_wait_s)
         feedback = feedback_count()
         after = self._tag_counts()
         link_packets = {

@@ -36,7 +36,10 @@ OPTIONS = FabricOptions(int_kinds=ALL_PATH_KINDS, report_every_n=1, feedback_eve
 # alarms when the host was overloaded (control/README.md), 100 ms x 3 did not.
 PROBE_INTERVAL_S = 0.1
 PROBE_MISSES = 3
-DEADLINE_S = 15.0  # generous: a loaded CI host delays the software switches
+# Generous: every wait ends as soon as its condition holds, and a loaded 2-core host (other test
+# runs, a compiler build) delays the software switches, the controller and its gRPC calls by
+# seconds; detection itself is measured and printed, never asserted.
+DEADLINE_S = 120.0
 
 
 @pytest.fixture
@@ -51,7 +54,7 @@ def ctl(
         pipeline,
         addresses=fab.addresses,
         options=OPTIONS,
-        connect_timeout=5.0,
+        connect_timeout=DEADLINE_S,
         probe_interval_s=getattr(request, "param", PROBE_INTERVAL_S),
         probe_misses=PROBE_MISSES,
     )
@@ -85,7 +88,14 @@ def installed_links(ctl: Controller) -> dict[tuple[str, int, int], set[int]]:
 
 
 def demo_of(ctl: Controller, fab: InProcessFabric) -> Demo:
-    return Demo(ctl, fab, Console(file=io.StringIO()), packets=2)
+    return Demo(
+        ctl,
+        fab,
+        Console(file=io.StringIO()),
+        packets=2,
+        delivery_wait_s=DEADLINE_S,
+        report_wait_s=DEADLINE_S,
+    )
 
 
 def test_cut_wire_is_found_by_the_probes_and_routed_around(
