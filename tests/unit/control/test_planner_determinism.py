@@ -24,7 +24,7 @@ from icefabric.control.planner import (
 )
 from icefabric.control.planner.bench import scattered_ring_job
 from icefabric.control.topology import Topology
-from icefabric.topo.generators import fat_tree
+from icefabric.topo.generators import fat_tree, leaf_spine
 from icefabric.topo.spec import TopologySpec
 
 # fat-tree(8), every host a rank, 3 channels: greedy ends above the bound and the repair needs a
@@ -136,3 +136,17 @@ def test_the_simulator_routes_the_same_under_load() -> None:
         loaded, _ = route(net, flows, "ice")
     assert np.array_equal(quiet.path, loaded.path)
     assert state.max_load() == pytest.approx(cut_lower_bound(state), rel=1e-9)
+
+
+def test_small_instances_solved_exactly_plan_the_same_under_load() -> None:
+    """auto takes the MILP for <= exact_max_flows choosing flows: its optimum is one plan."""
+    spec = leaf_spine(leaves=4, spines=3, hosts_per_leaf=2)
+    job = scattered_ring_job(spec, servers=8, gpus_per_server=1, channels=2, size=1 << 26, seed=5)
+    d = demand_from_job(job)  # 16 flows: the MILP decides
+    quiet = Planner(Topology(spec), work_budget=DEFAULT_WORK_BUDGET)
+    quiet.add(d)
+    loaded = Planner(Topology(spec), work_budget=DEFAULT_WORK_BUDGET)
+    with _busy_cpu():
+        loaded.add(d)
+    assert quiet.last_method == loaded.last_method == "exact"
+    assert quiet.choices() == loaded.choices()
