@@ -23,6 +23,9 @@ One step of ``dt``:
    counters and queues one base RTT earlier. The controller's water-filling caps
    (``icefabric.control.congestion.max_min_fill`` over the flows that have not finished) are
    recomputed every ``cap_interval``.
+
+A windowed all-to-all (``window.py``) re-arms its rows after each step: a row whose last flow has
+left the fabric takes the next peer's flow (its path, a new QP's rate state, no cap).
 """
 
 from __future__ import annotations
