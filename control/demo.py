@@ -33,6 +33,7 @@ from rich.console import Console
 from icefabric.control import render
 from icefabric.control.cli_common import int_range
 from icefabric.control.controller import Controller
+from icefabric.control.experiment.results import mode_paths
 from icefabric.control.fabric import ALL_PATH_KINDS, FabricOptions, switch_mac
 from icefabric.control.install import flow_key
 from icefabric.control.linkmon import LinkEvent
@@ -505,22 +506,20 @@ def run(
 
 
 def _path_table(con: Console, doc: dict[str, Any]) -> None:
-    """Paths each flow took in the timed run (INT reports), ICE against ECMP's hash."""
+    """Paths each flow took in the timed run, ICE's plan against ECMP's hash."""
     by = {m["mode"]: m for m in doc["modes"]}
-    ice, ecmp = by.get("ice"), by.get("ecmp+dcqcn")
-    if ice is None or ecmp is None:
+    if "ice" not in by or "ecmp+dcqcn" not in by:
         return
-    flows = sorted(set(ice["paths"]) & set(ecmp["paths"]))
-    moved = [f for f in flows if ice["paths"][f] != ecmp["paths"][f]]
+    ice, ice_from = mode_paths(by["ice"])
+    ecmp, ecmp_from = mode_paths(by["ecmp+dcqcn"])
+    flows = sorted(set(ice) & set(ecmp))
+    moved = [f for f in flows if ice[f] != ecmp[f]]
     con.print(
         render.table(
-            f"paths in the timed run (sampled INT reports): the {len(moved)} of {len(flows)} "
-            "flows ECMP's hash put off ICE's plan",
+            f"paths in the timed run (ICE: {ice_from}; ECMP: {ecmp_from}): the {len(moved)} of "
+            f"{len(flows)} flows ECMP's hash put off ICE's plan",
             ["flow", "ICE took (planned)", "ECMP took"],
-            [
-                (f.split("/", 2)[-1], " > ".join(ice["paths"][f]), " > ".join(ecmp["paths"][f]))
-                for f in moved
-            ],
+            [(f.split("/", 2)[-1], " > ".join(ice[f]), " > ".join(ecmp[f])) for f in moved],
         )
     )
 

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from icefabric.control.ccl.job import parse_job
+from icefabric.control.experiment.results import mode_paths
 from icefabric.control.fabric import FabricOptions
 from icefabric.control.topology import Topology
 from icefabric.sim.config import SimConfig
@@ -129,9 +130,7 @@ def compare(results_path: str | Path) -> dict[str, Any]:
         if routing == "ecmp":
             # the paths INT named, else (a baseline run carries no INT) the ECMP model's paths
             # for the agents' keys, which the run checked against every fabric link's bytes
-            paths = modes[mode]["paths"] or (
-                modes[mode].get("engine", {}).get("ecmp_model", {}).get("predicted_paths", {})
-            )
+            paths, _ = mode_paths(modes[mode])
             routes = _paths_routes(net, w, paths, source)
         else:
             routes, _ = route(net, w.flows, routing)

@@ -41,6 +41,25 @@ def comparison(modes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
+def mode_paths(mode: Mapping[str, Any]) -> tuple[dict[str, list[str]], str]:
+    """The switches each flow of a mode crossed, and where that came from.
+
+    INT names them when the mode carries INT; a DCQCN mode carries none, and then the ECMP
+    model's prediction for the agents' keys stands in: the run checked it against every fabric
+    link's bytes (``engine.ecmp_model``: ``links_checked``, ``links_off``).
+    """
+    paths = mode.get("paths") or {}
+    if paths:
+        return dict(paths), "INT reports"
+    model = mode.get("engine", {}).get("ecmp_model", {})
+    predicted = model.get("predicted_paths") or {}
+    if predicted:
+        off = len(model.get("links_off") or [])
+        checked = model.get("links_checked", 0)
+        return dict(predicted), f"ECMP model, {checked - off}/{checked} fabric links as predicted"
+    return {}, "none recorded"
+
+
 def build(
     experiment: Mapping[str, Any],
     modes: Sequence[Mapping[str, Any]],
