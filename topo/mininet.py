@@ -230,7 +230,13 @@ class BMv2Switch(_P4RuntimeSwitchMixin, Switch):  # type: ignore[misc]
         exe = shutil.which("simple_switch_grpc")
         if exe is None:
             raise SwitchStartError("simple_switch_grpc is not on PATH (install BMv2)")
-        cmd = [exe, *self.port_args(), "--device-id", str(self.device_id)]
+        from icefabric.control.experiment.bmv2 import Bmv2Unavailable, realtime_prefix
+
+        try:
+            prefix = realtime_prefix()  # $ICE_BMV2_RT_PRIORITY: SCHED_FIFO (module docstring)
+        except Bmv2Unavailable as exc:
+            raise SwitchStartError(str(exc)) from None
+        cmd = [*prefix, exe, *self.port_args(), "--device-id", str(self.device_id)]
         if self.thrift_port is not None:
             cmd += ["--thrift-port", str(self.thrift_port)]
         cmd += [self.program] if self.program else ["--no-p4"]

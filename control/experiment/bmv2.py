@@ -12,6 +12,14 @@ becomes ``B / (mtu_bytes + 58)`` packets/s, 58 being the RoCEv2 headers (Etherne
 UDP 8, BTH 12, ICRC 4) of a full data frame as the hosts send it. Smaller frames (ACKs, CNPs,
 INT feedback) therefore take a whole packet's share, and the bytes ice.p4 adds in the fabric
 (8-byte shim, INT records) are not counted.
+
+Scheduling: BMv2 hands every packet through several threads (receive, ingress, an egress
+worker, transmit), each a wake-up that waits its turn for a CPU.  On a host whose cores are
+busy (other work, the Python hosts), a switch then forwards nothing for tens of milliseconds
+while packets keep arriving: latency INT does not show, and a backlog that enters the egress
+queue at once (a queue peak, ECN marks).  ``$ICE_BMV2_RT_PRIORITY=N`` (1..99) starts every
+``simple_switch_grpc`` under ``chrt -f N`` (SCHED_FIFO, threads inherit it), so switches
+forward as soon as a packet is there, like hardware (traffic/README.md: measured).
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from icefabric.traffic.roce import HEADER_BYTES, ICRC_BYTES
@@ -33,6 +42,8 @@ P4C = "p4c-bm2-ss"
 SWITCH = "simple_switch_grpc"
 CLI = "simple_switch_CLI"
 BUILD_DIR_ENV = "ICE_BUILD_DIR"
+RT_PRIORITY_ENV = "ICE_BMV2_RT_PRIORITY"
+RT_PRIORITY_MAX = 99  # SCHED_FIFO priorities are 1..99
 FRAME_OVERHEAD_BYTES = HEADER_BYTES + ICRC_BYTES  # 58: a full data frame = mtu_bytes + this
 
 
@@ -51,12 +62,39 @@ def queue_pps(bps: float, mtu_bytes: int) -> int:
 
 
 def check_tools() -> None:
-    """Bmv2Unavailable naming every BMv2 tool missing from PATH."""
+    """Bmv2Unavailable naming every BMv2 tool missing from PATH (or a bad
+    ``$ICE_BMV2_RT_PRIORITY``)."""
     missing = [t for t in (P4C, SWITCH, CLI) if shutil.which(t) is None]
     if missing:
         raise Bmv2Unavailable(
             f"--target bmv2 needs {', '.join(missing)} on PATH (install BMv2 and p4c)"
         )
+    realtime_prefix()
+
+
+def realtime_prefix(environ: Mapping[str, str] | None = None) -> list[str]:
+    """``[chrt, -f, N]`` to put before ``simple_switch_grpc`` when ``$ICE_BMV2_RT_PRIORITY`` is
+    N (1..99); ``[]`` when it is unset or empty (see the module docstring).
+
+    Bmv2Unavailable naming the variable for any other value, or when ``chrt`` is missing.
+    """
+    env = os.environ if environ is None else environ
+    raw = env.get(RT_PRIORITY_ENV, "").strip()
+    if not raw:
+        return []
+    try:
+        prio = int(raw)
+    except ValueError:
+        prio = 0
+    if not 1 <= prio <= RT_PRIORITY_MAX:
+        raise Bmv2Unavailable(
+            f"{RT_PRIORITY_ENV}={raw!r}: expected a SCHED_FIFO priority 1..{RT_PRIORITY_MAX} "
+            "(or unset)"
+        )
+    chrt = shutil.which("chrt")
+    if chrt is None:
+        raise Bmv2Unavailable(f"{RT_PRIORITY_ENV} is set but chrt is not on PATH (util-linux)")
+    return [chrt, "-f", str(prio)]
 
 
 def default_build_dir(program: Path) -> Path:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -168,6 +169,29 @@ def test_bmv2_queue_rates_per_switch_in_full_data_frames() -> None:
     assert f"set_queue_rate 578 {host_port}" in leaf
     assert sum(1 for ln in leaf if ln.startswith("set_queue_rate 289 ")) == 2  # two uplinks
     assert all(ln.startswith("set_queue_rate 289 ") for ln in cmds["spine1"].splitlines())
+
+
+def test_bmv2_realtime_prefix_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """$ICE_BMV2_RT_PRIORITY=N puts ``chrt -f N`` before simple_switch_grpc; unset: nothing;
+    a value outside 1..99 or a missing chrt is a usage error naming the variable."""
+    from icefabric.control.experiment.bmv2 import RT_PRIORITY_ENV, Bmv2Unavailable, realtime_prefix
+
+    chrt = tmp_path / "chrt"
+    chrt.write_text("#!/bin/sh\n")
+    chrt.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert realtime_prefix({}) == []
+    assert realtime_prefix({RT_PRIORITY_ENV: " "}) == []
+    assert realtime_prefix({RT_PRIORITY_ENV: "10"}) == [str(chrt), "-f", "10"]
+    assert realtime_prefix({RT_PRIORITY_ENV: "99"})[-1] == "99"
+    for bad in ("0", "100", "-3", "high", "1.5"):
+        with pytest.raises(Bmv2Unavailable, match=rf"^{RT_PRIORITY_ENV}='{re.escape(bad)}': "):
+            realtime_prefix({RT_PRIORITY_ENV: bad})
+    monkeypatch.setenv("PATH", str(tmp_path / "none"))
+    with pytest.raises(Bmv2Unavailable, match="chrt is not on PATH"):
+        realtime_prefix({RT_PRIORITY_ENV: "10"})
 
 
 def test_bmv2_build_is_cached_and_rebuilt_when_the_program_changes(
