@@ -6,8 +6,6 @@ host. ``ICE_TARGET`` picks the switches: ice-switch (default) or BMv2's simple_s
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -15,16 +13,12 @@ import pytest
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-if os.geteuid() != 0:
-    pytest.skip("Mininet needs root (network namespaces, veth pairs)", allow_module_level=True)
-if shutil.which("mnexec") is None:
-    pytest.skip(
-        "Mininet is not installed (mnexec missing); run `make setup`", allow_module_level=True
-    )
+from _mininet import TARGET, require_mininet, require_target_tools  # noqa: E402
+
+require_mininet()
 
 from icefabric.control.cli import main  # noqa: E402
 
-TARGET = os.environ.get("ICE_TARGET", "embedded")
 PRESET = "mininet-small"
 NODES = ("leaf1", "leaf2", "spine1", "spine2", "h1", "h2", "h3", "h4")
 
@@ -55,14 +49,7 @@ def _ours() -> tuple[list[str], list[str]]:
 def test_small_allreduce_under_both_modes_in_mininet(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    if TARGET == "bmv2":
-        missing = [
-            t
-            for t in ("p4c-bm2-ss", "simple_switch_grpc", "simple_switch_CLI")
-            if shutil.which(t) is None
-        ]
-        if missing:
-            pytest.skip(f"ICE_TARGET=bmv2 but {', '.join(missing)} not on PATH")
+    require_target_tools()
     assert _ours() == ([], []), "leftovers of an earlier run"
     out = tmp_path / "r"
     args = ["--preset", PRESET, "--engine", "mininet", "--target", TARGET, "--out", str(out)]

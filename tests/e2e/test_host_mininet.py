@@ -4,11 +4,7 @@ programmed by `icectl run`, report their real keys over the agent channel, and f
 from __future__ import annotations
 
 import json
-import os
-import random
 import select
-import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -20,12 +16,9 @@ import pytest
 
 pytestmark = pytest.mark.e2e
 
-if os.geteuid() != 0:
-    pytest.skip("Mininet needs root (network namespaces, veth pairs)", allow_module_level=True)
-if shutil.which("mnexec") is None:
-    pytest.skip(
-        "Mininet is not installed (mnexec missing); run `make setup`", allow_module_level=True
-    )
+from _mininet import controller, free_port_base, icectl_json, require_mininet  # noqa: E402
+
+require_mininet()
 
 from icefabric.control.ccl.job import parse_job  # noqa: E402
 from icefabric.control.demo import ring_job  # noqa: E402
@@ -34,50 +27,10 @@ from icefabric.topo.mininet import start_network  # noqa: E402
 from icefabric.topo.spec import save_topology  # noqa: E402
 from icefabric.traffic.workload import build_schedule  # noqa: E402
 
-ICECTL = str(Path(sys.executable).parent / "icectl")
-
-
-def _free_port_base(count: int) -> int:
-    rng = random.Random(os.getpid() + 8)
-    for _ in range(50):
-        base = rng.randrange(20000, 40000)
-        with contextlib_sockets(count, base) as ok:
-            if ok:
-                return base
-    raise RuntimeError("no free block of TCP ports")
-
-
-class contextlib_sockets:
-    def __init__(self, count: int, base: int) -> None:
-        self.socks: list[socket.socket] = []
-        self.count, self.base = count, base
-
-    def __enter__(self) -> bool:
-        for port in range(self.base, self.base + self.count):
-            s = socket.socket()
-            self.socks.append(s)
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                return False
-        return True
-
-    def __exit__(self, *exc: object) -> None:
-        for s in self.socks:
-            s.close()
-
-
-def _icectl(sock: Path, *args: str) -> Any:
-    out = subprocess.run(
-        [ICECTL, "--socket", str(sock), *args, "--json"], capture_output=True, text=True
-    )
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
-
 
 @pytest.fixture
 def fabric(tmp_path: Path) -> Iterator[tuple[Any, Any, Path, Path]]:
-    spec = leaf_spine(leaves=2, spines=2, hosts_per_leaf=1, grpc_base_port=_free_port_base(4))
+    spec = leaf_spine(leaves=2, spines=2, hosts_per_leaf=1, grpc_base_port=free_port_base(4))
     topo = tmp_path / "topo.yaml"
     save_topology(spec, topo)
     job = ring_job([h.name for h in spec.hosts], channels=1, name="ring")
@@ -85,37 +38,14 @@ def fabric(tmp_path: Path) -> Iterator[tuple[Any, Any, Path, Path]]:
     (tmp_path / "job.json").write_text(json.dumps(job))
     net = start_network(spec, target="embedded", log_dir=str(tmp_path))
     sock = tmp_path / "icectl.sock"
-    cmd = [
-        ICECTL,
-        "run",
-        "--topo",
-        str(topo),
-        "--socket",
-        str(sock),
-        "--job",
-        str(tmp_path / "job.json"),
-    ]
-    cmd += ["--state", str(tmp_path / "state.json"), "--target", "embedded"]
-    log = (tmp_path / "icectl.log").open("wb")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    args = ["--topo", str(topo), "--job", str(tmp_path / "job.json")]
+    args += ["--state", str(tmp_path / "state.json"), "--target", "embedded"]
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            st = subprocess.run(
-                [ICECTL, "--socket", str(sock), "status", "--json"], capture_output=True, text=True
-            )
-            if st.returncode == 0 and json.loads(st.stdout).get("role") == "primary":
-                break
-            assert proc.poll() is None, (tmp_path / "icectl.log").read_text()
-            assert time.monotonic() < deadline, "controller did not become primary in time"
-            time.sleep(0.2)
-        schedule = build_schedule(parse_job(job))
-        (tmp_path / "schedule.json").write_text(json.dumps(schedule.to_dict()))
-        yield spec, net, sock, topo
+        with controller(args, sock, tmp_path / "icectl.log"):
+            schedule = build_schedule(parse_job(job))
+            (tmp_path / "schedule.json").write_text(json.dumps(schedule.to_dict()))
+            yield spec, net, sock, topo
     finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-        log.close()
         net.stop()
 
 
@@ -155,8 +85,8 @@ def test_hosts_run_their_share_report_real_keys_and_finish(
         # The controller sees both agents and installs their flows' real keys.
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            seen = {a["host"] for a in _icectl(sock, "agents")["agents"]}
-            rows = _icectl(sock, "paths")
+            seen = {a["host"] for a in icectl_json(sock, "agents")["agents"]}
+            rows = icectl_json(sock, "paths")
             if seen == {h.name for h in spec.hosts} and all(
                 r["key_source"] == "agent" for r in rows
             ):

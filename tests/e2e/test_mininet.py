@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
-import random
-import shutil
 import socket
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -19,47 +15,31 @@ import pytest
 
 pytestmark = pytest.mark.e2e
 
-if os.geteuid() != 0:
-    pytest.skip("Mininet needs root (network namespaces, veth pairs)", allow_module_level=True)
-if shutil.which("mnexec") is None:
-    pytest.skip(
-        "Mininet is not installed (mnexec missing); run `make setup`", allow_module_level=True
-    )
+import _mininet  # noqa: E402
+from _mininet import (  # noqa: E402
+    TARGET,
+    free_port_base,
+    icectl_json,
+    require_mininet,
+    require_target_tools,
+    target_args,
+)
+
+require_mininet()
 
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc  # noqa: E402
 
 from icefabric.control.demo import ring_job  # noqa: E402
 from icefabric.control.fabric import switch_mac  # noqa: E402
-from icefabric.p4src import ICE_P4  # noqa: E402
 from icefabric.topo.generators import leaf_spine  # noqa: E402
 from icefabric.topo.mininet import start_network  # noqa: E402
 from icefabric.topo.spec import save_topology  # noqa: E402
 
-TARGET = os.environ.get("ICE_TARGET", "embedded")
-
-
-def _free_port_base(count: int) -> int:
-    rng = random.Random(os.getpid())
-    for _ in range(50):
-        base = rng.randrange(20000, 40000)
-        ok = True
-        for port in range(base, base + count):
-            with socket.socket() as s:
-                try:
-                    s.bind(("127.0.0.1", port))
-                except OSError:
-                    ok = False
-                    break
-        if ok:
-            return base
-    raise RuntimeError("no free block of TCP ports")
-
 
 @pytest.fixture
 def network(tmp_path: Any) -> Iterator[tuple[Any, Any]]:
-    if TARGET == "bmv2" and shutil.which("simple_switch_grpc") is None:
-        pytest.skip("ICE_TARGET=bmv2 but simple_switch_grpc is not on PATH")
-    spec = leaf_spine(leaves=2, spines=2, hosts_per_leaf=2, grpc_base_port=_free_port_base(4))
+    require_target_tools()
+    spec = leaf_spine(leaves=2, spines=2, hosts_per_leaf=2, grpc_base_port=free_port_base(4))
     net = start_network(spec, target=TARGET, log_dir=str(tmp_path))
     try:
         yield spec, net
@@ -108,34 +88,9 @@ def controller(network: tuple[Any, Any], tmp_path: Any) -> Iterator[Path]:
     ring = ring_job(order, channels=1, name="ring")
     job.write_text(json.dumps(ring))
     sock = tmp_path / "icectl.sock"
-    icectl = str(Path(sys.executable).parent / "icectl")
-    cmd = [icectl, "run", "--topo", str(topo), "--socket", str(sock), "--job", str(job)]
-    cmd += ["--state", str(tmp_path / "state.json"), "--target", TARGET]
-    if TARGET == "bmv2":
-        if shutil.which("p4c-bm2-ss") is None:
-            pytest.skip("ICE_TARGET=bmv2 but p4c-bm2-ss is not on PATH")
-        bmv2_json, p4info = tmp_path / "ice.json", tmp_path / "ice.p4info.txtpb"
-        p4c = ["p4c-bm2-ss", "--arch", "v1model", "--std", "p4-16", "-o", str(bmv2_json)]
-        p4c += ["--p4runtime-files", str(p4info), str(ICE_P4)]
-        subprocess.run(p4c, check=True, capture_output=True)
-        cmd += ["--bmv2-json", str(bmv2_json), "--p4info", str(p4info)]
-    with (tmp_path / "icectl.log").open("wb") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            status = subprocess.run(
-                [icectl, "--socket", str(sock), "status", "--json"], capture_output=True, text=True
-            )
-            if status.returncode == 0 and json.loads(status.stdout).get("role") == "primary":
-                break
-            assert proc.poll() is None, (tmp_path / "icectl.log").read_text()
-            assert time.monotonic() < deadline, "controller did not become primary in time"
-            time.sleep(0.2)
+    args = ["--topo", str(topo), "--job", str(job), "--state", str(tmp_path / "state.json")]
+    with _mininet.controller(args + target_args(), sock, tmp_path / "icectl.log"):
         yield sock
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
 
 
 def test_controller_makes_every_host_reach_every_other(
@@ -148,15 +103,6 @@ def test_controller_makes_every_host_reach_every_other(
                 continue
             out = net.get(src.name).cmd(f"ping -c 1 -W 3 {dst.address}")
             assert " 0% packet loss" in out, f"{src.name} -> {dst.name}:\n{out}"
-
-
-def _icectl_json(sock: Path, *args: str) -> Any:
-    icectl = str(Path(sys.executable).parent / "icectl")
-    out = subprocess.run(
-        [icectl, "--socket", str(sock), *args, "--json"], capture_output=True, text=True
-    )
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
 
 
 SEND_ROCE = """
@@ -177,7 +123,7 @@ def test_planned_paths_show_in_int_reports(
     controller with the planned tag and one INT record from every switch of the planned path."""
     spec, net = network
     switch_ids = {s.name: s.switch_id for s in spec.switches}
-    rows = _icectl_json(controller, "paths")
+    rows = icectl_json(controller, "paths")
     assert rows, "the ring job planned no flows"
     script = tmp_path / "send_roce.py"
     script.write_text(SEND_ROCE)
@@ -194,7 +140,7 @@ def test_planned_paths_show_in_int_reports(
     seen: dict[tuple[str, int, int], dict[str, Any]] = {}
     deadline = time.monotonic() + 30
     while len(seen) < len(want) and time.monotonic() < deadline:
-        for rep in _icectl_json(controller, "int", "--limit", "500")["reports"]:
+        for rep in icectl_json(controller, "int", "--limit", "500")["reports"]:
             key = (rep["src_ip"], rep["udp_sport"], rep["dst_qp"])
             if key in want:
                 seen[key] = rep

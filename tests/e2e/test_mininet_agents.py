@@ -8,8 +8,6 @@ side: a ring's share with real keys installed.)"""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -23,20 +21,22 @@ import pytest
 
 pytestmark = pytest.mark.e2e
 
-if os.geteuid() != 0:
-    pytest.skip("Mininet needs root (network namespaces, veth pairs)", allow_module_level=True)
-if shutil.which("mnexec") is None:
-    pytest.skip(
-        "Mininet is not installed (mnexec missing); run `make setup`", allow_module_level=True
-    )
+from _mininet import (  # noqa: E402
+    TARGET,
+    controller,
+    free_port_base,
+    icectl_json,
+    require_mininet,
+    require_target_tools,
+    target_args,
+)
 
-from icefabric.p4src import ICE_P4  # noqa: E402
+require_mininet()
+
 from icefabric.topo.generators import leaf_spine  # noqa: E402
 from icefabric.topo.mininet import start_network  # noqa: E402
 from icefabric.topo.spec import TopologySpec, save_topology  # noqa: E402
 
-TARGET = os.environ.get("ICE_TARGET", "embedded")
-ICECTL = str(Path(sys.executable).parent / "icectl")
 FLOW_BYTES = 100_000
 
 
@@ -53,24 +53,12 @@ def _until(cond: Callable[[], bool], timeout: float, what: str) -> None:
         time.sleep(0.1)
 
 
-def _icectl(sock: Path, *args: str) -> Any:
-    out = subprocess.run(
-        [ICECTL, "--socket", str(sock), *args, "--json"], capture_output=True, text=True
-    )
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
-
-
 @pytest.fixture
 def fabric(tmp_path: Path) -> Iterator[tuple[TopologySpec, Any, Path, int]]:
     """A 2x2 leaf-spine in Mininet and `icectl run` with agents and /metrics on free ports."""
-    if TARGET == "bmv2" and (
-        shutil.which("simple_switch_grpc") is None or shutil.which("p4c-bm2-ss") is None
-    ):
-        pytest.skip("ICE_TARGET=bmv2 but simple_switch_grpc or p4c-bm2-ss is not on PATH")
+    require_target_tools()
     metrics_port = _free_port()
-    grpc_base = _block(4, 20000 + os.getpid() % 20000)
-    spec = leaf_spine(leaves=2, spines=2, hosts_per_leaf=1, grpc_base_port=grpc_base)
+    spec = leaf_spine(leaves=2, spines=2, hosts_per_leaf=1, grpc_base_port=free_port_base(4))
     topo = tmp_path / "topo.yaml"
     save_topology(spec, topo)
     h1, h2 = spec.hosts[0].name, spec.hosts[1].name  # one per leaf
@@ -93,53 +81,18 @@ def fabric(tmp_path: Path) -> Iterator[tuple[TopologySpec, Any, Path, int]]:
     )
     net = start_network(spec, target=TARGET, log_dir=str(tmp_path))
     sock = tmp_path / "icectl.sock"
-    cmd = [ICECTL, "run", "--topo", str(topo), "--socket", str(sock), "--job", str(job)]
-    cmd += ["--state", str(tmp_path / "state.json"), "--target", TARGET]
-    if TARGET == "bmv2":
-        bmv2_json, p4info = tmp_path / "ice.json", tmp_path / "ice.p4info.txtpb"
-        p4c = ["p4c-bm2-ss", "--arch", "v1model", "--std", "p4-16", "-o", str(bmv2_json)]
-        p4c += ["--p4runtime-files", str(p4info), str(ICE_P4)]
-        subprocess.run(p4c, check=True, capture_output=True)
-        cmd += ["--bmv2-json", str(bmv2_json), "--p4info", str(p4info)]
-    cmd += ["--metrics", f"127.0.0.1:{metrics_port}", "--agent-heartbeat", "1"]
+    args = ["--topo", str(topo), "--job", str(job), "--state", str(tmp_path / "state.json")]
+    args += target_args()
+    args += ["--metrics", f"127.0.0.1:{metrics_port}", "--agent-heartbeat", "1"]
     # The test's flow is no job's (icefabric-host --flow): in planned-ecmp mode it is hashed
     # onto one path; flowlets would reorder it across spines in this slow emulation, and a
     # RoCE receiver counts reordered packets as lost.
-    cmd += ["--mode", "planned-ecmp"]
-    log = (tmp_path / "icectl.log").open("wb")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    args += ["--mode", "planned-ecmp"]
     try:
-
-        def primary() -> bool:
-            assert proc.poll() is None, (tmp_path / "icectl.log").read_text()
-            st = subprocess.run(
-                [ICECTL, "--socket", str(sock), "status", "--json"], capture_output=True, text=True
-            )
-            return st.returncode == 0 and json.loads(st.stdout).get("role") == "primary"
-
-        _until(primary, 90, "the controller to become primary")
-        yield spec, net, sock, metrics_port
+        with controller(args, sock, tmp_path / "icectl.log"):
+            yield spec, net, sock, metrics_port
     finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-        log.close()
         net.stop()
-
-
-def _block(count: int, hint: int) -> int:
-    """A block of ``count`` free TCP ports (the switches' gRPC ports), near ``hint``."""
-    for base in range(max(hint, 20000), 60000, count):
-        free = True
-        for port in range(base, base + count):
-            with socket.socket() as s:
-                try:
-                    s.bind(("127.0.0.1", port))
-                except OSError:
-                    free = False
-                    break
-        if free:
-            return base
-    raise RuntimeError("no free block of TCP ports")
 
 
 def _host_cmd(topo: Path, spec: TopologySpec, name: str, agents: Path, stats: Path) -> list[str]:
@@ -180,12 +133,12 @@ def test_hosts_with_agents_complete_a_flow_and_metrics_answer(
     )
     try:
         _until(
-            lambda: dst.name in [a["host"] for a in _icectl(sock, "agents")["agents"]],
+            lambda: dst.name in [a["host"] for a in icectl_json(sock, "agents")["agents"]],
             30,
             f"the controller to see {dst.name}'s agent",
         )
         # the job's flow src -> dst is active (its first phase): the controller caps it
-        caps = _icectl(sock, "caps")
+        caps = icectl_json(sock, "caps")
         assert [r["host"] for r in caps["flows"]] == [src.name]
         tx = net.get(src.name).popen(
             [
@@ -211,15 +164,17 @@ def test_hosts_with_agents_complete_a_flow_and_metrics_answer(
     ], json.dumps({"rx": rx_stats["rx"], "tx": tx_stats["tx"]})
     assert [f["psn_gap_losses"] for f in rx_stats["rx"]] == [0], rx_stats["rx"]
     assert sum(t["bytes_sent"] for t in tx_stats["tx"]) >= FLOW_BYTES, tx_stats["tx"]
-    view = _icectl(sock, "agents")
+    view = icectl_json(sock, "agents")
     assert view["counters"]["accepted"] >= 2 and view["counters"]["malformed"] == 0
     # both agents said bye: their hosts are lost, the job's flow from src has no cap now
     _until(
-        lambda: set(_icectl(sock, "agents")["lost"]) == {src.name, dst.name}, 30, "agents to leave"
+        lambda: set(icectl_json(sock, "agents")["lost"]) == {src.name, dst.name},
+        30,
+        "agents to leave",
     )
-    assert _icectl(sock, "caps")["flows"] == []
+    assert icectl_json(sock, "caps")["flows"] == []
     # INT reports of the flow's packets: the source leaf's uplink it used has records
-    tel = _icectl(sock, "int", "--limit", "1")
+    tel = icectl_json(sock, "int", "--limit", "1")
     src_leaf_up = [r for r in tel["links"] if r["name"].startswith(f"{src.leaf}:") and r["records"]]
     assert src_leaf_up, tel["links"]
     assert tel["counters"]["reports"] > 0 and tel["counters"]["unknown_hops"] == 0
