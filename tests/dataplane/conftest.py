@@ -15,6 +15,7 @@ from harness import (
 )
 from leaf_spine import LeafSpine, Options, build_leaf_spine
 
+from icefabric.control.experiment.virtual import VirtualEngine
 from icefabric.control.p4rt import PipelineConfig
 from icefabric.control.wire import InProcessFabric
 from icefabric.topo.spec import TopologySpec, load_topology
@@ -39,6 +40,15 @@ def pipeline() -> PipelineConfig:
         path = program_path()
         return PipelineConfig.for_bmv2(*_bmv2_build(str(path), path.stat().st_mtime))
     return PipelineConfig.for_embedded(ROOT / "p4src" / "ice.p4")
+
+
+# The virtual-time experiment engine (test_experiment_virtual, test_sim_versus): ice.p4 compiled
+# for the embedded target once for the whole session.
+@pytest.fixture(scope="session")
+def engine() -> VirtualEngine:
+    eng = VirtualEngine()
+    eng.pipeline()
+    return eng
 
 
 @pytest.fixture

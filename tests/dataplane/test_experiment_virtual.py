@@ -20,13 +20,6 @@ from icefabric.control.experiment.virtual import VirtualEngine
 pytestmark = [pytest.mark.dataplane, pytest.mark.slow]
 
 
-@pytest.fixture(scope="module")
-def engine() -> VirtualEngine:
-    eng = VirtualEngine()
-    eng.pipeline()  # compile ice.p4 once for the module
-    return eng
-
-
 def test_single_flow_on_an_idle_path_reaches_its_link_rate(engine: VirtualEngine) -> None:
     exp = load_preset("single-flow")  # 4 MiB between two leaves, every link 100 Gbit/s x 1e-3
     doc = run_experiment(exp, out_base=None, engine=engine).doc

@@ -23,13 +23,6 @@ from icefabric.sim.versus import compare
 pytestmark = [pytest.mark.dataplane, pytest.mark.slow]
 
 
-@pytest.fixture(scope="module")
-def engine() -> VirtualEngine:
-    eng = VirtualEngine()
-    eng.pipeline()  # compile ice.p4 once for the module
-    return eng
-
-
 @pytest.mark.parametrize("seed", [1, 2])
 def test_simulator_and_packet_level_agree_on_the_demo_preset(
     engine: VirtualEngine, tmp_path: Path, seed: int
