@@ -268,11 +268,8 @@ def timed_comparison(
     preset: str, out_base: Path, con: Console, failures: list[str]
 ) -> dict[str, Any] | None:
     """Step 1: the preset's modes in virtual time; prints and writes the comparison."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
     from icefabric.control.experiment.presets import load_preset
-    from icefabric.control.experiment.report import comparison_table
-    from icefabric.control.experiment.runner import run_experiment
+    from icefabric.control.experiment.report import comparison_table, run_with_progress
 
     exp = load_preset(preset)
     ph = exp.job.phases[0]
@@ -283,20 +280,7 @@ def timed_comparison(
         f"{len(exp.job.ranks)} ranks, {ph.channels} channels, "
         f"{render.human_bytes(ph.message_bytes)}; links at {exp.rates.scale:g} x their rates"
     )
-    with Progress(
-        TextColumn("  {task.description}"),
-        BarColumn(),
-        TextColumn("{task.percentage:>5.1f} % of messages"),
-        TimeElapsedColumn(),
-        console=con,
-        transient=True,
-    ) as bar:
-        tasks = {m: bar.add_task(m, total=1.0) for m in exp.modes}
-        outcome = run_experiment(
-            exp,
-            out_base=out_base,
-            progress=lambda m, f: bar.update(tasks[m], completed=f),
-        )
+    outcome = run_with_progress(exp, con, out_base=out_base, label="  {mode}")
     doc = outcome.doc
     con.print(comparison_table(doc))
     for m in doc["modes"]:

@@ -111,10 +111,11 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def cmd_experiment_run(args: argparse.Namespace) -> int:
     """icectl experiment run: all modes, the table, results.json and comparison.png."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from icefabric.control.experiment.report import comparison_table, links_table
-    from icefabric.control.experiment.runner import run_experiment
+    from icefabric.control.experiment.report import (
+        comparison_table,
+        links_table,
+        run_with_progress,
+    )
 
     exp = load_for_run(args)
     if exp.target == "bmv2":  # before the run: a missing tool is a usage error, not a failed mode
@@ -134,22 +135,14 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
         # SIGTERM (timeout, kill) unwinds like Ctrl-C, so the engine's teardown runs: host
         # processes killed, net.stop(); Python's default would leave veths and hosts behind
         signal.signal(signal.SIGTERM, _interrupt)
-    err = render.console(sys.stderr)
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.percentage:>5.1f} % of messages"),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-        disable=args.json,
-    ) as bar:
-        tasks = {m: bar.add_task(f"{exp.name}: {m}", total=1.0) for m in exp.modes}
-
-        def progress(mode: str, frac: float) -> None:
-            bar.update(tasks[mode], completed=frac)
-
-        outcome = run_experiment(exp, out_base=args.out, progress=progress, plot=not args.no_plot)
+    outcome = run_with_progress(
+        exp,
+        render.console(sys.stderr),
+        out_base=args.out,
+        plot=not args.no_plot,
+        label=f"{exp.name}: {{mode}}",
+        quiet=args.json,
+    )
     if args.json:
         render.emit_json(outcome.doc)
     else:

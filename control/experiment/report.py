@@ -7,9 +7,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from icefabric.control import render
+from icefabric.control.experiment.config import Experiment
+from icefabric.control.experiment.runner import Outcome, run_experiment
 
 log = logging.getLogger(__name__)
 
@@ -162,3 +166,31 @@ def write_plot(doc: Mapping[str, Any], path: Path) -> Path:
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+def run_with_progress(
+    exp: Experiment,
+    console: Console,
+    *,
+    out_base: Path | None,
+    plot: bool = True,
+    label: str = "{mode}",
+    quiet: bool = False,
+) -> Outcome:
+    """``run_experiment`` with one transient bar per mode on ``console`` (share of messages
+    done); ``label`` names a bar (``{mode}`` is the mode); ``quiet`` shows none."""
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.percentage:>5.1f} % of messages"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=quiet,
+    ) as bar:
+        tasks = {m: bar.add_task(label.format(mode=m), total=1.0) for m in exp.modes}
+
+        def progress(mode: str, frac: float) -> None:
+            bar.update(tasks[mode], completed=frac)
+
+        return run_experiment(exp, out_base=out_base, progress=progress, plot=plot)
