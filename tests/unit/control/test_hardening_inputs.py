@@ -4,6 +4,7 @@ error naming the file and key with exit code 2 from icectl, never a traceback or
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -57,23 +58,31 @@ def job_error(data: Any) -> str:
 # ---------------------------------------------------------------- item 10: names
 
 
+def rename_first_switch(name: str) -> Callable[[dict[str, Any]], None]:
+    """A topology edit: the first switch renamed to ``name`` everywhere it is named."""
+
+    def edit(d: dict[str, Any]) -> None:
+        old = d["switches"][0]["name"]
+        d["switches"][0]["name"] = name
+        for h in d["hosts"]:
+            if h["leaf"] == old:
+                h["leaf"] = name
+        for ln in d["links"]:
+            for side in ("a", "b"):
+                if ln[side]["node"] == old:
+                    ln[side]["node"] = name
+
+    return edit
+
+
 def test_topo_check_rejects_a_300_character_switch_name(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     long = "s" * 300
 
-    def edit(d: dict[str, Any]) -> None:
-        old = d["switches"][0]["name"]
-        d["switches"][0]["name"] = long
-        for h in d["hosts"]:
-            if h["leaf"] == old:
-                h["leaf"] = long
-        for ln in d["links"]:
-            for side in ("a", "b"):
-                if ln[side]["node"] == old:
-                    ln[side]["node"] = long
-
-    check_rejects(capsys, topo_with(tmp_path, edit), "switches[0].name", "300 characters")
+    check_rejects(
+        capsys, topo_with(tmp_path, rename_first_switch(long)), "switches[0].name", "300 characters"
+    )
 
 
 # ---------------------------------------------------------------- item 17: values
@@ -238,17 +247,8 @@ def test_topo_check_warns_when_mininet_cannot_name_an_interface(
 ) -> None:
     long = "leafnumberone"  # 13 characters: leafnumberone-eth1 has 18
 
-    def edit(d: dict[str, Any]) -> None:
-        old = d["switches"][0]["name"]
-        d["switches"][0]["name"] = long
-        for h in d["hosts"]:
-            if h["leaf"] == old:
-                h["leaf"] = long
-        for ln in d["links"]:
-            for side in ("a", "b"):
-                if ln[side]["node"] == old:
-                    ln[side]["node"] = long
-
-    code, out, err = run(capsys, "topo", "check", str(topo_with(tmp_path, edit)))
+    code, out, err = run(
+        capsys, "topo", "check", str(topo_with(tmp_path, rename_first_switch(long)))
+    )
     assert code == 0 and "ok" in out
     assert "Mininet cannot bring this spec up" in err and f"{long}-eth" in err
