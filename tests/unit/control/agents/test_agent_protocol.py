@@ -271,10 +271,8 @@ def test_fuzz_any_body_is_a_message_or_a_protocol_error(body: bytes) -> None:
 @given(st.lists(st.binary(max_size=64), max_size=20))
 def test_fuzz_frame_reader_never_fails_but_for_oversize(chunks: list[bytes]) -> None:
     reader = FrameReader(max_frame=1 << 20)
-    try:
+    with contextlib.suppress(FrameTooLarge):  # the one error feed() may raise
         for c in chunks:
             for body in reader.feed(c):
                 with contextlib.suppress(ProtocolError):
                     decode_body(body)
-    except FrameTooLarge:
-        pass
