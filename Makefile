@@ -25,7 +25,7 @@ test-e2e: setup
 	$(PYTEST) tests/e2e
 
 demo: setup
-	$(PY) -m icefabric.control.demo
+	$(PY) -m icefabric.experiment.demo
 
 bench: setup
 	$(PY) -m icefabric.bench

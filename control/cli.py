@@ -123,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_plan_parser(sub, _add_json)
     add_run_parser(sub)
 
-    from icefabric.control.experiment.cli import add_experiment_parser
+    from icefabric.experiment.cli import add_experiment_parser
 
     add_experiment_parser(sub, _add_json)
 

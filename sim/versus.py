@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 
 from icefabric.control.ccl.job import parse_job
-from icefabric.control.experiment.results import mode_paths
 from icefabric.control.fabric import FabricOptions
 from icefabric.control.topology import Topology
+from icefabric.experiment.results import mode_paths
 from icefabric.sim.config import SimConfig
 from icefabric.sim.engine import Simulator
 from icefabric.sim.network import Routes, SimNetwork, route

@@ -66,8 +66,8 @@ def virtual_pps(nbytes: int) -> tuple[float, int, float]:
     from icefabric.control.controller import Controller
     from icefabric.control.fabric import FabricOptions
     from icefabric.control.p4rt import PipelineConfig
+    from icefabric.experiment.virtual_fabric import VirtualConfig, VirtualFabric
     from icefabric.topo.spec import load_topology
-    from icefabric.traffic.virtual import VirtualConfig, VirtualFabric
 
     spec = load_topology(ROOT / "topo" / "examples" / "leaf_spine_2x4.yaml")
     pipeline = PipelineConfig.for_embedded(ROOT / "p4src" / "ice.p4")

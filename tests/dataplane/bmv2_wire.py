@@ -6,7 +6,7 @@ spec) in one private network namespace, serving P4Runtime on a Unix socket; its 
 pair whose far end this process holds with an AF_PACKET socket: frames leaving a fabric port are
 relayed to the peer switch's port (the "wire", which :meth:`cut_link` cuts), frames leaving a
 host port land in that host's inbox. So the controller tests (plans, failures, probes) run the
-same scenarios on BMv2 as on :class:`icefabric.control.wire.InProcessFabric`.
+same scenarios on BMv2 as on :class:`icefabric.experiment.wire.InProcessFabric`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from harness import (
     wait_for,
 )
 
-from icefabric.control.wire import CPU_PORT, HostInboxes, link_ports
+from icefabric.experiment.wire import CPU_PORT, HostInboxes, link_ports
 from icefabric.topo.spec import TopologySpec
 
 START_TIMEOUT_S = 20.0

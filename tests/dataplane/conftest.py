@@ -15,9 +15,9 @@ from harness import (
 )
 from leaf_spine import LeafSpine, Options, build_leaf_spine
 
-from icefabric.control.experiment.virtual import VirtualEngine
 from icefabric.control.p4rt import PipelineConfig
-from icefabric.control.wire import InProcessFabric
+from icefabric.experiment.virtual import VirtualEngine
+from icefabric.experiment.wire import InProcessFabric
 from icefabric.topo.spec import TopologySpec, load_topology
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from icefabric.control.experiment import results
-from icefabric.control.experiment.config import parse_experiment
-from icefabric.control.experiment.presets import load_preset
-from icefabric.control.experiment.runner import run_experiment
-from icefabric.control.experiment.virtual import VirtualEngine
+from icefabric.experiment import results
+from icefabric.experiment.config import parse_experiment
+from icefabric.experiment.presets import load_preset
+from icefabric.experiment.runner import run_experiment
+from icefabric.experiment.virtual import VirtualEngine
 
 pytestmark = [pytest.mark.dataplane, pytest.mark.slow]
 

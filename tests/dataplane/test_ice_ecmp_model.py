@@ -23,12 +23,12 @@ from harness import Fabric, TargetUnavailable, make_fabric
 from icefabric.control import ice_names as n
 from icefabric.control.ccl.demand import Flow, demand_from_jobs
 from icefabric.control.ccl.job import load_job, parse_job
-from icefabric.control.demo import interleaved_hosts, ring_job
 from icefabric.control.fabric import FabricOptions, TagMap, allocate_tags, base_entries, switch_mac
 from icefabric.control.p4rt import TableEntry
 from icefabric.control.planner.ecmp import EcmpModel, flow_ecmp_key
 from icefabric.control.planner.state import PlanState
 from icefabric.control.topology import Topology
+from icefabric.experiment.demo import interleaved_hosts, ring_job
 from icefabric.topo.spec import Link, TopologySpec, load_topology
 from icefabric.traffic import packets as P
 
@@ -151,7 +151,7 @@ def check_flows(ef: EcmpFabric, model: EcmpModel, flows: list[Flow]) -> dict[str
 
 @pytest.mark.parametrize("which", ["readme", "demo"])
 def test_example_flows_take_the_modelled_paths_and_loads(which: str) -> None:
-    """The README's `icectl plan` example and control/demo.py's ring (same fabric)."""
+    """The README's `icectl plan` example and experiment/demo.py's ring (same fabric)."""
     spec = load_topology(README_TOPO)
     topo = Topology(spec)
     options = FabricOptions(mode="ecmp")

@@ -20,11 +20,11 @@ from rich.console import Console
 
 from icefabric.control import ice_names as n
 from icefabric.control.controller import Controller
-from icefabric.control.demo import Demo, interleaved_hosts, ring_job
 from icefabric.control.fabric import ALL_PATH_KINDS, FabricOptions
 from icefabric.control.linkmon import LinkEvent
 from icefabric.control.p4rt import PipelineConfig
-from icefabric.control.wire import InProcessFabric
+from icefabric.experiment.demo import Demo, interleaved_hosts, ring_job
+from icefabric.experiment.wire import InProcessFabric
 from icefabric.topo.spec import TopologySpec
 
 pytestmark = pytest.mark.dataplane

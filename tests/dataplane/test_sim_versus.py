@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from icefabric.control.experiment.presets import load_preset
-from icefabric.control.experiment.runner import run_experiment
-from icefabric.control.experiment.virtual import VirtualEngine
+from icefabric.experiment.presets import load_preset
+from icefabric.experiment.runner import run_experiment
+from icefabric.experiment.virtual import VirtualEngine
 from icefabric.sim.versus import compare
 
 pytestmark = [pytest.mark.dataplane, pytest.mark.slow]

@@ -11,9 +11,9 @@ from icefabric.control.agents.protocol import FlowKey
 from icefabric.control.controller import Controller
 from icefabric.control.fabric import FabricOptions
 from icefabric.control.p4rt import PipelineConfig
+from icefabric.experiment.virtual_fabric import VirtualConfig, VirtualFabric
 from icefabric.topo.spec import TopologySpec, load_topology
 from icefabric.traffic.rate import Dcqcn, IceRate
-from icefabric.traffic.virtual import VirtualConfig, VirtualFabric
 
 pytestmark = pytest.mark.dataplane
 
@@ -138,7 +138,7 @@ def test_caps_are_obeyed(build: Build, kind: str) -> None:
 
 
 def test_a_flow_reported_with_its_real_key_moves_onto_its_planned_path(build: Build) -> None:
-    from icefabric.control.demo import interleaved_hosts, ring_job
+    from icefabric.experiment.demo import interleaved_hosts, ring_job
     from icefabric.traffic.packets import PATH_KIND_FLOWLET, PATH_KIND_PLANNED
 
     vf, ctl = build("ice")

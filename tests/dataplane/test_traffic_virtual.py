@@ -11,8 +11,8 @@ import pytest
 from icefabric.control.controller import Controller
 from icefabric.control.fabric import FabricOptions
 from icefabric.control.p4rt import PipelineConfig
+from icefabric.experiment.virtual_fabric import VirtualConfig, VirtualFabric
 from icefabric.topo.spec import TopologySpec, load_topology
-from icefabric.traffic.virtual import VirtualConfig, VirtualFabric
 
 pytestmark = pytest.mark.dataplane
 

@@ -75,7 +75,7 @@ def target_args() -> list[str]:
     (the experiment engine's build cache, compiled when missing)."""
     args = ["--target", TARGET]
     if TARGET == "bmv2":
-        from icefabric.control.experiment.bmv2 import build_pipeline
+        from icefabric.experiment.bmv2 import build_pipeline
         from icefabric.p4src import ICE_P4
 
         bmv2_json, p4info = build_pipeline(ICE_P4)

@@ -79,7 +79,7 @@ def _shipped(path: Path, cfg: dict) -> bool:
 
 def test_presets_name_only_files_the_package_ships() -> None:
     """A preset resolves its files next to itself, then under the import root: both installed."""
-    from icefabric.control.experiment import config, presets
+    from icefabric.experiment import config, presets
 
     cfg = _config()
     named = 0

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from icefabric.control.demo import main
+from icefabric.experiment.demo import main
 
 
 @pytest.mark.parametrize(

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from icefabric.control.experiment.config import (
+from icefabric.experiment.config import (
     ExperimentError,
     interleaved_hosts,
     load_experiment,
     parse_experiment,
 )
-from icefabric.control.experiment.presets import (
+from icefabric.experiment.presets import (
     DEFAULT_PRESET,
     load_preset,
     preset_names,
@@ -129,7 +129,7 @@ def test_not_a_mapping_and_bad_yaml(tmp_path: Path) -> None:
 
 
 def test_run_topology_stretches_delays_like_the_rates() -> None:
-    from icefabric.control.experiment.config import run_topology
+    from icefabric.experiment.config import run_topology
 
     exp = parse_experiment({**GOOD, "rates": {"scale": 0.001, "link_delay_us": 2}})
     spec = run_topology(exp)
@@ -141,7 +141,7 @@ def test_run_topology_stretches_delays_like_the_rates() -> None:
 
 
 def test_mininet_queue_rates_from_the_link_rates() -> None:
-    from icefabric.control.experiment.mininet import MininetEngineError, queue_rate_args
+    from icefabric.experiment.mininet import MininetEngineError, queue_rate_args
     from icefabric.topo.generators import leaf_spine
 
     args = queue_rate_args(leaf_spine(leaves=2, spines=2, hosts_per_leaf=2), 5e-5)
@@ -154,8 +154,8 @@ def test_mininet_queue_rates_from_the_link_rates() -> None:
 def test_bmv2_queue_rates_per_switch_in_full_data_frames() -> None:
     """BMv2 sets each switch's ports on their own (no one-rate-per-port-number limit), in
     packets/s of mtu_bytes + 58-byte frames."""
-    from icefabric.control.experiment.bmv2 import frame_bytes, queue_pps
-    from icefabric.control.experiment.mininet import queue_rate_commands
+    from icefabric.experiment.bmv2 import frame_bytes, queue_pps
+    from icefabric.experiment.mininet import queue_rate_commands
     from icefabric.topo.generators import leaf_spine
 
     assert frame_bytes(1024) == 1082
@@ -176,7 +176,7 @@ def test_bmv2_realtime_prefix_from_the_environment(
 ) -> None:
     """$ICE_BMV2_RT_PRIORITY=N puts ``chrt -f N`` before simple_switch_grpc; unset: nothing;
     a value outside 1..99 or a missing chrt is a usage error naming the variable."""
-    from icefabric.control.experiment.bmv2 import RT_PRIORITY_ENV, Bmv2Unavailable, realtime_prefix
+    from icefabric.experiment.bmv2 import RT_PRIORITY_ENV, Bmv2Unavailable, realtime_prefix
 
     chrt = tmp_path / "chrt"
     chrt.write_text("#!/bin/sh\n")
@@ -201,7 +201,7 @@ def test_bmv2_build_is_cached_and_rebuilt_when_the_program_changes(
     old build) when a source file changes; no p4c-bm2-ss: Bmv2Unavailable naming it."""
     import shutil as sh
 
-    from icefabric.control.experiment import bmv2
+    from icefabric.experiment import bmv2
 
     prog = tmp_path / "src" / "t.p4"
     prog.parent.mkdir()

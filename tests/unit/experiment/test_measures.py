@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from icefabric.control.cli import main
-from icefabric.control.experiment import results
-from icefabric.control.experiment.config import parse_experiment
-from icefabric.control.experiment.measures import (
+from icefabric.experiment import results
+from icefabric.experiment.config import parse_experiment
+from icefabric.experiment.measures import (
     Observed,
     bound_us,
     cdf_points,
@@ -19,7 +19,7 @@ from icefabric.control.experiment.measures import (
     measure,
     percentile,
 )
-from icefabric.control.experiment.report import write_plot
+from icefabric.experiment.report import write_plot
 from icefabric.traffic.workload import WorkloadExecutor, build_schedule
 
 EXP = {
@@ -165,7 +165,7 @@ def test_run_options_are_checked_before_any_mode_runs(
 
 
 def test_a_mode_whose_engine_fails_is_reported_and_the_others_still_run(tmp_path: Path) -> None:
-    from icefabric.control.experiment.runner import run_experiment
+    from icefabric.experiment.runner import run_experiment
 
     exp = parse_experiment({**EXP, "modes": ["ecmp+dcqcn", "ice"]})
 

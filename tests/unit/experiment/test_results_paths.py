@@ -1,6 +1,6 @@
 """Which switches each flow crossed, as results.json records them (``mode_paths``)."""
 
-from icefabric.control.experiment.results import mode_paths
+from icefabric.experiment.results import mode_paths
 
 ICE = {"mode": "ice", "paths": {"j/c0/r0->r1": ["leaf1", "spine1", "leaf2"]}, "engine": {}}
 ECMP = {

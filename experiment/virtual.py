@@ -1,6 +1,6 @@
 """The virtual-time engine of the experiment runner: one mode on a fresh in-process fabric.
 
-Per mode: a :class:`~icefabric.traffic.virtual.VirtualFabric` (embedded switches running
+Per mode: a :class:`~icefabric.experiment.virtual_fabric.VirtualFabric` (embedded switches running
 ``p4src/ice.p4`` on one ManualClock, links at the topology's rates x ``rates.scale``, hosts =
 endpoints + agents with the mode's rate algorithm, seeded QP numbering) and a
 :class:`~icefabric.control.controller.Controller` connected to it over real P4Runtime, which
@@ -9,7 +9,7 @@ every port), and for planned modes plans the job and installs its paths for the 
 keys (what the agents report); with caps it pushes the max-min fair rates to the agents before
 the first message. Then the workload's executor posts messages on the endpoints and the event
 loop runs until the last message arrived (or the experiment's limits). Everything the engine
-counted becomes a :class:`~icefabric.control.experiment.measures.Observed`.
+counted becomes a :class:`~icefabric.experiment.measures.Observed`.
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ import time
 from typing import Any
 
 from icefabric.control import ice_names as n
-from icefabric.control.experiment.config import Experiment, Mode, run_topology
-from icefabric.control.experiment.measures import Observed
-from icefabric.control.experiment.options import mode_options
-from icefabric.control.experiment.runner import Progress
 from icefabric.control.p4rt import PipelineConfig
 from icefabric.control.planner.planner import DEFAULT_WORK_BUDGET
+from icefabric.experiment.config import Experiment, Mode, run_topology
+from icefabric.experiment.measures import Observed
+from icefabric.experiment.options import mode_options
+from icefabric.experiment.runner import Progress
 from icefabric.traffic.workload import Message, Schedule, WorkloadExecutor
 
 log = logging.getLogger(__name__)
@@ -55,7 +55,7 @@ class VirtualEngine:
     ) -> Observed:
         """Run ``schedule`` under ``mode`` on a fresh fabric (see the module docstring)."""
         from icefabric.control.controller import Controller
-        from icefabric.traffic.virtual import VirtualConfig, VirtualFabric
+        from icefabric.experiment.virtual_fabric import VirtualConfig, VirtualFabric
 
         spec = run_topology(exp)  # delays stretched like the rates
         cfg = VirtualConfig(

@@ -71,8 +71,8 @@ def load_for_run(args: argparse.Namespace) -> Any:
     """The experiment named by FILE or --preset, with the command line's overrides."""
     from dataclasses import replace
 
-    from icefabric.control.experiment.config import MODES, load_experiment
-    from icefabric.control.experiment.presets import load_preset
+    from icefabric.experiment.config import MODES, load_experiment
+    from icefabric.experiment.presets import load_preset
 
     if (args.file is None) == (args.preset is None):
         raise CliError(
@@ -111,7 +111,7 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def cmd_experiment_run(args: argparse.Namespace) -> int:
     """icectl experiment run: all modes, the table, results.json and comparison.png."""
-    from icefabric.control.experiment.report import (
+    from icefabric.experiment.report import (
         comparison_table,
         links_table,
         run_with_progress,
@@ -119,7 +119,7 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
 
     exp = load_for_run(args)
     if exp.target == "bmv2":  # before the run: a missing tool is a usage error, not a failed mode
-        from icefabric.control.experiment.bmv2 import Bmv2Unavailable, build_pipeline, check_tools
+        from icefabric.experiment.bmv2 import Bmv2Unavailable, build_pipeline, check_tools
         from icefabric.p4src import ICE_P4
 
         try:
@@ -159,7 +159,7 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
 
 def cmd_experiment_list(args: argparse.Namespace) -> int:
     """icectl experiment list: every preset with its topology, workload and modes."""
-    from icefabric.control.experiment.presets import load_preset, preset_names
+    from icefabric.experiment.presets import load_preset, preset_names
 
     rows: list[dict[str, Any]] = []
     for name in preset_names():
@@ -203,8 +203,8 @@ def cmd_experiment_list(args: argparse.Namespace) -> int:
 
 def cmd_experiment_show(args: argparse.Namespace) -> int:
     """icectl experiment show: the comparison of a results directory."""
-    from icefabric.control.experiment import results
-    from icefabric.control.experiment.report import comparison_table, links_table
+    from icefabric.experiment import results
+    from icefabric.experiment.report import comparison_table, links_table
 
     try:
         doc = results.load(args.dir)

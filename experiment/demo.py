@@ -7,7 +7,7 @@
    P4Runtime; collective bandwidth comes from the measured completion times. The comparison is
    printed and written to ``results/<preset>-<time>/results.json`` and ``comparison.png``.
 2. **Link failure** (real time): the same fabric as in-process embedded switches with their own
-   schedulers (:mod:`icefabric.control.wire`); the controller plans the ring and every flow sends
+   schedulers (:mod:`icefabric.experiment.wire`); the controller plans the ring and every flow sends
    a short RoCEv2 burst; a leaf-spine wire is cut without telling the controller: its LLDP link
    probes stop arriving, the controller declares the link down, replans the flows that crossed it
    and installs the new paths (times measured), the traffic runs again and must avoid the cut;
@@ -33,13 +33,13 @@ from rich.console import Console
 from icefabric.control import render
 from icefabric.control.cli_common import int_range
 from icefabric.control.controller import Controller
-from icefabric.control.experiment.results import mode_paths
 from icefabric.control.fabric import ALL_PATH_KINDS, FabricOptions, switch_mac
 from icefabric.control.install import flow_key
 from icefabric.control.linkmon import LinkEvent
 from icefabric.control.p4rt import PipelineConfig
 from icefabric.control.topology import Topology
-from icefabric.control.wire import InProcessFabric
+from icefabric.experiment.results import mode_paths
+from icefabric.experiment.wire import InProcessFabric
 from icefabric.waiting import poll_until
 
 log = logging.getLogger(__name__)
@@ -70,7 +70,7 @@ def ring_job(hosts: Sequence[str], *, channels: int, name: str = "allreduce") ->
 def interleaved_hosts(topo: Topology) -> list[str]:
     """Hosts ordered so that every ring neighbour sits on another leaf (all traffic crosses
     the spines): first host of every leaf, then the second of every leaf, ..."""
-    from icefabric.control.experiment.config import interleaved_hosts as by_spec
+    from icefabric.experiment.config import interleaved_hosts as by_spec
 
     return by_spec(topo.spec)
 
@@ -268,8 +268,8 @@ def timed_comparison(
     preset: str, out_base: Path, con: Console, failures: list[str]
 ) -> dict[str, Any] | None:
     """Step 1: the preset's modes in virtual time; prints and writes the comparison."""
-    from icefabric.control.experiment.presets import load_preset
-    from icefabric.control.experiment.report import comparison_table, run_with_progress
+    from icefabric.experiment.presets import load_preset
+    from icefabric.experiment.report import comparison_table, run_with_progress
 
     exp = load_preset(preset)
     ph = exp.job.phases[0]
@@ -564,9 +564,9 @@ def _positive_ms(text: str) -> float:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m icefabric.control.demo``."""
+    """Entry point of ``python -m icefabric.experiment.demo``."""
     p = argparse.ArgumentParser(
-        prog="python -m icefabric.control.demo", description=__doc__.split("\n")[0]
+        prog="python -m icefabric.experiment.demo", description=__doc__.split("\n")[0]
     )
     p.add_argument("--topo", type=Path, default=DEFAULT_TOPO, help="leaf-spine topology spec")
     p.add_argument(
@@ -620,7 +620,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    from icefabric.control.experiment.presets import load_preset
+    from icefabric.experiment.presets import load_preset
     from icefabric.topo.spec import SpecError, load_topology
 
     try:  # bad input is a one-line error (exit 2) before anything runs

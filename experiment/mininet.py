@@ -44,11 +44,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from icefabric.control.experiment.config import Experiment, Mode
-from icefabric.control.experiment.measures import Observed
-from icefabric.control.experiment.options import mode_options
-from icefabric.control.experiment.runner import Progress
 from icefabric.control.planner.planner import DEFAULT_WORK_BUDGET
+from icefabric.experiment.config import Experiment, Mode
+from icefabric.experiment.measures import Observed
+from icefabric.experiment.options import mode_options
+from icefabric.experiment.runner import Progress
 from icefabric.topo.spec import TopologySpec
 from icefabric.traffic.workload import Schedule, WorkloadExecutor
 
@@ -109,7 +109,7 @@ def queue_rate_args(spec: TopologySpec, scale: float) -> list[str]:
 
 def queue_rate_commands(spec: TopologySpec, scale: float, mtu_bytes: int) -> dict[str, str]:
     """Per switch, the ``simple_switch_CLI`` lines that set its ports' BMv2 queue rates."""
-    from icefabric.control.experiment.bmv2 import queue_pps
+    from icefabric.experiment.bmv2 import queue_pps
 
     out: dict[str, str] = {}
     for (sw, port), bps in sorted(port_rates(spec, scale).items()):
@@ -134,7 +134,7 @@ class MininetEngine:
 
         if self._pipeline is None:
             if self.target == "bmv2":
-                from icefabric.control.experiment.bmv2 import build_pipeline, check_tools
+                from icefabric.experiment.bmv2 import build_pipeline, check_tools
 
                 check_tools()
                 self._pipeline = PipelineConfig.for_bmv2(*build_pipeline(ICE_P4))

@@ -1,10 +1,10 @@
-"""Built-in experiments: ``control/experiment/presets/NAME.yaml`` (``icectl experiment list``)."""
+"""Built-in experiments: ``experiment/presets/NAME.yaml`` (``icectl experiment list``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from icefabric.control.experiment.config import Experiment, ExperimentError, load_experiment
+from icefabric.experiment.config import Experiment, ExperimentError, load_experiment
 
 PRESET_DIR = Path(__file__).with_name("presets")
 DEFAULT_PRESET = "ecmp-collides"

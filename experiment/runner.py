@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from icefabric.control.experiment import measures, results
-from icefabric.control.experiment.config import MODES, Experiment, Mode
+from icefabric.experiment import measures, results
+from icefabric.experiment.config import MODES, Experiment, Mode
 from icefabric.traffic.workload import Schedule, build_schedule, check_against_demand
 
 log = logging.getLogger(__name__)
@@ -38,10 +38,10 @@ class Engine(Protocol):
 def make_engine(exp: Experiment) -> Engine:
     """The engine the experiment names."""
     if exp.engine == "mininet":
-        from icefabric.control.experiment.mininet import MininetEngine
+        from icefabric.experiment.mininet import MininetEngine
 
         return MininetEngine(target=exp.target)
-    from icefabric.control.experiment.virtual import VirtualEngine
+    from icefabric.experiment.virtual import VirtualEngine
 
     return VirtualEngine()
 
@@ -98,7 +98,7 @@ def run_experiment(
         directory = results.results_dir(out_base, exp.name, started)
         results.write(doc, directory)
         if plot:
-            from icefabric.control.experiment.report import write_plot
+            from icefabric.experiment.report import write_plot
 
             write_plot(doc, directory / "comparison.png")
     return Outcome(doc=doc, directory=directory)

@@ -12,8 +12,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from icefabric.control import render
-from icefabric.control.experiment.config import Experiment
-from icefabric.control.experiment.runner import Outcome, run_experiment
+from icefabric.experiment.config import Experiment
+from icefabric.experiment.runner import Outcome, run_experiment
 
 log = logging.getLogger(__name__)
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from icefabric.control.experiment.config import Experiment, Mode
 from icefabric.control.fabric import ALL_PATH_KINDS, FabricOptions
+from icefabric.experiment.config import Experiment, Mode
 
 FLOWLET_TIMEOUT_US = 100  # FabricOptions' default, for links at the spec's rates
 # ICE: INT feedback for every 8th data packet of a flow.  Each feedback packet is a separate

@@ -42,7 +42,7 @@ from typing import Any
 from icefabric.control.ccl.job import JobError, JobSpec, load_job, parse_job, parse_size
 from icefabric.topo.spec import SpecError, TopologySpec, load_topology, read_data_file
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 ENGINES = ("virtual", "mininet")
 TARGETS = ("embedded", "bmv2")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
