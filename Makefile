@@ -4,7 +4,8 @@ PY      := $(VENV)/bin/python
 PYTEST  := $(PY) -m pytest
 P4C     ?= p4c-bm2-ss
 BUILD   := build
-P4SRC   := $(wildcard p4src/*.p4 p4src/include/*.p4 p4src/include/control/*.p4)
+P4SRC   := $(wildcard p4src/*.p4 p4src/common/*.p4 p4src/common/control/*.p4 p4src/v1model/*.p4 \
+			p4src/v1model/control/*.p4)
 
 .PHONY: setup test test-unit test-dataplane test-e2e demo bench p4 p4-tna lint clean
 

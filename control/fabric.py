@@ -52,7 +52,7 @@ class FabricError(ValueError):
 TOFINO_DEFAULT_CPU_PORT = 64
 TOFINO_CLONE_PACKET_LENGTH = 272
 # Tofino queue depths are in cells (80 bytes on Tofino 1), not packets, and its ECN ramp uses
-# Kmax - Kmin as a mask (p4src/tna/include/control/ecn.p4): 65 cells ~ 5 packets of 1 KB (the
+# Kmax - Kmin as a mask (p4src/tna/control/ecn.p4): 65 cells ~ 5 packets of 1 KB (the
 # v1model Kmin), 65 + 255 cells ~ 25 packets.
 TOFINO_ECN_KMIN_CELLS = 65
 TOFINO_ECN_KMAX_CELLS = 65 + 255
@@ -77,7 +77,7 @@ class FabricOptions:
     cpu_port: int = n.CPU_PORT
     # Bytes the last-hop clone sessions keep (0: the whole packet).  The v1model program cuts
     # the copy itself (truncate); TNA has no truncate, so on Tofino the mirror session must
-    # (see p4src/tna/include/control/feedback.p4 and TOFINO_CLONE_PACKET_LENGTH).
+    # (see p4src/tna/control/feedback.p4 and TOFINO_CLONE_PACKET_LENGTH).
     clone_packet_length: int = 0
 
     def __post_init__(self) -> None:
@@ -508,7 +508,7 @@ def _check_sizes(out: Mapping[str, Iterable[Entity]]) -> None:
         if tags > n.TAG_FORWARD_TABLE_SIZE:
             raise FabricError(
                 f"{sw}: {tags} tag_forward entries exceed the table size "
-                f"{n.TAG_FORWARD_TABLE_SIZE} (p4src/include/sizes.p4)"
+                f"{n.TAG_FORWARD_TABLE_SIZE} (p4src/common/sizes.p4)"
             )
 
 

@@ -51,7 +51,7 @@ COUNTER_DROP_REASON_COUNTER: Final = "IceIngress.drop_reason_counter"
 COUNTER_PORT_TX_COUNTER: Final = "IceEgress.port_tx_counter"
 DIRECT_COUNTER_TAG_FORWARD_COUNTER: Final = "IceIngress.tag_switch.tag_forward_counter"
 
-# values of p4src/include/defines.p4 the controller writes
+# values of p4src/common/defines.p4 the controller writes
 SWITCH_ROLE_LEAF: Final = 1
 SWITCH_ROLE_SPINE: Final = 2
 PORT_KIND_HOST: Final = 1

@@ -16,7 +16,7 @@ class SimConfigError(ValueError):
 class SimConfig:
     """One run's knobs. Queue thresholds are per 100 Gbit/s of link rate and scale linearly.
 
-    ECN marks as ice.p4's ECN table does (``p4src/include/control/ecn.p4``): nothing below Kmin,
+    ECN marks as ice.p4's ECN table does (``p4src/v1model/control/ecn.p4``): nothing below Kmin,
     probability rising linearly to Pmax at Kmax, every packet above Kmax; here on the fluid queue
     in bytes instead of packets.
     """

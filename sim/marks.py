@@ -1,6 +1,6 @@
 """The queue depth ice.p4's ECN marking sees: the depth a packet met when it was *enqueued*.
 
-``p4src/include/control/ecn.p4`` marks on ``enq_qdepth``, so the mark a packet carries out of a
+``p4src/v1model/control/ecn.p4`` marks on ``enq_qdepth``, so the mark a packet carries out of a
 queue is decided by the queue it joined, and it reaches the receiver only after the packet has
 waited through that queue: marks lag the queue by its drain time and keep coming while a deep
 queue drains below Kmin. In the fluid model the bytes leaving a link in a step are the ones whose

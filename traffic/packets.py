@@ -1,4 +1,4 @@
-"""Scapy layers for ICE's own packet formats, and the constants of ``p4src/include/defines.p4``.
+"""Scapy layers for ICE's own packet formats, and the constants of ``p4src/common/defines.p4``.
 
 Layers (byte layouts in ``p4src/README.md``):
 
@@ -36,7 +36,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw, bind_layers
 
-# ---- wire constants (p4src/include/defines.p4) -------------------------------------------------
+# ---- wire constants (p4src/common/defines.p4) -------------------------------------------------
 ETHERTYPE_IPV4 = 0x0800
 ETHERTYPE_ARP = 0x0806
 ETHERTYPE_ICE = 0x88B5

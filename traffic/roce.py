@@ -6,7 +6,7 @@ into it for every packet; :func:`parse_roce` reads those headers back; :func:`bu
 RoCEv2 CNP (BTH opcode 0x81, BECN set, 16 reserved bytes); :func:`parse_feedback` decodes the
 feedback packets ``p4src/`` returns to senders into :class:`HopSample` lists.  Every frame ends in
 the 4-byte RoCEv2 ICRC (CRC-32 over the masked pseudo-header, as the IBTA annex A17 and scapy's
-``BTH`` compute it).  Layouts are in ``p4src/include/headers.p4``; tests compare with scapy.
+``BTH`` compute it).  Layouts are in ``p4src/common/headers.p4``; tests compare with scapy.
 
 Malformed input raises :class:`MalformedFrame` (a ``ValueError`` naming what was wrong); the
 endpoints count and drop such frames.

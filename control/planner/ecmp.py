@@ -1,6 +1,6 @@
 """ECMP exactly as ``p4src/ice.p4`` computes it in ECMP mode (the one model everyone imports).
 
-What the switches do (``p4src/include/control/load_balance.p4`` and ``path_select.p4``): the
+What the switches do (``p4src/v1model/control/load_balance.p4`` and ``p4src/common/control/path_select.p4``): the
 *first* leaf of a RoCEv2 packet whose destination hangs off another leaf hashes
 
     bucket = crc32(src_addr:32 ++ dst_addr:32 ++ protocol:8 ++ udp_src_port:16 ++

@@ -2,8 +2,9 @@
  * ICE data plane for the Tofino Native Architecture: one source for Tofino 1 (tna.p4) and
  * Tofino 2 (t2na.p4), chosen by the compiler's __TARGET_TOFINO__ (bf-p4c --target tofino|tofino2,
  * or -D__TARGET_TOFINO__=1|2 with p4test).  The same behaviour and, wherever TNA allows, the same
- * P4Runtime names as the v1model program (p4src/ice.p4); the wire formats, constants and sizes
- * are p4src/include/*.p4, shared.  Every place where Tofino forces a different design says so
+ * P4Runtime names as the v1model program (p4src/ice.p4); the wire formats, constants, sizes and
+ * the controls written once for both (SwitchConfig, ArpResponder, PathSelect, TagSwitch,
+ * Ipv4Routing) are p4src/common/, shared.  Every place where Tofino forces a different design says so
  * in a comment; p4src/README.md has the feature-by-feature table.
  *
  * This file only includes and wires.
@@ -23,14 +24,22 @@
 #define ICE_TNA_CPU_PORT 64
 #endif
 
-#include "../include/defines.p4"
-#include "../include/sizes.p4"
-#include "../include/headers.p4"
-#include "include/metadata.p4"
-#include "include/parser.p4"
-#include "include/control/ingress.p4"
-#include "include/control/egress.p4"
-#include "include/control/deparser.p4"
+#include "../common/defines.p4"
+#include "../common/sizes.p4"
+#include "../common/headers.p4"
+#include "metadata.p4"
+#include "../common/punt.p4"
+#include "parser.p4"
+#include "../common/control/switch_config.p4"
+#include "../common/control/arp.p4"
+#include "control/load_balance.p4"
+#include "../common/control/path_select.p4"
+#include "../common/control/tag_switch.p4"
+#include "../common/control/routing.p4"
+#include "control/last_hop.p4"
+#include "control/ingress.p4"
+#include "control/egress.p4"
+#include "control/deparser.p4"
 
 Pipeline(
     IceTnaIngressParser(),

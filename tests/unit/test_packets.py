@@ -11,14 +11,14 @@ from scapy.layers.l2 import Ether
 
 from icefabric.traffic import packets as P
 
-P4_INCLUDE = Path(__file__).resolve().parents[2] / "p4src" / "include"
+P4SRC = Path(__file__).resolve().parents[2] / "p4src"
 
 
 def _p4_constants() -> dict[str, int]:
     """Every `const <type> NAME = <int>;` and `#define NAME <int>` of defines.p4 and sizes.p4."""
     out: dict[str, int] = {}
-    for name in ("defines.p4", "sizes.p4"):
-        text = (P4_INCLUDE / name).read_text()
+    for name in ("common/defines.p4", "common/sizes.p4", "v1model/metadata.p4"):
+        text = (P4SRC / name).read_text()
         for m in re.finditer(r"const\s+\w+(?:<\d+>)?\s+(\w+)\s*=\s*(0x[0-9A-Fa-f]+|\d+)\s*;", text):
             out[m.group(1)] = int(m.group(2), 0)
         for m in re.finditer(r"^#define\s+(\w+)\s+(0x[0-9A-Fa-f]+|\d+)\s*$", text, re.M):

@@ -7,10 +7,10 @@
 #include "report.p4"
 
 // Egress wiring.  Two kinds of packets arrive here: data packets (instance NORMAL) and the
-// last hop's copies (LastHop's I2E clone, marked by meta.last_hop_copy in its preserved field
+// last hop's copies (LastHop's I2E clone, marked by md.last_hop_copy in its preserved field
 // list), which leave either on a fabric port as feedback or on the CPU port as a report.
 control IceEgress(inout headers_t hdr,
-                  inout local_metadata_t meta,
+                  inout local_metadata_t md,
                   inout standard_metadata_t standard_metadata) {
 
     // Indexed by egress port: data packets sent (copies are not counted here).
@@ -33,21 +33,21 @@ control IceEgress(inout headers_t hdr,
     }
 
     apply {
-        meta.is_copy = standard_metadata.instance_type != PKT_INSTANCE_TYPE_NORMAL
-            && meta.last_hop_copy == 1;
-        if (meta.is_copy || standard_metadata.egress_port != CPU_PORT) {
-            int_telemetry.apply(hdr, meta, standard_metadata);
+        md.is_copy = standard_metadata.instance_type != PKT_INSTANCE_TYPE_NORMAL
+            && md.last_hop_copy == 1;
+        if (md.is_copy || standard_metadata.egress_port != CPU_PORT) {
+            int_telemetry.apply(hdr, md, standard_metadata);
         }
-        if (meta.is_copy) {
+        if (md.is_copy) {
             if (standard_metadata.egress_port == CPU_PORT) {
-                report.apply(hdr, meta, standard_metadata);
+                report.apply(hdr, md, standard_metadata);
             } else {
-                feedback.apply(hdr, meta, standard_metadata);
+                feedback.apply(hdr, md, standard_metadata);
             }
         } else {
             if (standard_metadata.egress_port != CPU_PORT) {
-                ecn.apply(hdr, meta, standard_metadata);
-                if (meta.strip_shim) {
+                ecn.apply(hdr, md, standard_metadata);
+                if (md.strip_shim) {
                     strip_shim();
                 }
             }

@@ -14,45 +14,44 @@
 // BMv2; tests start the manual clock above 0).
 // Applied by PathSelect for RoCEv2 packets only (hdr.bth valid, so ipv4 and udp are too): no
 // hash input reads a field of an invalid header.
-control LoadBalance(inout headers_t hdr,
-                    inout local_metadata_t meta,
-                    inout standard_metadata_t standard_metadata) {
+control LoadBalance(in ice_ingress_headers_t hdr,
+                    inout ice_ingress_metadata_t md) {
 
     register<bit<48>, bit<32>>(FLOW_STATE_SLOTS) flowlet_last_seen;
     register<bit<8>, bit<32>>(FLOW_STATE_SLOTS) flowlet_bucket;
 
     apply {
-        if (meta.lb_mode == LB_MODE_PLANNED_FLOWLET) {
-            bit<48> now = standard_metadata.ingress_global_timestamp;
+        if (md.lb_mode == LB_MODE_PLANNED_FLOWLET) {
+            bit<48> now = md.now_us;
             bit<48> last_seen;
             bit<8> bucket;
-            flowlet_last_seen.read(last_seen, meta.flow_slot);
-            flowlet_bucket.read(bucket, meta.flow_slot);
-            if (last_seen == 0 || now - last_seen > (bit<48>)meta.flowlet_timeout_us) {
+            flowlet_last_seen.read(last_seen, md.flow_slot);
+            flowlet_bucket.read(bucket, md.flow_slot);
+            if (last_seen == 0 || now - last_seen > (bit<48>)md.flowlet_timeout_us) {
                 hash(bucket, HashAlgorithm.crc32, 8w0,
                      { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.udp.src_port,
                        hdr.udp.dst_port, hdr.bth.dst_qp, now },
                      (bit<16>)PATH_BUCKETS);
-                flowlet_bucket.write(meta.flow_slot, bucket);
+                flowlet_bucket.write(md.flow_slot, bucket);
             }
-            flowlet_last_seen.write(meta.flow_slot, now);
-            meta.path_bucket = bucket;
-            meta.path_kind = PATH_KIND_FLOWLET;
+            flowlet_last_seen.write(md.flow_slot, now);
+            md.path_bucket = bucket;
+            md.path_kind = PATH_KIND_FLOWLET;
         } else {
             // E-ECMP: RDMA NICs reuse one UDP source port for many QPs, so the destination QP
             // separates flows that the 5-tuple alone would pin together.
-            if (meta.use_qp_in_hash == 1) {
-                hash(meta.path_bucket, HashAlgorithm.crc32, 8w0,
+            if (md.use_qp_in_hash == 1) {
+                hash(md.path_bucket, HashAlgorithm.crc32, 8w0,
                      { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
                        hdr.udp.src_port, hdr.udp.dst_port, hdr.bth.dst_qp },
                      (bit<16>)PATH_BUCKETS);
             } else {
-                hash(meta.path_bucket, HashAlgorithm.crc32, 8w0,
+                hash(md.path_bucket, HashAlgorithm.crc32, 8w0,
                      { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
                        hdr.udp.src_port, hdr.udp.dst_port },
                      (bit<16>)PATH_BUCKETS);
             }
-            meta.path_kind = PATH_KIND_ECMP;
+            md.path_kind = PATH_KIND_ECMP;
         }
     }
 }

@@ -49,7 +49,7 @@ parser IceTnaIngressParser(packet_in pkt,
         md.feedback_every_n_minus_1 = 0;
         md.mirror_md.setInvalid();
         transition select(ig_intr_md.ingress_port) {
-            ICE_TNA_CPU_PORT: parse_packet_out;
+            CPU_PORT: parse_packet_out;
             default: parse_ethernet;
         }
     }

@@ -1,9 +1,26 @@
 #ifndef ICE_METADATA_P4
 #define ICE_METADATA_P4
 
-// The v1model program's header and metadata structs.  The wire formats they hold are in
-// headers.p4, shared with the Tofino (TNA) program, which has structs of its own
-// (tna/include/metadata.p4): TNA splits ingress and egress and bridges metadata explicitly.
+// The v1model program's header and metadata structs, and what the shared controls
+// (p4src/common/control/) need from an architecture: CPU_PORT, the ingress struct names
+// ice_ingress_headers_t / ice_ingress_metadata_t, ICE_DIRECT_COUNTER / ICE_DIRECT_COUNT.  The
+// wire formats are p4src/common/headers.p4, shared with the Tofino (TNA) program, which has
+// structs of its own (p4src/tna/metadata.p4): TNA splits ingress and egress and bridges
+// metadata explicitly.
+
+// The CPU port of simple_switch_grpc (--cpu-port 255) and of the embedded target.
+const port_id_t CPU_PORT = 255;
+
+// Field list preserved on the last-hop I2E clone (the @field_list annotation needs a literal).
+#define FL_LAST_HOP 1
+
+// v1model instance_type values as simple_switch sets them.
+const bit<32> PKT_INSTANCE_TYPE_NORMAL        = 0;
+const bit<32> PKT_INSTANCE_TYPE_INGRESS_CLONE = 1;
+
+// A table's direct packets-and-bytes counter: v1model counts every hit of the table by itself.
+#define ICE_DIRECT_COUNTER(name) direct_counter(CounterType.packets_and_bytes) name
+#define ICE_DIRECT_COUNT(name)
 
 // Field order is deparse order (IceDeparser emits them in this order; only valid ones appear).
 struct headers_t {
@@ -43,6 +60,9 @@ struct local_metadata_t {
     bit<32>       flowlet_timeout_us;
     bit<16>       feedback_every_n;
     bit<1>        report_enabled;
+
+    // Ingress time (ingress_global_timestamp, microseconds), read once by IceIngress.
+    bit<48>       now_us;
 
     // Flow identity.
     @field_list(FL_LAST_HOP)
@@ -86,5 +106,9 @@ struct local_metadata_t {
     bit<32>       report_every_n;
     bit<32>       report_qdepth_threshold;
 }
+
+// One struct serves v1model's ingress and egress; the shared controls know it by these names.
+typedef headers_t        ice_ingress_headers_t;
+typedef local_metadata_t ice_ingress_metadata_t;
 
 #endif  // ICE_METADATA_P4

@@ -10,7 +10,7 @@
 // from the host port's statistics registers (latest queue depths and byte count), because the
 // copy leaves on another port than the data packet.
 control LastHop(inout headers_t hdr,
-                inout local_metadata_t meta,
+                inout local_metadata_t md,
                 inout standard_metadata_t standard_metadata) {
 
     register<bit<32>, bit<32>>(FLOW_STATE_SLOTS) feedback_pkt_count;
@@ -18,25 +18,25 @@ control LastHop(inout headers_t hdr,
     apply {
         if (hdr.ice_shim.int_enabled == 1) {
             bool feedback_due = false;
-            if (meta.feedback_every_n != 0) {
+            if (md.feedback_every_n != 0) {
                 bit<32> seen;
-                feedback_pkt_count.read(seen, meta.flow_slot);
+                feedback_pkt_count.read(seen, md.flow_slot);
                 seen = seen + 1;
-                if (seen >= (bit<32>)meta.feedback_every_n) {
+                if (seen >= (bit<32>)md.feedback_every_n) {
                     feedback_due = true;
                     seen = 0;
                 }
-                feedback_pkt_count.write(meta.flow_slot, seen);
+                feedback_pkt_count.write(md.flow_slot, seen);
             }
-            meta.last_hop_copy = 1;
-            meta.host_port = standard_metadata.egress_spec;
-            meta.orig_ingress_port = standard_metadata.ingress_port;
-            meta.last_hop_ts = standard_metadata.ingress_global_timestamp;
-            if (feedback_due && meta.report_enabled == 1) {
+            md.last_hop_copy = 1;
+            md.host_port = standard_metadata.egress_spec;
+            md.orig_ingress_port = standard_metadata.ingress_port;
+            md.last_hop_ts = standard_metadata.ingress_global_timestamp;
+            if (feedback_due && md.report_enabled == 1) {
                 clone_preserving_field_list(CloneType.I2E, ICE_SESSION_FEEDBACK_REPORT, FL_LAST_HOP);
             } else if (feedback_due) {
                 clone_preserving_field_list(CloneType.I2E, ICE_SESSION_FEEDBACK, FL_LAST_HOP);
-            } else if (meta.report_enabled == 1) {
+            } else if (md.report_enabled == 1) {
                 clone_preserving_field_list(CloneType.I2E, ICE_SESSION_REPORT, FL_LAST_HOP);
             }
         }

@@ -1,27 +1,26 @@
-#ifndef ICE_TNA_ROUTING_P4
-#define ICE_TNA_ROUTING_P4
+#ifndef ICE_ROUTING_P4
+#define ICE_ROUTING_P4
 
-// Plain IPv4 LPM routing, as the v1model Ipv4Routing (same table, actions and parameters).
+// Plain IPv4 longest-prefix-match routing: every packet without a path tag (ICMP, TCP, unplanned
+// traffic to a host on the same leaf, feedback packets) and the last hop of tagged packets.
+// The router MAC of the incoming frame is not checked: the fabric's switches and hosts are all
+// configured by one controller, and the ARP responder answers for the gateway addresses.
+// Shared by both architectures: each passes its own ingress port and egress port fields.
 control Ipv4Routing(inout ice_ingress_headers_t hdr,
                     inout ice_ingress_metadata_t md,
-                    in ingress_intrinsic_metadata_t ig_intr_md,
-                    inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
+                    in port_id_t ingress_port,
+                    inout port_id_t egress_port) {
 
-    action route_to_port(PortId_t port, mac_addr_t src_mac, mac_addr_t dst_mac) {
-        ig_tm_md.ucast_egress_port = port;
+    action route_to_port(port_id_t port, mac_addr_t src_mac, mac_addr_t dst_mac) {
+        egress_port = port;
         hdr.ethernet.src_addr = src_mac;
         hdr.ethernet.dst_addr = dst_mac;
         md.routed = true;
     }
 
     action punt_to_cpu() {
-        ig_tm_md.ucast_egress_port = ICE_TNA_CPU_PORT;
-        hdr.packet_in.setValid();
-        hdr.packet_in.ingress_port = ig_intr_md.ingress_port;
-        hdr.packet_in._pad0 = 0;
-        hdr.packet_in.egress_port = 0;
-        hdr.packet_in._pad1 = 0;
-        hdr.packet_in.reason = PUNT_REASON_ROUTE;
+        egress_port = CPU_PORT;
+        fill_packet_in(hdr.packet_in, ingress_port, 0, PUNT_REASON_ROUTE);
     }
 
     action drop_route() {
@@ -32,7 +31,8 @@ control Ipv4Routing(inout ice_ingress_headers_t hdr,
         md.drop_reason = DROP_REASON_NO_ROUTE;
     }
 
-    // Host /32 routes on their leaf, prefixes towards the spines elsewhere.
+    // Written by the controller: host /32 routes on their leaf (port, gateway MAC, host MAC),
+    // and prefixes towards the spines elsewhere.
     table ipv4_route {
         key = {
             hdr.ipv4.dst_addr : lpm @name("dst_addr");
@@ -43,7 +43,7 @@ control Ipv4Routing(inout ice_ingress_headers_t hdr,
             drop_route;
             @defaultonly drop_no_route;
         }
-        const default_action = drop_no_route();
+        default_action = drop_no_route();
         size = IPV4_ROUTE_TABLE_SIZE;
     }
 
@@ -63,4 +63,4 @@ control Ipv4Routing(inout ice_ingress_headers_t hdr,
     }
 }
 
-#endif  // ICE_TNA_ROUTING_P4
+#endif  // ICE_ROUTING_P4

@@ -1,31 +1,38 @@
-#ifndef ICE_TNA_TAG_SWITCH_P4
-#define ICE_TNA_TAG_SWITCH_P4
+#ifndef ICE_TAG_SWITCH_P4
+#define ICE_TAG_SWITCH_P4
 
-// Forwarding by path tag, as the v1model TagSwitch: push the shim on the first hop, check and
-// decrement the hop limit on transit hops, end_path on the last switch.  TNA direct counters
-// count only in actions that call count(), so every action does.
+// Forwarding by path tag.  On the first hop the tag was just chosen (PathSelect) and the shim
+// is pushed here; on transit hops the tag comes from the shim and the hop limit is checked; on
+// the last hop the tag's entry says end_path and the packet is routed to the host by IPv4, the
+// egress stripping shim and INT.  IPv4 TTL is not touched on tagged hops: like an MPLS LSP in
+// pipe mode the fabric is one IP hop, and the shim's hop limit guards against loops.
+//
+// Shared by both architectures.  The per-tag counter is a direct counter: ICE_DIRECT_COUNTER and
+// ICE_DIRECT_COUNT are the architecture's (v1model counts every hit by itself, TNA only where an
+// action calls count()).
 control TagSwitch(inout ice_ingress_headers_t hdr,
                   inout ice_ingress_metadata_t md,
-                  inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
+                  inout port_id_t egress_port) {
 
-    DirectCounter<bit<64>>(CounterType_t.PACKETS_AND_BYTES) tag_forward_counter;
+    ICE_DIRECT_COUNTER(tag_forward_counter);
 
-    action forward_by_tag(PortId_t port) {
-        ig_tm_md.ucast_egress_port = port;
-        tag_forward_counter.count();
+    action forward_by_tag(port_id_t port) {
+        egress_port = port;
+        ICE_DIRECT_COUNT(tag_forward_counter);
     }
 
     action end_path() {
         md.end_path = true;
-        tag_forward_counter.count();
+        ICE_DIRECT_COUNT(tag_forward_counter);
     }
 
     action drop_unknown_tag() {
         md.drop_reason = DROP_REASON_UNKNOWN_TAG;
-        tag_forward_counter.count();
+        ICE_DIRECT_COUNT(tag_forward_counter);
     }
 
-    // Every path through this switch: the next port, or end_path on the path's last switch.
+    // Written by the controller for every path through this switch: the next port, or
+    // end_path on the path's last switch.  Its direct counter is the per-tag counter.
     table tag_forward {
         key = {
             md.path_tag : exact @name("path_tag");
@@ -35,7 +42,7 @@ control TagSwitch(inout ice_ingress_headers_t hdr,
             end_path;
             @defaultonly drop_unknown_tag;
         }
-        const default_action = drop_unknown_tag();
+        default_action = drop_unknown_tag();
         counters = tag_forward_counter;
         size = TAG_FORWARD_TABLE_SIZE;
     }
@@ -75,4 +82,4 @@ control TagSwitch(inout ice_ingress_headers_t hdr,
     }
 }
 
-#endif  // ICE_TNA_TAG_SWITCH_P4
+#endif  // ICE_TAG_SWITCH_P4

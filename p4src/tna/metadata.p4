@@ -1,11 +1,20 @@
 #ifndef ICE_TNA_METADATA_P4
 #define ICE_TNA_METADATA_P4
 
-// Headers and metadata of the TNA program.  The wire formats (Ethernet ... BTH, the ICE shim,
-// INT hop records, feedback, report, packet_in/packet_out) are p4src/include/headers.p4, shared
-// with the v1model program; what is here exists because TNA runs ingress and egress as two
+// Headers and metadata of the TNA program, and what the shared controls (p4src/common/control/)
+// need from an architecture: CPU_PORT, the ingress structs ice_ingress_headers_t /
+// ice_ingress_metadata_t, ICE_DIRECT_COUNTER / ICE_DIRECT_COUNT.  The wire formats (Ethernet ...
+// BTH, the ICE shim, INT hop records, feedback, report, packet_in/packet_out) are
+// p4src/common/headers.p4, shared with the v1model program; what is here exists because TNA runs ingress and egress as two
 // programs with nothing in common but the packet: every value egress needs from ingress travels
 // in front of the packet, as a bridged header (data packets) or a mirror header (last-hop copies).
+
+// The CPU (PCIe) port: -DICE_TNA_CPU_PORT=N (tna/ice.p4).
+const port_id_t CPU_PORT = ICE_TNA_CPU_PORT;
+
+// A table's direct packets-and-bytes counter: TNA counts only in the actions that call count().
+#define ICE_DIRECT_COUNTER(name) DirectCounter<bit<64>>(CounterType_t.PACKETS_AND_BYTES) name
+#define ICE_DIRECT_COUNT(name) name.count()
 
 // First byte of everything ingress hands to egress: which of the two headers follows.
 const bit<8> ICE_MD_BRIDGED = 1;

@@ -7,14 +7,14 @@
 // A report is due every Nth copy of a flow (sampling), and always when a record in it shows a
 // queue deeper than the controller's threshold (alarm).
 control ReportBuilder(inout headers_t hdr,
-                      inout local_metadata_t meta,
+                      inout local_metadata_t md,
                       inout standard_metadata_t standard_metadata) {
 
     register<bit<32>, bit<32>>(FLOW_STATE_SLOTS) report_pkt_count;
 
     action set_report_config(bit<32> report_every_n, bit<32> qdepth_threshold) {
-        meta.report_every_n = report_every_n;
-        meta.report_qdepth_threshold = qdepth_threshold;
+        md.report_every_n = report_every_n;
+        md.report_qdepth_threshold = qdepth_threshold;
     }
 
     // Keyless, written by the controller: sample 1 in report_every_n (0: no sampling) and the
@@ -30,21 +30,16 @@ control ReportBuilder(inout headers_t hdr,
     }
 
     action build_report(bit<4> reason) {
-        bit<32> records_bytes = ((bit<32>)meta.fb_hop_count << 5) + ((bit<32>)meta.fb_hop_count << 2);
+        bit<32> records_bytes = ((bit<32>)md.fb_hop_count << 5) + ((bit<32>)md.fb_hop_count << 2);
 
-        hdr.packet_in.setValid();
-        hdr.packet_in.ingress_port = meta.orig_ingress_port;
-        hdr.packet_in._pad0 = 0;
-        hdr.packet_in.egress_port = meta.host_port;
-        hdr.packet_in._pad1 = 0;
-        hdr.packet_in.reason = PUNT_REASON_TELEMETRY;
+        fill_packet_in(hdr.packet_in, md.orig_ingress_port, md.host_port, PUNT_REASON_TELEMETRY);
 
         hdr.telemetry_report.setValid();
         hdr.telemetry_report.version = ICE_VERSION;
         hdr.telemetry_report.reason = reason;
-        hdr.telemetry_report.hop_count = meta.fb_hop_count;
+        hdr.telemetry_report.hop_count = md.fb_hop_count;
         hdr.telemetry_report.path_tag = hdr.ice_shim.path_tag;
-        hdr.telemetry_report.switch_id = meta.switch_id;
+        hdr.telemetry_report.switch_id = md.switch_id;
         hdr.telemetry_report.flow_src_addr = hdr.ipv4.src_addr;
         hdr.telemetry_report.flow_dst_addr = hdr.ipv4.dst_addr;
         hdr.telemetry_report.flow_src_port = hdr.udp.src_port;
@@ -53,7 +48,7 @@ control ReportBuilder(inout headers_t hdr,
         hdr.telemetry_report.flow_dst_qp = hdr.bth.dst_qp;
         hdr.telemetry_report.bth_opcode = hdr.bth.opcode;
         hdr.telemetry_report.bth_psn = hdr.bth.psn;
-        hdr.telemetry_report.timestamp = (bit<64>)meta.last_hop_ts;
+        hdr.telemetry_report.timestamp = (bit<64>)md.last_hop_ts;
 
         hdr.ethernet.setInvalid();
         hdr.ice_shim.setInvalid();
@@ -73,31 +68,31 @@ control ReportBuilder(inout headers_t hdr,
     apply {
         report_config.apply();
         bit<4> reason = 0;
-        if (meta.report_every_n != 0) {
+        if (md.report_every_n != 0) {
             bit<32> seen;
-            report_pkt_count.read(seen, meta.flow_slot);
+            report_pkt_count.read(seen, md.flow_slot);
             seen = seen + 1;
-            if (seen >= meta.report_every_n) {
+            if (seen >= md.report_every_n) {
                 reason = reason | REPORT_REASON_SAMPLED;
                 seen = 0;
             }
-            report_pkt_count.write(meta.flow_slot, seen);
+            report_pkt_count.write(md.flow_slot, seen);
         }
-        if (meta.report_qdepth_threshold != 0) {
+        if (md.report_qdepth_threshold != 0) {
             bool alarm = false;
-            if (hdr.fb_hops[0].isValid() && hdr.fb_hops[0].enq_qdepth > meta.report_qdepth_threshold) {
+            if (hdr.fb_hops[0].isValid() && hdr.fb_hops[0].enq_qdepth > md.report_qdepth_threshold) {
                 alarm = true;
             }
-            if (hdr.fb_hops[1].isValid() && hdr.fb_hops[1].enq_qdepth > meta.report_qdepth_threshold) {
+            if (hdr.fb_hops[1].isValid() && hdr.fb_hops[1].enq_qdepth > md.report_qdepth_threshold) {
                 alarm = true;
             }
-            if (hdr.fb_hops[2].isValid() && hdr.fb_hops[2].enq_qdepth > meta.report_qdepth_threshold) {
+            if (hdr.fb_hops[2].isValid() && hdr.fb_hops[2].enq_qdepth > md.report_qdepth_threshold) {
                 alarm = true;
             }
-            if (hdr.fb_hops[3].isValid() && hdr.fb_hops[3].enq_qdepth > meta.report_qdepth_threshold) {
+            if (hdr.fb_hops[3].isValid() && hdr.fb_hops[3].enq_qdepth > md.report_qdepth_threshold) {
                 alarm = true;
             }
-            if (hdr.fb_hops[4].isValid() && hdr.fb_hops[4].enq_qdepth > meta.report_qdepth_threshold) {
+            if (hdr.fb_hops[4].isValid() && hdr.fb_hops[4].enq_qdepth > md.report_qdepth_threshold) {
                 alarm = true;
             }
             if (alarm) {

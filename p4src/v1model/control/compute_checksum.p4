@@ -1,17 +1,17 @@
-#ifndef ICE_VERIFY_CHECKSUM_P4
-#define ICE_VERIFY_CHECKSUM_P4
+#ifndef ICE_COMPUTE_CHECKSUM_P4
+#define ICE_COMPUTE_CHECKSUM_P4
 
-// Two calls instead of one: with options the varbit must be part of the sum, without them an
-// unextracted varbit must not be (targets differ on invalid-header fields in a field list).
-control IceVerifyChecksum(inout headers_t hdr, inout local_metadata_t meta) {
+// Recomputed for every IPv4 header that leaves: TTL decrement, ECN marking and the feedback
+// rewrite all change it.  Split in two for the same reason as IceVerifyChecksum.
+control IceComputeChecksum(inout headers_t hdr, inout local_metadata_t md) {
     apply {
-        verify_checksum(hdr.ipv4.isValid() && !hdr.ipv4_options.isValid(),
+        update_checksum(hdr.ipv4.isValid() && !hdr.ipv4_options.isValid(),
             { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
               hdr.ipv4.total_len, hdr.ipv4.identification, hdr.ipv4.flags,
               hdr.ipv4.frag_offset, hdr.ipv4.ttl, hdr.ipv4.protocol,
               hdr.ipv4.src_addr, hdr.ipv4.dst_addr },
             hdr.ipv4.hdr_checksum, HashAlgorithm.csum16);
-        verify_checksum(hdr.ipv4.isValid() && hdr.ipv4_options.isValid(),
+        update_checksum(hdr.ipv4.isValid() && hdr.ipv4_options.isValid(),
             { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
               hdr.ipv4.total_len, hdr.ipv4.identification, hdr.ipv4.flags,
               hdr.ipv4.frag_offset, hdr.ipv4.ttl, hdr.ipv4.protocol,
@@ -20,4 +20,4 @@ control IceVerifyChecksum(inout headers_t hdr, inout local_metadata_t meta) {
     }
 }
 
-#endif  // ICE_VERIFY_CHECKSUM_P4
+#endif  // ICE_COMPUTE_CHECKSUM_P4

@@ -1,12 +1,12 @@
-#ifndef ICE_TNA_ARP_P4
-#define ICE_TNA_ARP_P4
+#ifndef ICE_ARP_P4
+#define ICE_ARP_P4
 
-// Answers ARP requests for addresses the controller knows; everything else goes to the CPU.
-// Same table and actions as the v1model ArpResponder.
+// Answers ARP requests for addresses the controller knows (gateway addresses of the switch and,
+// as a proxy, the fabric's hosts); everything else goes to the controller as a packet-in.
+// Shared by both architectures: each passes its own ingress port and egress port fields.
 control ArpResponder(inout ice_ingress_headers_t hdr,
-                     inout ice_ingress_metadata_t md,
-                     in ingress_intrinsic_metadata_t ig_intr_md,
-                     inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
+                     in port_id_t ingress_port,
+                     inout port_id_t egress_port) {
 
     action reply_arp(mac_addr_t mac) {
         ipv4_addr_t requested_ip = hdr.arp.target_ip;
@@ -17,17 +17,12 @@ control ArpResponder(inout ice_ingress_headers_t hdr,
         hdr.arp.target_ip = hdr.arp.sender_ip;
         hdr.arp.sender_mac = mac;
         hdr.arp.sender_ip = requested_ip;
-        ig_tm_md.ucast_egress_port = ig_intr_md.ingress_port;
+        egress_port = ingress_port;
     }
 
     action punt_arp() {
-        ig_tm_md.ucast_egress_port = ICE_TNA_CPU_PORT;
-        hdr.packet_in.setValid();
-        hdr.packet_in.ingress_port = ig_intr_md.ingress_port;
-        hdr.packet_in._pad0 = 0;
-        hdr.packet_in.egress_port = 0;
-        hdr.packet_in._pad1 = 0;
-        hdr.packet_in.reason = PUNT_REASON_ARP;
+        egress_port = CPU_PORT;
+        fill_packet_in(hdr.packet_in, ingress_port, 0, PUNT_REASON_ARP);
     }
 
     // Written by the controller: IPv4 address -> the MAC that owns it.
@@ -53,4 +48,4 @@ control ArpResponder(inout ice_ingress_headers_t hdr,
     }
 }
 
-#endif  // ICE_TNA_ARP_P4
+#endif  // ICE_ARP_P4

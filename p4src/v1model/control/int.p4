@@ -12,7 +12,7 @@
 // registers and put it in front of the records the packet carried, in hdr.fb_hops (emitted
 // after the feedback or report header).
 control IntTelemetry(inout headers_t hdr,
-                     inout local_metadata_t meta,
+                     inout local_metadata_t md,
                      inout standard_metadata_t standard_metadata) {
 
     register<bit<64>, bit<32>>(PORT_SLOTS) port_tx_bytes;
@@ -25,13 +25,13 @@ control IntTelemetry(inout headers_t hdr,
     bit<16> record_ingress_port;
 
     action set_link_rate(bit<32> rate_mbps) {
-        meta.link_rate_mbps = rate_mbps;
+        md.link_rate_mbps = rate_mbps;
     }
 
     // Written by the controller: the configured rate of every port, reported in INT records.
     table egress_port_info {
         key = {
-            meta.stats_port : exact @name("port");
+            md.stats_port : exact @name("port");
         }
         actions = {
             set_link_rate;
@@ -44,14 +44,14 @@ control IntTelemetry(inout headers_t hdr,
     action push_int_hop() {
         hdr.int_hops.push_front(1);
         hdr.int_hops[0].setValid();
-        hdr.int_hops[0].switch_id = meta.switch_id;
+        hdr.int_hops[0].switch_id = md.switch_id;
         hdr.int_hops[0].ingress_port = record_ingress_port;
-        hdr.int_hops[0].egress_port = (bit<16>)meta.stats_port;
+        hdr.int_hops[0].egress_port = (bit<16>)md.stats_port;
         hdr.int_hops[0].enq_qdepth = enq_qdepth;
         hdr.int_hops[0].deq_qdepth = deq_qdepth;
         hdr.int_hops[0].tx_bytes = tx_bytes;
         hdr.int_hops[0].egress_ts = (bit<64>)standard_metadata.egress_global_timestamp;
-        hdr.int_hops[0].link_rate_mbps = meta.link_rate_mbps;
+        hdr.int_hops[0].link_rate_mbps = md.link_rate_mbps;
         hdr.ice_shim.int_hop_count = hdr.ice_shim.int_hop_count + 1;
     }
 
@@ -61,25 +61,25 @@ control IntTelemetry(inout headers_t hdr,
         hdr.fb_hops[3] = hdr.int_hops[2];
         hdr.fb_hops[4] = hdr.int_hops[3];
         hdr.fb_hops[0].setValid();
-        hdr.fb_hops[0].switch_id = meta.switch_id;
+        hdr.fb_hops[0].switch_id = md.switch_id;
         hdr.fb_hops[0].ingress_port = record_ingress_port;
-        hdr.fb_hops[0].egress_port = (bit<16>)meta.stats_port;
+        hdr.fb_hops[0].egress_port = (bit<16>)md.stats_port;
         hdr.fb_hops[0].enq_qdepth = enq_qdepth;
         hdr.fb_hops[0].deq_qdepth = deq_qdepth;
         hdr.fb_hops[0].tx_bytes = tx_bytes;
         hdr.fb_hops[0].egress_ts = (bit<64>)standard_metadata.egress_global_timestamp;
-        hdr.fb_hops[0].link_rate_mbps = meta.link_rate_mbps;
+        hdr.fb_hops[0].link_rate_mbps = md.link_rate_mbps;
     }
 
     apply {
-        if (meta.is_copy) {
-            meta.stats_port = meta.host_port;
-            record_ingress_port = (bit<16>)meta.orig_ingress_port;
-            port_tx_bytes.read(tx_bytes, (bit<32>)meta.host_port);
-            port_enq_qdepth.read(enq_qdepth, (bit<32>)meta.host_port);
-            port_deq_qdepth.read(deq_qdepth, (bit<32>)meta.host_port);
+        if (md.is_copy) {
+            md.stats_port = md.host_port;
+            record_ingress_port = (bit<16>)md.orig_ingress_port;
+            port_tx_bytes.read(tx_bytes, (bit<32>)md.host_port);
+            port_enq_qdepth.read(enq_qdepth, (bit<32>)md.host_port);
+            port_deq_qdepth.read(deq_qdepth, (bit<32>)md.host_port);
         } else {
-            meta.stats_port = standard_metadata.egress_port;
+            md.stats_port = standard_metadata.egress_port;
             record_ingress_port = (bit<16>)standard_metadata.ingress_port;
             port_tx_bytes.read(tx_bytes, (bit<32>)standard_metadata.egress_port);
             tx_bytes = tx_bytes + (bit<64>)standard_metadata.packet_length;
@@ -92,22 +92,22 @@ control IntTelemetry(inout headers_t hdr,
 
         egress_port_info.apply();
 
-        if (meta.is_copy) {
+        if (md.is_copy) {
             build_feedback_hops();
-            meta.fb_hop_count = 1;
+            md.fb_hop_count = 1;
             if (hdr.fb_hops[1].isValid()) {
-                meta.fb_hop_count = meta.fb_hop_count + 1;
+                md.fb_hop_count = md.fb_hop_count + 1;
             }
             if (hdr.fb_hops[2].isValid()) {
-                meta.fb_hop_count = meta.fb_hop_count + 1;
+                md.fb_hop_count = md.fb_hop_count + 1;
             }
             if (hdr.fb_hops[3].isValid()) {
-                meta.fb_hop_count = meta.fb_hop_count + 1;
+                md.fb_hop_count = md.fb_hop_count + 1;
             }
             if (hdr.fb_hops[4].isValid()) {
-                meta.fb_hop_count = meta.fb_hop_count + 1;
+                md.fb_hop_count = md.fb_hop_count + 1;
             }
-        } else if (hdr.ice_shim.isValid() && hdr.ice_shim.int_enabled == 1 && !meta.strip_shim
+        } else if (hdr.ice_shim.isValid() && hdr.ice_shim.int_enabled == 1 && !md.strip_shim
                 && hdr.ice_shim.int_hop_count < INT_MAX_HOPS - 1) {
             push_int_hop();
         }

@@ -4,19 +4,19 @@
 // Per-switch and per-port settings.  The controller writes these once when it takes over a
 // switch (and again when the operator changes a mode); until then every value is 0, which means
 // "role unset, ECMP, no telemetry": the switch still routes plain IPv4.
-control SwitchConfig(inout headers_t hdr,
-                     inout local_metadata_t meta,
-                     inout standard_metadata_t standard_metadata) {
+// Shared by both architectures (ports are the device's port numbers).
+control SwitchConfig(inout ice_ingress_metadata_t md,
+                     in port_id_t ingress_port) {
 
     action set_port_kind(bit<8> kind) {
-        meta.ingress_port_kind = kind;
+        md.ingress_port_kind = kind;
     }
 
     // Written by the controller for every port: PORT_KIND_HOST towards servers,
     // PORT_KIND_FABRIC towards other switches.
     table port_kind {
         key = {
-            standard_metadata.ingress_port : exact @name("ingress_port");
+            ingress_port : exact @name("ingress_port");
         }
         actions = {
             set_port_kind;
@@ -27,9 +27,9 @@ control SwitchConfig(inout headers_t hdr,
     }
 
     action set_switch_config(switch_id_t switch_id, bit<8> role, bit<8> hop_limit) {
-        meta.switch_id = switch_id;
-        meta.switch_role = role;
-        meta.initial_hop_limit = hop_limit;
+        md.switch_id = switch_id;
+        md.switch_role = role;
+        md.initial_hop_limit = hop_limit;
     }
 
     // Keyless: the controller sets the default action (switch id, SWITCH_ROLE_*, initial
@@ -45,9 +45,9 @@ control SwitchConfig(inout headers_t hdr,
     }
 
     action set_lb_config(bit<8> mode, bit<1> use_qp_in_hash, bit<32> flowlet_timeout_us) {
-        meta.lb_mode = mode;
-        meta.use_qp_in_hash = use_qp_in_hash;
-        meta.flowlet_timeout_us = flowlet_timeout_us;
+        md.lb_mode = mode;
+        md.use_qp_in_hash = use_qp_in_hash;
+        md.flowlet_timeout_us = flowlet_timeout_us;
     }
 
     // Keyless: LB_MODE_*, whether ECMP hashes the BTH destination QP too (E-ECMP), and the
@@ -63,8 +63,8 @@ control SwitchConfig(inout headers_t hdr,
     }
 
     action set_telemetry_config(bit<16> feedback_every_n, bit<1> report_enabled) {
-        meta.feedback_every_n = feedback_every_n;
-        meta.report_enabled = report_enabled;
+        md.feedback_every_n = feedback_every_n;
+        md.report_enabled = report_enabled;
     }
 
     // Keyless, used by the last hop: return feedback to the sender every Nth packet of a flow
@@ -84,8 +84,8 @@ control SwitchConfig(inout headers_t hdr,
         switch_config.apply();
         lb_config.apply();
         telemetry_config.apply();
-        if (meta.initial_hop_limit == 0) {
-            meta.initial_hop_limit = ICE_DEFAULT_HOP_LIMIT;
+        if (md.initial_hop_limit == 0) {
+            md.initial_hop_limit = ICE_DEFAULT_HOP_LIMIT;
         }
     }
 }

@@ -1,10 +1,13 @@
-#ifndef ICE_TNA_PATH_SELECT_P4
-#define ICE_TNA_PATH_SELECT_P4
+#ifndef ICE_PATH_SELECT_P4
+#define ICE_PATH_SELECT_P4
 
-#include "load_balance.p4"
-
-// First hop of a RoCEv2 packet from a host: the planned path, else a candidate path of the
-// destination leaf.  Same tables, keys and actions as the v1model PathSelect.
+// First hop of a RoCEv2 packet from a host: choose the path tag.  Order: the controller's
+// planned path for this flow, else a candidate path of the destination leaf chosen by
+// LoadBalance.  No dst_leaf entry (e.g. the destination hangs off this leaf) means no tag:
+// the packet is routed as plain IPv4.
+//
+// Shared by both architectures; LoadBalance (flowlet registers, hashes) is each one's own
+// (v1model/control/load_balance.p4, tna/control/load_balance.p4), with this same signature.
 control PathSelect(in ice_ingress_headers_t hdr,
                    inout ice_ingress_metadata_t md) {
 
@@ -16,7 +19,7 @@ control PathSelect(in ice_ingress_headers_t hdr,
         md.has_path = true;
     }
 
-    // Written by the planner for every planned flow (one entry per RoCEv2 QP).
+    // Written by the controller's planner for every planned flow (one entry per RoCEv2 QP).
     table flow_path {
         key = {
             hdr.ipv4.src_addr : exact @name("src_addr");
@@ -28,7 +31,7 @@ control PathSelect(in ice_ingress_headers_t hdr,
             set_planned_path;
             @defaultonly NoAction;
         }
-        const default_action = NoAction();
+        default_action = NoAction();
         size = FLOW_PATH_TABLE_SIZE;
     }
 
@@ -37,7 +40,7 @@ control PathSelect(in ice_ingress_headers_t hdr,
         md.dst_leaf_hit = true;
     }
 
-    // Host prefix -> the leaf it hangs off.
+    // Written by the controller from the topology: host prefix -> the leaf it hangs off.
     table dst_leaf {
         key = {
             hdr.ipv4.dst_addr : lpm @name("dst_addr");
@@ -46,7 +49,7 @@ control PathSelect(in ice_ingress_headers_t hdr,
             set_dst_leaf;
             @defaultonly NoAction;
         }
-        const default_action = NoAction();
+        default_action = NoAction();
         size = DST_LEAF_TABLE_SIZE;
     }
 
@@ -55,7 +58,8 @@ control PathSelect(in ice_ingress_headers_t hdr,
         md.has_path = true;
     }
 
-    // All PATH_BUCKETS buckets of every destination leaf, each naming one candidate path.
+    // Written by the controller: for every destination leaf, all PATH_BUCKETS buckets, each
+    // naming one candidate path; a path with weight w gets about w * PATH_BUCKETS buckets.
     table path_candidate {
         key = {
             md.dst_leaf    : exact @name("leaf_id");
@@ -65,7 +69,7 @@ control PathSelect(in ice_ingress_headers_t hdr,
             set_candidate_path;
             @defaultonly NoAction;
         }
-        const default_action = NoAction();
+        default_action = NoAction();
         size = PATH_CANDIDATE_TABLE_SIZE;
     }
 
@@ -77,7 +81,7 @@ control PathSelect(in ice_ingress_headers_t hdr,
         md.int_enabled = 0;
     }
 
-    // Which flow classes (PATH_KIND_*) carry INT hop records.
+    // Written by the controller: which flow classes (PATH_KIND_*) carry INT hop records.
     table int_policy {
         key = {
             md.path_kind : exact @name("path_kind");
@@ -108,4 +112,4 @@ control PathSelect(in ice_ingress_headers_t hdr,
     }
 }
 
-#endif  // ICE_TNA_PATH_SELECT_P4
+#endif  // ICE_PATH_SELECT_P4

@@ -36,17 +36,17 @@ control IceEgress(inout ice_egress_headers_t hdr,
     }
 
     apply {
-        if (md.is_copy || eg_intr_md.egress_port != ICE_TNA_CPU_PORT) {
+        if (md.is_copy || eg_intr_md.egress_port != CPU_PORT) {
             int_telemetry.apply(hdr, md, eg_intr_md, eg_prsr_md);
         }
         if (md.is_copy) {
-            if (eg_intr_md.egress_port == ICE_TNA_CPU_PORT) {
+            if (eg_intr_md.egress_port == CPU_PORT) {
                 report.apply(hdr, md, eg_dprsr_md);
             } else {
                 feedback.apply(hdr, md);
             }
         } else {
-            if (eg_intr_md.egress_port != ICE_TNA_CPU_PORT) {
+            if (eg_intr_md.egress_port != CPU_PORT) {
                 ecn.apply(hdr, md, eg_intr_md);
                 if (hdr.bridged.strip_shim == 1) {
                     strip_shim();

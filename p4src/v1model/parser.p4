@@ -6,7 +6,7 @@
 // and nothing of it survives into the next packet (all state is per packet).
 parser IceParser(packet_in packet,
                  out headers_t hdr,
-                 inout local_metadata_t meta,
+                 inout local_metadata_t md,
                  inout standard_metadata_t standard_metadata) {
 
     state start {
@@ -41,7 +41,7 @@ parser IceParser(packet_in packet,
         verify(hdr.ice_shim.version == ICE_VERSION, error.IceBadVersion);
         verify(hdr.ice_shim.int_hop_count <= INT_MAX_HOPS, error.IceTooManyHops);
         verify(hdr.ice_shim.orig_ether_type == ETHERTYPE_IPV4, error.IceBadInnerType);
-        meta.int_hops_left = hdr.ice_shim.int_hop_count;
+        md.int_hops_left = hdr.ice_shim.int_hop_count;
         transition select(hdr.ice_shim.int_hop_count) {
             0: parse_ipv4;
             default: parse_int_hop;
@@ -50,8 +50,8 @@ parser IceParser(packet_in packet,
 
     state parse_int_hop {
         packet.extract(hdr.int_hops.next);
-        meta.int_hops_left = meta.int_hops_left - 1;
-        transition select(meta.int_hops_left) {
+        md.int_hops_left = md.int_hops_left - 1;
+        transition select(md.int_hops_left) {
             0: parse_ipv4;
             default: parse_int_hop;
         }

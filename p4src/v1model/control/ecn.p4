@@ -12,14 +12,14 @@
 // given packet and time (repeatable tests), uniform enough across packets.  (A Tofino port
 // would take the draw from its random extern and the ramp from a range-match table: no divide.)
 control EcnMarker(inout headers_t hdr,
-                  inout local_metadata_t meta,
+                  inout local_metadata_t md,
                   inout standard_metadata_t standard_metadata) {
 
     action set_ecn_thresholds(bit<32> kmin, bit<32> kmax, bit<32> pmax_mask) {
-        meta.ecn_kmin = kmin;
-        meta.ecn_kmax = kmax;
-        meta.ecn_pmax_mask = pmax_mask;
-        meta.ecn_enabled = true;
+        md.ecn_kmin = kmin;
+        md.ecn_kmax = kmax;
+        md.ecn_pmax_mask = pmax_mask;
+        md.ecn_enabled = true;
     }
 
     // Written by the controller: per egress port, or for all ports through the default action.
@@ -42,11 +42,11 @@ control EcnMarker(inout headers_t hdr,
     apply {
         if (hdr.ipv4.isValid() && (hdr.ipv4.ecn == 1 || hdr.ipv4.ecn == 2)) {
             ecn_config.apply();
-            if (meta.ecn_enabled) {
+            if (md.ecn_enabled) {
                 bit<32> qdepth = (bit<32>)standard_metadata.enq_qdepth;
-                if (qdepth >= meta.ecn_kmax) {
+                if (qdepth >= md.ecn_kmax) {
                     mark_ce();
-                } else if (qdepth > meta.ecn_kmin) {
+                } else if (qdepth > md.ecn_kmin) {
                     bit<32> draw;
                     bit<32> thin;
                     // An ECN-capable packet need not be UDP or RoCE: a field of an invalid
@@ -58,12 +58,12 @@ control EcnMarker(inout headers_t hdr,
                          { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.identification,
                            src_port, psn,
                            standard_metadata.egress_global_timestamp, qdepth },
-                         meta.ecn_kmax - meta.ecn_kmin);
+                         md.ecn_kmax - md.ecn_kmin);
                     hash(thin, HashAlgorithm.crc16, 32w0,
                          { hdr.ipv4.identification, psn,
                            standard_metadata.egress_global_timestamp, qdepth },
                          32w65536);
-                    if (draw < qdepth - meta.ecn_kmin && (thin & meta.ecn_pmax_mask) == 0) {
+                    if (draw < qdepth - md.ecn_kmin && (thin & md.ecn_pmax_mask) == 0) {
                         mark_ce();
                     }
                 }

@@ -1,18 +1,11 @@
 #ifndef ICE_INGRESS_P4
 #define ICE_INGRESS_P4
 
-#include "switch_config.p4"
-#include "arp.p4"
-#include "path_select.p4"
-#include "tag_switch.p4"
-#include "routing.p4"
-#include "last_hop.p4"
-
-// Ingress wiring.  Every drop decision only sets meta.drop_reason; the one place at the end
+// Ingress wiring.  Every drop decision only sets md.drop_reason; the one place at the end
 // marks the packet and counts it, so no later step can resurrect a dropped packet and every
 // drop is counted exactly once.
 control IceIngress(inout headers_t hdr,
-                   inout local_metadata_t meta,
+                   inout local_metadata_t md,
                    inout standard_metadata_t standard_metadata) {
 
     // Indexed by ingress port: every packet that arrives, good or bad.
@@ -29,7 +22,7 @@ control IceIngress(inout headers_t hdr,
 
     action send_packet_out() {
         standard_metadata.egress_spec = hdr.packet_out.egress_port;
-        standard_metadata.priority = meta.control_priority;  // probes must not wait behind data
+        standard_metadata.priority = md.control_priority;  // probes must not wait behind data
         hdr.packet_out.setInvalid();
     }
 
@@ -37,18 +30,13 @@ control IceIngress(inout headers_t hdr,
     // back from the switch at the other end; a link whose probes stop arriving is down.
     action punt_link_probe() {
         standard_metadata.egress_spec = CPU_PORT;
-        standard_metadata.priority = meta.control_priority;
-        hdr.packet_in.setValid();
-        hdr.packet_in.ingress_port = standard_metadata.ingress_port;
-        hdr.packet_in._pad0 = 0;
-        hdr.packet_in.egress_port = 0;
-        hdr.packet_in._pad1 = 0;
-        hdr.packet_in.reason = PUNT_REASON_LINK_PROBE;
+        standard_metadata.priority = md.control_priority;
+        fill_packet_in(hdr.packet_in, standard_metadata.ingress_port, 0, PUNT_REASON_LINK_PROBE);
     }
 
     action set_queue_priorities(bit<3> control_prio, bit<3> feedback_prio) {
-        meta.control_priority = control_prio;
-        meta.feedback_priority = feedback_prio;
+        md.control_priority = control_prio;
+        md.feedback_priority = feedback_prio;
     }
 
     // Keyless, written by the controller only when the switch has priority queues (the
@@ -65,31 +53,32 @@ control IceIngress(inout headers_t hdr,
     }
 
     action compute_flow_slot() {
-        hash(meta.flow_slot, HashAlgorithm.crc32, 32w0,
+        hash(md.flow_slot, HashAlgorithm.crc32, 32w0,
              { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
                hdr.udp.src_port, hdr.udp.dst_port, hdr.bth.dst_qp },
              (bit<32>)FLOW_STATE_SLOTS);
     }
 
     apply {
+        md.now_us = standard_metadata.ingress_global_timestamp;
         queue_config.apply();
         port_rx_counter.count((bit<32>)standard_metadata.ingress_port);
         if (hdr.packet_out.isValid()) {
             send_packet_out();
         } else if (standard_metadata.parser_error == error.PacketTooShort) {
-            meta.drop_reason = DROP_REASON_TRUNCATED;
+            md.drop_reason = DROP_REASON_TRUNCATED;
         } else if (standard_metadata.parser_error != error.NoError) {
-            meta.drop_reason = DROP_REASON_PARSER_ERROR;
+            md.drop_reason = DROP_REASON_PARSER_ERROR;
         } else if (standard_metadata.checksum_error == 1) {
-            meta.drop_reason = DROP_REASON_BAD_CHECKSUM;
+            md.drop_reason = DROP_REASON_BAD_CHECKSUM;
         } else if (hdr.ethernet.ether_type == ETHERTYPE_LLDP) {
             // Link probes are for the controller only: LLDP is never forwarded (802.1AB
             // frames are link-local), whatever the port kind or the switch's configuration.
             punt_link_probe();
         } else {
-            config.apply(hdr, meta, standard_metadata);
+            config.apply(md, standard_metadata.ingress_port);
             if (hdr.arp.isValid()) {
-                arp.apply(hdr, meta, standard_metadata);
+                arp.apply(hdr, standard_metadata.ingress_port, standard_metadata.egress_spec);
             } else if (hdr.ipv4.isValid()) {
                 // Lengths the parser cannot check: the IPv4 packet must fit in the frame (Ethernet
                 // padding may follow it), the UDP datagram in the IPv4 packet.
@@ -100,21 +89,21 @@ control IceIngress(inout headers_t hdr,
                         + ((bit<32>)hdr.ice_shim.int_hop_count << 2);
                 }
                 if (l3_offset + (bit<32>)hdr.ipv4.total_len > standard_metadata.packet_length) {
-                    meta.drop_reason = DROP_REASON_BAD_LENGTH;
+                    md.drop_reason = DROP_REASON_BAD_LENGTH;
                 } else if (hdr.udp.isValid() && (bit<32>)hdr.udp.length
                         + ((bit<32>)hdr.ipv4.ihl << 2) > (bit<32>)hdr.ipv4.total_len) {
-                    meta.drop_reason = DROP_REASON_BAD_LENGTH;
-                } else if (hdr.ice_shim.isValid() && meta.ingress_port_kind == PORT_KIND_HOST) {
-                    meta.drop_reason = DROP_REASON_SHIM_FROM_HOST;
+                    md.drop_reason = DROP_REASON_BAD_LENGTH;
+                } else if (hdr.ice_shim.isValid() && md.ingress_port_kind == PORT_KIND_HOST) {
+                    md.drop_reason = DROP_REASON_SHIM_FROM_HOST;
                 }
 
-                if (meta.drop_reason == DROP_REASON_NONE) {
+                if (md.drop_reason == DROP_REASON_NONE) {
                     // ICE feedback from another switch: ahead of data (below the probes) on this
                     // hop (the last hop's own I2E clone cannot be: a clone's metadata is reset,
                     // so it leaves its first switch in queue PRIORITY_DATA).
                     if (hdr.udp.isValid() && hdr.udp.dst_port == UDP_PORT_ICE_FEEDBACK
-                            && meta.ingress_port_kind == PORT_KIND_FABRIC) {
-                        standard_metadata.priority = meta.feedback_priority;
+                            && md.ingress_port_kind == PORT_KIND_FABRIC) {
+                        standard_metadata.priority = md.feedback_priority;
                     }
                     // A CNP is DCQCN's feedback: in the same queue as ICE's, from the first
                     // switch on (NICs send CNPs in a high-priority class).  Behind data on a
@@ -123,36 +112,36 @@ control IceIngress(inout headers_t hdr,
                     // a larger packet with the opcode stays with the data.
                     if (hdr.bth.isValid() && hdr.bth.opcode == ROCE_OP_CNP
                             && hdr.ipv4.total_len == ROCE_CNP_IPV4_BYTES) {
-                        standard_metadata.priority = meta.feedback_priority;
+                        standard_metadata.priority = md.feedback_priority;
                     }
                     if (hdr.bth.isValid()) {
                         compute_flow_slot();
                     }
                     if (hdr.ice_shim.isValid()) {
-                        meta.path_tag = hdr.ice_shim.path_tag;
-                        meta.has_path = true;
-                    } else if (hdr.bth.isValid() && meta.switch_role == SWITCH_ROLE_LEAF
-                            && meta.ingress_port_kind == PORT_KIND_HOST) {
-                        path_select.apply(hdr, meta, standard_metadata);
+                        md.path_tag = hdr.ice_shim.path_tag;
+                        md.has_path = true;
+                    } else if (hdr.bth.isValid() && md.switch_role == SWITCH_ROLE_LEAF
+                            && md.ingress_port_kind == PORT_KIND_HOST) {
+                        path_select.apply(hdr, md);
                     }
-                    if (meta.has_path) {
-                        tag_switch.apply(hdr, meta, standard_metadata);
+                    if (md.has_path) {
+                        tag_switch.apply(hdr, md, standard_metadata.egress_spec);
                     }
-                    if (meta.drop_reason == DROP_REASON_NONE && (!meta.has_path || meta.end_path)) {
-                        routing.apply(hdr, meta, standard_metadata);
+                    if (md.drop_reason == DROP_REASON_NONE && (!md.has_path || md.end_path)) {
+                        routing.apply(hdr, md, standard_metadata.ingress_port, standard_metadata.egress_spec);
                     }
-                    if (meta.drop_reason == DROP_REASON_NONE && meta.strip_shim && meta.routed) {
-                        last_hop.apply(hdr, meta, standard_metadata);
+                    if (md.drop_reason == DROP_REASON_NONE && md.strip_shim && md.routed) {
+                        last_hop.apply(hdr, md, standard_metadata);
                     }
                 }
             } else {
-                meta.drop_reason = DROP_REASON_UNSUPPORTED;
+                md.drop_reason = DROP_REASON_UNSUPPORTED;
             }
         }
 
-        if (meta.drop_reason != DROP_REASON_NONE) {
+        if (md.drop_reason != DROP_REASON_NONE) {
             mark_to_drop(standard_metadata);
-            drop_reason_counter.count((bit<32>)meta.drop_reason);
+            drop_reason_counter.count((bit<32>)md.drop_reason);
         }
     }
 }

@@ -41,12 +41,8 @@ control ReportBuilder(inout ice_egress_headers_t hdr,
 
     // Called directly only (never from a table), so it is not in the P4Info's table actions.
     action build_report() {
-        hdr.packet_in.setValid();
-        hdr.packet_in.ingress_port = hdr.mirror_md.orig_ingress_port;
-        hdr.packet_in._pad0 = 0;
-        hdr.packet_in.egress_port = hdr.mirror_md.host_port;
-        hdr.packet_in._pad1 = 0;
-        hdr.packet_in.reason = PUNT_REASON_TELEMETRY;
+        fill_packet_in(hdr.packet_in, hdr.mirror_md.orig_ingress_port, hdr.mirror_md.host_port,
+                       PUNT_REASON_TELEMETRY);
 
         hdr.telemetry_report.setValid();
         hdr.telemetry_report.version = ICE_VERSION;

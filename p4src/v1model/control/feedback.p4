@@ -7,12 +7,12 @@
 //   / ice_feedback_t / int_hop_t * hop_count (last hop first)
 // It is routed back like any IPv4 packet, and the payload of the data packet is cut off.
 control FeedbackBuilder(inout headers_t hdr,
-                        inout local_metadata_t meta,
+                        inout local_metadata_t md,
                         inout standard_metadata_t standard_metadata) {
 
     action set_feedback_config(mac_addr_t src_mac, mac_addr_t dst_mac) {
-        meta.feedback_src_mac = src_mac;
-        meta.feedback_dst_mac = dst_mac;
+        md.feedback_src_mac = src_mac;
+        md.feedback_dst_mac = dst_mac;
     }
 
     // Keyless, written by the controller: the MACs of the feedback frame on the link the clone
@@ -29,7 +29,7 @@ control FeedbackBuilder(inout headers_t hdr,
 
     action build_feedback() {
         // Lengths in bytes; 36 * hop_count as two shifts.
-        bit<16> records_bytes = ((bit<16>)meta.fb_hop_count << 5) + ((bit<16>)meta.fb_hop_count << 2);
+        bit<16> records_bytes = ((bit<16>)md.fb_hop_count << 5) + ((bit<16>)md.fb_hop_count << 2);
         bit<16> udp_len = (bit<16>)UDP_BYTES + (bit<16>)ICE_FEEDBACK_BYTES + records_bytes;
         bit<16> ipv4_len = (bit<16>)IPV4_MIN_BYTES + udp_len;
         bit<32> frame_len = ETHERNET_BYTES + (bit<32>)ipv4_len;
@@ -40,9 +40,9 @@ control FeedbackBuilder(inout headers_t hdr,
         hdr.ice_feedback.version = (bit<4>)ICE_VERSION;
         hdr.ice_feedback.path_kind = hdr.ice_shim.path_kind;
         hdr.ice_feedback._reserved0 = 0;
-        hdr.ice_feedback.hop_count = meta.fb_hop_count;
+        hdr.ice_feedback.hop_count = md.fb_hop_count;
         hdr.ice_feedback.path_tag = hdr.ice_shim.path_tag;
-        hdr.ice_feedback.switch_id = meta.switch_id;
+        hdr.ice_feedback.switch_id = md.switch_id;
         hdr.ice_feedback.flow_src_addr = flow_src;
         hdr.ice_feedback.flow_dst_addr = flow_dst;
         hdr.ice_feedback.flow_src_port = hdr.udp.src_port;
@@ -51,10 +51,10 @@ control FeedbackBuilder(inout headers_t hdr,
         hdr.ice_feedback.flow_dst_qp = hdr.bth.dst_qp;
         hdr.ice_feedback.bth_opcode = hdr.bth.opcode;
         hdr.ice_feedback.bth_psn = hdr.bth.psn;
-        hdr.ice_feedback.timestamp = (bit<64>)meta.last_hop_ts;
+        hdr.ice_feedback.timestamp = (bit<64>)md.last_hop_ts;
 
-        hdr.ethernet.src_addr = meta.feedback_src_mac;
-        hdr.ethernet.dst_addr = meta.feedback_dst_mac;
+        hdr.ethernet.src_addr = md.feedback_src_mac;
+        hdr.ethernet.dst_addr = md.feedback_dst_mac;
         hdr.ethernet.ether_type = ETHERTYPE_IPV4;
         hdr.ice_shim.setInvalid();
         hdr.int_hops[0].setInvalid();

@@ -1,13 +1,6 @@
 #ifndef ICE_TNA_INGRESS_P4
 #define ICE_TNA_INGRESS_P4
 
-#include "switch_config.p4"
-#include "arp.p4"
-#include "path_select.p4"
-#include "tag_switch.p4"
-#include "routing.p4"
-#include "last_hop.p4"
-
 // Ingress wiring, the same decisions in the same order as the v1model IceIngress: every drop
 // only sets md.drop_reason, the one place at the end drops and counts.  Differences forced by
 // TNA: the ingress pipeline does not know the packet's length, so "IPv4 longer than the frame"
@@ -42,14 +35,9 @@ control IceIngress(inout ice_ingress_headers_t hdr,
     }
 
     action punt_link_probe() {
-        ig_tm_md.ucast_egress_port = ICE_TNA_CPU_PORT;
+        ig_tm_md.ucast_egress_port = CPU_PORT;
         ig_tm_md.qid = md.control_qid;
-        hdr.packet_in.setValid();
-        hdr.packet_in.ingress_port = ig_intr_md.ingress_port;
-        hdr.packet_in._pad0 = 0;
-        hdr.packet_in.egress_port = 0;
-        hdr.packet_in._pad1 = 0;
-        hdr.packet_in.reason = PUNT_REASON_LINK_PROBE;
+        fill_packet_in(hdr.packet_in, ig_intr_md.ingress_port, 0, PUNT_REASON_LINK_PROBE);
     }
 
     action set_queue_priorities(bit<3> control_prio, bit<3> feedback_prio) {
@@ -111,10 +99,10 @@ control IceIngress(inout ice_ingress_headers_t hdr,
         } else if (hdr.ethernet.ether_type == ETHERTYPE_LLDP) {
             punt_link_probe();
         } else {
-            config.apply(md, ig_intr_md);
+            config.apply(md, ig_intr_md.ingress_port);
             md.flowlet_cutoff_us = md.now_us - md.flowlet_timeout_us;
             if (hdr.arp.isValid()) {
-                arp.apply(hdr, md, ig_intr_md, ig_tm_md);
+                arp.apply(hdr, ig_intr_md.ingress_port, ig_tm_md.ucast_egress_port);
             } else if (hdr.ipv4.isValid()) {
                 if (hdr.ipv4.total_len < ((bit<16>)hdr.ipv4.ihl << 2)) {
                     md.drop_reason = DROP_REASON_PARSER_ERROR;
@@ -146,10 +134,10 @@ control IceIngress(inout ice_ingress_headers_t hdr,
                         path_select.apply(hdr, md);
                     }
                     if (md.has_path) {
-                        tag_switch.apply(hdr, md, ig_tm_md);
+                        tag_switch.apply(hdr, md, ig_tm_md.ucast_egress_port);
                     }
                     if (md.drop_reason == DROP_REASON_NONE && (!md.has_path || md.end_path)) {
-                        routing.apply(hdr, md, ig_intr_md, ig_tm_md);
+                        routing.apply(hdr, md, ig_intr_md.ingress_port, ig_tm_md.ucast_egress_port);
                     }
                     if (md.drop_reason == DROP_REASON_NONE && md.strip_shim && md.routed) {
                         last_hop.apply(hdr, md, ig_intr_md, ig_dprsr_md, ig_tm_md);

@@ -1,6 +1,9 @@
 #ifndef ICE_DEFINES_P4
 #define ICE_DEFINES_P4
 
+// Shared by the v1model (p4src/ice.p4) and TNA (p4src/tna/ice.p4) programs: nothing here may
+// name an architecture's types or externs.
+
 // ---------------------------------------------------------------------------------------------
 // Types shared by every control.
 // ---------------------------------------------------------------------------------------------
@@ -56,8 +59,8 @@ const bit<32> PACKET_IN_BYTES     = 5;
 // INT_HOP_BYTES is 36 = 32 + 4: the pipeline multiplies by it with two shifts (no multiplier
 // on a Tofino-class ALU).
 
-// The CPU port of simple_switch_grpc (--cpu-port 255) and of the embedded target.
-const port_id_t CPU_PORT = 255;
+// CPU_PORT is the architecture's: v1model/metadata.p4 (255, simple_switch_grpc --cpu-port 255
+// and the embedded target), tna/metadata.p4 (-DICE_TNA_CPU_PORT, by chip and pipe count).
 
 // ---------------------------------------------------------------------------------------------
 // Values the controller writes into table parameters.
@@ -119,13 +122,6 @@ const bit<32> ICE_SESSION_REPORT          = 102;
 // the highest queue and ICE feedback crossing a switch in the one below (with
 // feedback_every_n = 1 there are as many as data packets: probes must not wait behind them).
 const bit<3> PRIORITY_DATA = 0;
-
-// Field list preserved on the last-hop I2E clone (the @field_list annotation needs a literal).
-#define FL_LAST_HOP 1
-
-// v1model instance_type values as simple_switch sets them.
-const bit<32> PKT_INSTANCE_TYPE_NORMAL        = 0;
-const bit<32> PKT_INSTANCE_TYPE_INGRESS_CLONE = 1;
 
 // ---------------------------------------------------------------------------------------------
 // Parser errors of ICE's own checks (core.p4 declares the standard ones).

@@ -1,0 +1,70 @@
+"""The v1model and TNA programs expose one control-plane API, as p4src/README.md says they do.
+
+Tool-free: both programs are read from source by ``icefabric.p4src.api`` (no p4c, no Tofino
+headers); that reader is itself checked against the P4Info the embedded target's compiler builds
+for the v1model program, so a table or parameter it missed would fail here too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from icefabric.p4src import ICE_P4, ICE_TNA_P4
+from icefabric.p4src.api import Api, Table, read_api
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def v1model() -> Api:
+    return read_api(ICE_P4)
+
+
+def _compiled_api() -> Api:
+    compiler = pytest.importorskip("icefabric.target.compiler")
+    p4info = compiler.load_program(ICE_P4).p4info
+    names = {a.preamble.id: a.preamble.name for a in p4info.actions}
+    api = Api()
+    for t in p4info.tables:
+        keys = tuple(
+            (m.name, type(m).MatchType.Name(m.match_type).lower()) for m in t.match_fields
+        )
+        api.tables[t.preamble.name] = Table(keys, frozenset(names[r.id] for r in t.action_refs))
+    for a in p4info.actions:
+        if any(a.preamble.name in t.actions for t in api.tables.values()):
+            api.actions[a.preamble.name] = tuple((p.name, p.bitwidth) for p in a.params)
+    return api
+
+
+def test_the_source_reader_agrees_with_the_compiled_p4info(v1model: Api) -> None:
+    compiled = _compiled_api()
+    assert v1model.tables == compiled.tables
+    assert v1model.actions == compiled.actions
+    assert len(compiled.tables) >= 16
+
+
+@pytest.mark.parametrize("chip", ["1", "2"], ids=["tofino", "tofino2"])
+def test_tna_program_has_the_v1model_tables_actions_and_parameters(v1model: Api, chip: str) -> None:
+    tna = read_api(ICE_TNA_P4, {"__TARGET_TOFINO__": chip})
+    assert sorted(tna.tables) == sorted(v1model.tables)
+    for name, table in v1model.tables.items():
+        assert tna.tables[name] == table, name
+    assert tna.actions == v1model.actions
+
+
+def test_a_renamed_parameter_is_caught(tmp_path: Path, v1model: Api) -> None:
+    # The comparison above must fail when one tree drifts: copy the TNA tree with one parameter
+    # of a shared-by-name TNA-only control renamed, and read it again.
+    src = ROOT / "p4src"
+    for f in src.rglob("*.p4"):
+        dest = tmp_path / f.relative_to(src)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(f.read_text())
+    ecn = tmp_path / "tna" / "control" / "ecn.p4"
+    text = ecn.read_text()
+    assert "bit<32> kmin" in text
+    ecn.write_text(text.replace("bit<32> kmin", "bit<32> k_min"))
+    drifted = read_api(tmp_path / "tna" / "ice.p4", {"__TARGET_TOFINO__": "1"})
+    assert drifted.actions != v1model.actions
