@@ -123,6 +123,36 @@ def cmd_jobs_phase(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_agent_token(args: argparse.Namespace) -> int:
+    """icectl agent-token: the TCP token of one host, derived from the controller's secret."""
+    from pathlib import Path
+
+    from icefabric.control.agents.auth import host_token, read_token
+    from icefabric.control.agents.protocol import MAX_NAME
+    from icefabric.control.cli_common import EXIT_USAGE, CliError
+    from icefabric.files import write_output
+
+    host = args.host
+    if not 1 <= len(host) <= MAX_NAME or not host.isprintable():
+        raise CliError(
+            f"HOST: expected a printable host name of 1..{MAX_NAME} characters", EXIT_USAGE
+        )
+    try:
+        secret = read_token(Path(args.agent_token_file))
+    except ValueError as exc:
+        raise CliError(f"--agent-token-file: {exc}", EXIT_USAGE) from None
+    token = host_token(secret, host)
+    if args.output is None:
+        print(token)
+        return EXIT_OK
+    try:
+        write_output(args.output, token + "\n", mode=0o600)
+    except OSError as exc:
+        raise CliError(f"{args.output}: cannot write: {exc.strerror or exc}", EXIT_USAGE) from None
+    print(f"wrote the agent token of {host} to {args.output} (give it to that host only)")
+    return EXIT_OK
+
+
 def add_agent_parsers(
     sub: Any,
     jsub: Any,
@@ -134,6 +164,22 @@ def add_agent_parsers(
     add_json(ag)
     add_socket(ag)
     ag.set_defaults(func=cmd_agents)
+    tok = sub.add_parser(
+        "agent-token",
+        help="the TCP token of one host (bound to its name; no controller needed)",
+        description="Print (or write 0600 to -o FILE) the token host HOST presents on the TCP "
+        "agent channel: HMAC-SHA256 of HOST under the controller's secret. A token speaks for "
+        "its host only.",
+    )
+    tok.add_argument("host", metavar="HOST")
+    tok.add_argument(
+        "--agent-token-file",
+        required=True,
+        metavar="F",
+        help="the controller's secret (the file given to icectl run --agent-token-file)",
+    )
+    tok.add_argument("-o", "--output", default=None, metavar="FILE", help="write it here (0600)")
+    tok.set_defaults(func=cmd_agent_token)
     caps = sub.add_parser("caps", help="max-min fair rate caps of the active flows")
     caps.add_argument("--host", default=None, help="only the flows this host sends")
     add_json(caps)

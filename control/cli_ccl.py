@@ -96,9 +96,12 @@ def _warn(parsed: _Parsed) -> None:
 
 def _load_log(path: str) -> _Parsed:
     from icefabric.control.ccl.nccl_log import load_nccl_log
+    from icefabric.files import DataFileError
 
     try:
         return load_nccl_log(path)
+    except DataFileError as exc:
+        raise CliError(str(exc).splitlines()[0], EXIT_USAGE) from None
     except OSError as exc:
         raise CliError(f"{path}: cannot read: {exc.strerror or exc}", EXIT_USAGE) from exc
 
@@ -359,6 +362,7 @@ def _write_job(job: Any, path: str) -> None:
     import yaml
 
     from icefabric.control.ccl.nccl.tojob import single_host_note
+    from icefabric.files import write_output
 
     data = job.to_dict()
     text = (
@@ -367,7 +371,7 @@ def _write_job(job: Any, path: str) -> None:
         else yaml.safe_dump(data, sort_keys=False, default_flow_style=None)
     )
     try:
-        Path(path).write_text(text, encoding="utf-8")
+        write_output(path, text)
     except OSError as exc:
         raise CliError(f"{path}: cannot write: {exc.strerror or exc}", EXIT_USAGE) from exc
     note = single_host_note(job)

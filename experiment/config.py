@@ -252,8 +252,11 @@ def parse_experiment(
     if not isinstance(desc, str):
         err("description", f"expected a string, got {type(desc).__name__}")
         desc = ""
-    topo = _topology(data.get("topology"), base, err)
-    job, slices = _workload(data.get("workload"), topo, base, err)
+    # Files named inside this one are read only when its owner may read them too (root running
+    # another user's experiment must not read, or quote, a file that user could not).
+    ref = source if base is not None else None
+    topo = _topology(data.get("topology"), base, err, ref)
+    job, slices = _workload(data.get("workload"), topo, base, err, ref)
     modes = _modes(data.get("modes", list(DEFAULT_MODES)), err)
     seed = data.get("seed", 1)
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
@@ -290,7 +293,7 @@ def parse_experiment(
     )
 
 
-def _topology(raw: Any, base: Path | None, err: Any) -> TopologySpec | None:
+def _topology(raw: Any, base: Path | None, err: Any, ref: str | None) -> TopologySpec | None:
     from icefabric.topo import generators
 
     if (
@@ -306,7 +309,7 @@ def _topology(raw: Any, base: Path | None, err: Any) -> TopologySpec | None:
             if not isinstance(value, str):
                 err("topology.file", f"expected a path, got {value!r}")
                 return None
-            return load_topology(_resolve(value, base))
+            return load_topology(_resolve(value, base), referenced_from=ref)
         if not isinstance(value, Mapping):
             err(f"topology.{kind}", "expected a mapping of generator arguments")
             return None
@@ -339,7 +342,7 @@ _WORKLOAD_KEYS = {
 
 
 def _workload(
-    raw: Any, topo: TopologySpec | None, base: Path | None, err: Any
+    raw: Any, topo: TopologySpec | None, base: Path | None, err: Any, ref: str | None = None
 ) -> tuple[JobSpec | None, int]:
     if not isinstance(raw, Mapping):
         err("workload", "expected a mapping with job, nccl_log or collective")
@@ -363,11 +366,11 @@ def _workload(
         if given[0] == "job":
             v = raw["job"]
             if isinstance(v, str):
-                job = load_job(_resolve(v, base))
+                job = load_job(_resolve(v, base), referenced_from=ref)
             else:
                 job = parse_job(v, source="workload.job")
         elif given[0] == "nccl_log":
-            job = _from_nccl_log(raw["nccl_log"], base, err)
+            job = _from_nccl_log(raw["nccl_log"], base, err, ref)
         else:
             job = _shorthand(raw, topo, err)
     except JobError as e:
@@ -385,7 +388,7 @@ def _workload(
     return job, slices
 
 
-def _from_nccl_log(v: Any, base: Path | None, err: Any) -> JobSpec | None:
+def _from_nccl_log(v: Any, base: Path | None, err: Any, ref: str | None) -> JobSpec | None:
     from icefabric.control.ccl.nccl_log import load_nccl_log, to_job
 
     if not isinstance(v, Mapping) or not isinstance(v.get("file"), str):
@@ -409,7 +412,7 @@ def _from_nccl_log(v: Any, base: Path | None, err: Any) -> JobSpec | None:
         return None
     path = _resolve(v["file"], base)
     try:
-        parsed = load_nccl_log(path)
+        parsed = load_nccl_log(path, referenced_from=ref)
         return to_job(
             parsed,
             name=str(v.get("name", path.stem.replace("_", "-")))[:64],

@@ -13,7 +13,9 @@ import ipaddress
 
 from icefabric.topo.spec import (
     CPU_PORT,
+    MAX_HOSTS,
     MAX_PORT,
+    MAX_SWITCHES,
     Defaults,
     Endpoint,
     Host,
@@ -24,6 +26,8 @@ from icefabric.topo.spec import (
 )
 
 MAX_PORTS = MAX_PORT - 1  # usable ports per switch: 1..510 without the CPU port 255
+# fat-tree(k) has 5k^2/4 switches: the largest even k within MAX_SWITCHES
+FAT_TREE_MAX_K = max(k for k in range(2, MAX_PORTS + 1, 2) if 5 * k * k // 4 <= MAX_SWITCHES)
 
 
 def _port(n: int) -> int:
@@ -153,13 +157,22 @@ def fat_tree(
     ToR t of pod p uses ports 1..H for hosts and H+1..H+k/2 for aggs; agg a of pod p uses ports
     1..k/2 for the ToRs and k/2+1..k for cores a*k/2 .. a*k/2+k/2-1; core c uses port p+1 for pod p.
     """
-    if k < 2 or k % 2:
-        raise SpecError([f"generator: fat_tree.k: expected an even integer >= 2, got {k}"])
+    if k < 2 or k % 2 or k > FAT_TREE_MAX_K:
+        raise SpecError(
+            [
+                f"generator: fat_tree.k: expected an even integer 2..{FAT_TREE_MAX_K} (5k^2/4 "
+                f"switches, at most {MAX_SWITCHES}), got {k}"
+            ]
+        )
     half = k // 2
     hpt = half if hosts_per_tor is None else hosts_per_tor
-    if hpt < 1 or hpt + half > MAX_PORTS or k > MAX_PORTS:
+    most = min(MAX_PORTS - half, MAX_HOSTS // (k * half))
+    if not 1 <= hpt <= most:
         raise SpecError(
-            [f"generator: fat_tree.hosts_per_tor: expected 1..{MAX_PORTS - half}, got {hpt}"]
+            [
+                f"generator: fat_tree.hosts_per_tor: expected 1..{most} (ports per switch, "
+                f"{MAX_HOSTS} hosts at most), got {hpt}"
+            ]
         )
     roles = [(f"tor{p}_{t}", "tor") for p in range(k) for t in range(half)]
     roles += [(f"agg{p}_{a}", "agg") for p in range(k) for a in range(half)]

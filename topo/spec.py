@@ -25,6 +25,13 @@ from typing import Any
 
 import yaml
 
+from icefabric.files import (  # re-exported: the readers of job and experiment files use them
+    DataFileError,
+    printable,
+    read_data_file,
+    write_output,
+)
+
 SWITCH_ROLES = ("leaf", "spine", "core", "tor", "agg")
 # Tier of each role in the Clos: hosts attach to tier 0, paths go up then down.
 ROLE_TIER = {"leaf": 0, "tor": 0, "spine": 1, "agg": 1, "core": 2}
@@ -32,8 +39,6 @@ HOST_ROLES = ("leaf", "tor")
 _MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
 THRIFT_BASE_PORT = 9090  # BMv2 simple_switch_CLI default; switch i of a spec gets 9090 + i
-MAX_FILE_BYTES = 64 * 1024 * 1024  # a topology or job file
-MAX_NESTING = 64  # levels of YAML/JSON nesting in such a file
 MAX_SWITCHES = 16_384  # the 100k-GPU fat-tree(38) has 1,805
 MAX_HOSTS = 131_072  # ... and 12,996 hosts
 MAX_LINKS = 262_144
@@ -44,15 +49,8 @@ MAX_PORT = 510
 ROUTER_MAC_PREFIX = "02:1c:e0:"
 
 
-class SpecError(ValueError):
-    """A spec file (topology, job, ...) failed validation; ``errors`` lists every problem."""
-
-    def __init__(self, errors: Iterable[str]) -> None:
-        self.errors: list[str] = list(errors)
-        shown = self.errors[:20]
-        more = len(self.errors) - len(shown)
-        text = "\n".join(shown) + (f"\n... and {more} more" if more > 0 else "")
-        super().__init__(text)
+# One error type for every data file (topology, job, experiment, results): see icefabric.files.
+SpecError = DataFileError
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)
@@ -340,20 +338,6 @@ class _Reader:
         return port
 
 
-MAX_ERROR_CHARS = 300  # one error line; a value quoted in it is cut to fit
-
-
-def printable(text: str) -> str:
-    """``text`` as one error line: control and other unprintable characters escaped
-    (``\\x1b``), so that what a file holds never drives the terminal, and cut at
-    ``MAX_ERROR_CHARS``."""
-    if not text.isprintable():
-        text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-    if len(text) > MAX_ERROR_CHARS:
-        text = text[: MAX_ERROR_CHARS - 3] + "..."
-    return text
-
-
 def _join(key: str, k: str) -> str:
     return f"{key}.{k}" if key else k
 
@@ -370,122 +354,22 @@ def _kind(v: Any) -> str:
     return type(v).__name__
 
 
-def read_data_file(path: str | Path) -> tuple[Any, str]:
-    """Read a YAML or JSON file into plain data; errors raise SpecError naming the file."""
-    p = Path(path)
-    source = str(path)
-    try:
-        with p.open("rb") as f:
-            raw = f.read(MAX_FILE_BYTES + 1)
-    except OSError as e:
-        raise SpecError([f"{source}: cannot read: {e.strerror or e}"]) from e
-    if len(raw) > MAX_FILE_BYTES:
-        raise SpecError([f"{source}: larger than the limit of {MAX_FILE_BYTES} bytes"])
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise SpecError(
-            [f"{source}: not UTF-8 text (byte {e.start}): expected a YAML or JSON file"]
-        ) from None
-    return parse_data_text(text, source, json_file=p.suffix.lower() == ".json"), source
-
-
-def parse_data_text(text: str, source: str, *, json_file: bool) -> Any:
-    """Parse YAML or JSON text: SpecError on bad syntax, deep nesting or a duplicated key."""
-    kind = "JSON" if json_file else "YAML"
-    depth = nesting_depth(text)
-    if depth > MAX_NESTING:
-        raise SpecError([f"{source}: nests deeper than {MAX_NESTING} levels ({kind})"])
-    try:
-        if json_file:
-            return json.loads(text, object_pairs_hook=_unique_pairs)
-        return yaml.load(text, Loader=_UniqueKeyLoader)
-    except _DuplicateKey as e:
-        raise SpecError([f"{source}: {e}"]) from None
-    except (yaml.YAMLError, json.JSONDecodeError) as e:
-        msg = " ".join(str(e).split())
-        raise SpecError([f"{source}: not valid {kind}: {msg[:300]}"]) from None
-    except (RecursionError, ValueError) as e:
-        raise SpecError(
-            [f"{source}: not valid {kind}: {str(e)[:200] or type(e).__name__}"]
-        ) from None
-
-
-def nesting_depth(text: str) -> int:
-    """The deepest bracket or indentation nesting of YAML/JSON text (an upper-bound estimate,
-    one linear pass; strings are not skipped, so it errs on the side of deeper)."""
-    depth = deepest = 0
-    for c in text:
-        if c in "[{":
-            depth += 1
-            if depth > deepest:
-                deepest = depth
-        elif c in "]}":
-            depth = max(depth - 1, 0)
-    indent = 0
-    for line in text.splitlines():
-        stripped = line.lstrip(" -")
-        if stripped and not stripped.startswith("#"):
-            indent = max(indent, (len(line) - len(stripped)) // 2)
-    return max(deepest, indent)
-
-
-class _DuplicateKey(ValueError):
-    """A mapping with the same key twice."""
-
-
-def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise _DuplicateKey(f"key {k!r} appears twice in one object (expected each once)")
-        out[k] = v
-    return out
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """yaml.SafeLoader that rejects a mapping with the same key twice (YAML 1.2 requires it)."""
-
-
-def _construct_unique_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
-    loader.flatten_mapping(node)
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=False)
-        try:
-            dup = key in seen
-        except TypeError:
-            continue  # an unhashable key: construct_mapping reports it
-        if dup:
-            mark = key_node.start_mark
-            raise _DuplicateKey(
-                f"line {mark.line + 1}: key {key!r} appears twice in one mapping (expected each once)"
-            )
-        seen.add(key)
-    return loader.construct_mapping(node)
-
-
-_UniqueKeyLoader.add_constructor(
-    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping
-)
-
-
-def load_topology(path: str | Path) -> TopologySpec:
-    """Load and validate a topology spec from a YAML or JSON file."""
-    data, source = read_data_file(path)
+def load_topology(path: str | Path, *, referenced_from: str | Path | None = None) -> TopologySpec:
+    """Load and validate a topology spec from a YAML or JSON file (``referenced_from``: the
+    file that named it, whose owner must be able to read it too)."""
+    data, source = read_data_file(path, what="a topology file", referenced_from=referenced_from)
     return parse_topology(data, source=source)
 
 
 def save_topology(spec: TopologySpec, path: str | Path) -> None:
-    """Write ``spec`` as JSON (``.json``) or YAML (anything else)."""
+    """Write ``spec`` as JSON (``.json``) or YAML (anything else), never through a symlink or
+    over another user's file (:func:`icefabric.files.write_output`)."""
     p = Path(path)
     data = spec.to_dict()
     if p.suffix.lower() == ".json":
-        p.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        write_output(p, json.dumps(data, indent=2) + "\n")
     else:
-        p.write_text(
-            yaml.safe_dump(data, sort_keys=False, default_flow_style=None), encoding="utf-8"
-        )
+        write_output(p, yaml.safe_dump(data, sort_keys=False, default_flow_style=None))
 
 
 def parse_topology(data: Any, source: str = "<topology>") -> TopologySpec:

@@ -21,7 +21,6 @@ import argparse
 import contextlib
 import json
 import logging
-import os
 import queue
 import select
 import signal
@@ -352,7 +351,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ADDR",
         help="controller's agent channel: a Unix socket path or tcp:HOST:PORT (repeat for a backup)",
     )
-    ap.add_argument("--token-file", type=Path, help="file holding the agent token (TCP)")
+    ap.add_argument(
+        "--token-file",
+        type=Path,
+        help="file holding this host's agent token (TCP; icectl agent-token HOST)",
+    )
     ap.add_argument(
         "--stats", type=Path, help="write the host's figures here as JSON (mode 0600) at exit"
     )
@@ -418,16 +421,17 @@ def resolve(args: argparse.Namespace) -> HostConfig:
 
 
 def _load_schedule(path: Path) -> Any:
+    from icefabric.files import DataFileError, JsonError, parse_json, read_input
     from icefabric.traffic.workload import Schedule
 
     try:
-        if path.stat().st_size > MAX_SCHEDULE_BYTES:
-            raise UsageError(f"{path}: larger than {MAX_SCHEDULE_BYTES} bytes")
-        data = json.loads(path.read_text())
+        data = parse_json(read_input(path, limit=MAX_SCHEDULE_BYTES, what="a schedule"))
         return Schedule.from_dict(data)
-    except OSError as exc:
-        raise UsageError(f"{path}: {exc.strerror}") from None
-    except (json.JSONDecodeError, ValueError) as exc:
+    except DataFileError as exc:
+        raise UsageError(str(exc).splitlines()[0]) from None
+    except JsonError as exc:
+        raise UsageError(f"{path}: not valid JSON: {exc}") from None
+    except ValueError as exc:
         raise UsageError(f"{path}: {str(exc).splitlines()[0]}") from None
 
 
@@ -450,10 +454,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise UsageError(f"--mtu {args.mtu}: expected 64..9000")
         token = None
         if args.token_file is not None:
-            try:
-                token = args.token_file.read_text().strip()
-            except OSError as exc:
-                raise UsageError(f"--token-file {args.token_file}: {exc.strerror}") from None
+            from icefabric.control.agents.auth import read_token
+
+            try:  # this host's token (icectl agent-token HOST), a file only its owner reads
+                token = read_token(args.token_file)
+            except ValueError as exc:
+                raise UsageError(f"--token-file: {exc}") from None
         agent = Agent(
             cfg.name,
             cfg.ip,
@@ -535,9 +541,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _write_stats(path: Path, data: dict[str, Any]) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        json.dump(data, f, indent=1, default=str)
+    from icefabric.files import write_output
+
+    write_output(path, json.dumps(data, indent=1, default=str), mode=0o600)
 
 
 if __name__ == "__main__":

@@ -40,7 +40,8 @@ def add_agent_options(p: argparse.ArgumentParser) -> None:
         "--agent-token-file",
         default=None,
         metavar="FILE",
-        help="the token TCP agents must present (a file only you can read)",
+        help="the secret TCP agents' tokens derive from (a file only you can read); host H "
+        "presents the token 'icectl agent-token H' prints, valid for H only",
     )
     p.add_argument(
         "--agent-heartbeat",

@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from icefabric.files import JsonError, parse_json
+
 PROTOCOL_VERSION = 1
 MAX_FRAME = 4 * 1024 * 1024
 MAX_DEPTH = 8
@@ -220,7 +222,7 @@ def from_dict(data: Any) -> Message:
     if not isinstance(data, dict):
         raise ProtocolError(f"message: expected an object, got {type(data).__name__}")
     version = data.get("v")
-    if version != PROTOCOL_VERSION:
+    if type(version) is not int or version != PROTOCOL_VERSION:  # true == 1 in Python
         raise ProtocolError(f"message.v: expected {PROTOCOL_VERSION}, got {version!r}")
     kind = data.get("type")
     if kind == "hello":
@@ -282,14 +284,10 @@ def encode(msg: Message) -> bytes:
 
 def decode_body(body: bytes) -> Message:
     """Decode one frame's body (ProtocolError with the reason when it is not a message)."""
-    try:
-        data = json.loads(body.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise ProtocolError(f"frame is not UTF-8: {exc.reason} at byte {exc.start}") from None
-    except json.JSONDecodeError as exc:
-        raise ProtocolError(f"frame is not JSON: {exc.msg} at {exc.pos}") from None
-    except RecursionError:
-        raise ProtocolError(f"frame nests deeper than {MAX_DEPTH} levels") from None
+    try:  # bounded nesting and integer length: Python's own limits raise past them
+        data = parse_json(body, max_depth=MAX_DEPTH)
+    except JsonError as exc:
+        raise ProtocolError(f"frame is not JSON: {exc}") from None
     if _depth(data) > MAX_DEPTH:
         raise ProtocolError(f"frame nests deeper than {MAX_DEPTH} levels")
     return from_dict(data)

@@ -1,5 +1,6 @@
 """The controller side of the agent channel: :class:`AgentServer` accepts host agents on a
-Unix-domain socket (peers checked with SO_PEERCRED) and optionally on TCP (a token required),
+Unix-domain socket (peers checked with SO_PEERCRED) and optionally on TCP (each host's token,
+bound to its name: :func:`~icefabric.control.agents.auth.host_token`),
 keeps each connected host's flow reports, sends heartbeats and cap sets, and tells its owner
 when a host joins, reports or is lost.
 
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from icefabric.control.agents.auth import peer_pid, token_matches
+from icefabric.control.agents.auth import host_token_matches, peer_pid
 from icefabric.control.agents.protocol import (
     MAX_FLOWS_PER_FRAME,
     MAX_FRAME,
@@ -344,11 +345,20 @@ class AgentServer:
                         self._wake_r.recv(4096)
                 else:
                     conn: _Conn = key.data
-                    if mask & selectors.EVENT_READ:
-                        self._read(conn)
-                    if mask & selectors.EVENT_WRITE and conn.sock.fileno() >= 0:
-                        self._flush(conn)
-            self._housekeeping()
+                    try:
+                        if mask & selectors.EVENT_READ:
+                            self._read(conn)
+                        if mask & selectors.EVENT_WRITE and conn.sock.fileno() >= 0:
+                            self._flush(conn)
+                    except Exception:  # one connection's bug must not end the channel
+                        log.exception("agent channel: dropping %s after an error", conn.peer)
+                        self.stats.malformed += 1
+                        with contextlib.suppress(Exception):
+                            self._close(conn, lost=True, why="internal error")
+            try:
+                self._housekeeping()
+            except Exception:
+                log.exception("agent channel: housekeeping failed")
 
     def _accept(self, listener: socket.socket) -> None:
         try:
@@ -429,8 +439,9 @@ class AgentServer:
         if not isinstance(msg, Hello):
             self._refuse(conn, f"expected a hello first, got {msg.type}")
             return False
-        if not conn.is_unix and not token_matches(self._token, msg.token):
-            self._refuse(conn, "bad or missing token")
+        if not conn.is_unix and not host_token_matches(self._token, msg.host, msg.token):
+            # Refused before anything is touched: the session of the host named stays up.
+            self._refuse(conn, f"bad or missing token for host {msg.host!r}")
             return False
         if not self._accepting():
             self._refuse(conn, "standby controller: not active")

@@ -195,10 +195,11 @@ def canonical_algorithm(name: str) -> str:
     return _ALIASES.get(k.replace("-", ""), k)
 
 
-def load_job(path: str | Path) -> JobSpec:
-    """Load and validate a job description from a YAML or JSON file."""
+def load_job(path: str | Path, *, referenced_from: str | Path | None = None) -> JobSpec:
+    """Load and validate a job description from a YAML or JSON file (``referenced_from``: the
+    file that named it, whose owner must be able to read it too)."""
     try:
-        data, source = read_data_file(path)
+        data, source = read_data_file(path, what="a job file", referenced_from=referenced_from)
     except SpecError as e:
         raise JobError(e.errors) from e
     return parse_job(data, source=source)

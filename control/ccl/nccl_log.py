@@ -13,9 +13,13 @@ other programs are skipped. Every size read from the log is bounded (``MAX_RANKS
 
 from __future__ import annotations
 
+import contextlib
 import io
+import os
+import stat
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import TextIO
 
 from icefabric.control.ccl.nccl.formats import MAX_CHANNELS, MAX_RANKS
 from icefabric.control.ccl.nccl.hostmap import HostMap, HostMapError
@@ -23,6 +27,7 @@ from icefabric.control.ccl.nccl.model import CommLog, NcclLog, ParseWarning, Ran
 from icefabric.control.ccl.nccl.parse import parse_records
 from icefabric.control.ccl.nccl.records import MAX_LINE_CHARS, clean_hosts, read_lines
 from icefabric.control.ccl.nccl.tojob import check_collective, single_host_note, to_job
+from icefabric.files import caller, open_text_input, owner_of
 
 __all__ = [
     "MAX_CHANNELS",
@@ -42,15 +47,39 @@ __all__ = [
 ]
 
 
-def load_nccl_log(path: str | Path) -> NcclLog:
-    """Parse a CCL debug log file (undecodable bytes become U+FFFD; OSError if unreadable).
+MAX_LOG_BYTES = 1 << 30  # one CCL debug log (a file or a pipe)
+LOG_BUDGET_S = 300.0  # wall clock to read it
 
-    The file is read twice: first for the host names that begin lines (to split lines where
-    processes interleaved), then for everything else.
+
+def load_nccl_log(path: str | Path, *, referenced_from: str | Path | None = None) -> NcclLog:
+    """Parse a CCL debug log file or pipe (undecodable bytes become U+FFFD).
+
+    Reading is bounded by :data:`MAX_LOG_BYTES` read and :data:`LOG_BUDGET_S` seconds; a
+    device, socket or directory is refused (DataFileError, a ValueError naming the file).
+    ``referenced_from``: the file that named this log (read only if its owner may read it).
+    A regular file is read twice: first for the host names that begin lines (to split lines
+    where processes interleaved), then for everything else; a pipe is read once.
     """
-    with Path(path).open(encoding="utf-8", errors="replace", newline="") as f:
+    readers = [caller()]
+    if referenced_from is not None:
+        with contextlib.suppress(OSError):
+            readers.append(owner_of(referenced_from))
+
+    def opened() -> TextIO:
+        return open_text_input(
+            path,
+            limit=MAX_LOG_BYTES,
+            what="a CCL debug log",
+            stream=True,
+            budget_s=LOG_BUDGET_S,
+            for_readers=readers,
+        )
+
+    with opened() as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return parse_nccl_log(f.read(), source=str(path))
         hosts = clean_hosts(text for _, text, _ in read_lines(f))
-    with Path(path).open(encoding="utf-8", errors="replace", newline="") as f:
+    with opened() as f:
         return parse_records(read_lines(f), str(path), hosts)
 
 

@@ -18,13 +18,15 @@ Numbers may be JSON strings (as HCCL writes them) or integers. Each rank 0..n-1 
 
 from __future__ import annotations
 
-import json
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from icefabric.control.ccl.job import Rank
 from icefabric.control.ccl.nccl.formats import MAX_RANKS
+from icefabric.files import DataFileError, JsonError, parse_json, printable, read_input
 
 MAX_RANK_TABLE_BYTES = 64 << 20
 
@@ -44,11 +46,18 @@ class RankTable:
 
 def looks_like_rank_table(path: str | Path) -> bool:
     """True when the file starts like a JSON object (a rank table rather than a text log)."""
-    try:
-        with Path(path).open("rb") as f:
-            head = f.read(64).lstrip()
+    try:  # non-blocking: a FIFO with no writer must not hang the check
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        head = os.read(fd, 64).lstrip()
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
     return head.startswith(b"{")
 
 
@@ -156,14 +165,11 @@ def parse_rank_table(data: Any, source: str = "<rank table>") -> RankTable:
 
 def load_rank_table(path: str | Path) -> RankTable:
     """Read and check a rank table file."""
-    p = Path(path)
     try:
-        size = p.stat().st_size
-        if size > MAX_RANK_TABLE_BYTES:
-            raise RankTableError(f"{path}: {size} bytes, more than {MAX_RANK_TABLE_BYTES}")
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise RankTableError(f"{path}: cannot read: {e.strerror or e}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
-        raise RankTableError(f"{path}: not a JSON rank table: {e}"[:300]) from None
+        raw = read_input(path, limit=MAX_RANK_TABLE_BYTES, what="an HCCL rank table")
+        data = parse_json(raw)
+    except DataFileError as e:
+        raise RankTableError(str(e).splitlines()[0]) from None
+    except JsonError as e:
+        raise RankTableError(printable(f"{path}: not a JSON rank table: {e}")) from None
     return parse_rank_table(data, str(path))

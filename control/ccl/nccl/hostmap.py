@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from icefabric.topo.spec import SpecError, read_data_file
+from icefabric.files import DataFileError, parse_data_text, read_text
 
 MAX_MAP_FILE_BYTES = 16 << 20
 
@@ -97,22 +97,16 @@ def load_file(path: str | Path) -> dict[str, str]:
     """A mapping file: YAML/JSON ``{loghost: topohost}``, or lines ``loghost topohost``."""
     p = Path(path)
     try:
-        size = p.stat().st_size
-    except OSError as e:
-        raise HostMapError(f"{path}: cannot read: {e.strerror or e}") from None
-    if size > MAX_MAP_FILE_BYTES:
-        raise HostMapError(f"{path}: {size} bytes, more than {MAX_MAP_FILE_BYTES} for a host map")
+        text = read_text(p, limit=MAX_MAP_FILE_BYTES, what="a host map")
+    except DataFileError as e:
+        raise HostMapError(str(e).splitlines()[0]) from None
     if p.suffix.lower() in (".yaml", ".yml", ".json"):
         try:
-            data, _ = read_data_file(p)
-        except SpecError as e:
+            data = parse_data_text(text, str(path), json_file=p.suffix.lower() == ".json")
+        except DataFileError as e:
             raise HostMapError("; ".join(e.errors)) from None
         return _mapping(data, str(path))
     out: dict[str, str] = {}
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise HostMapError(f"{path}: cannot read as UTF-8 text: {e}") from None
     for i, raw in enumerate(text.splitlines(), start=1):
         line = raw.split("#", 1)[0].strip()
         if not line:

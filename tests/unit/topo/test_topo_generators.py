@@ -81,7 +81,13 @@ def test_addresses_and_ids_are_unique_at_scale() -> None:
 @pytest.mark.parametrize(
     ("call", "match"),
     [
-        (lambda: fat_tree(5), "fat_tree.k: expected an even integer >= 2, got 5"),
+        (lambda: fat_tree(5), r"fat_tree.k: expected an even integer 2\.\.114 .*got 5"),
+        # issue 26 item 13: the bound in the message was computed as 1..-499491
+        (
+            lambda: fat_tree(1_000_000),
+            r"fat_tree.k: expected an even integer 2\.\.114 .*got 1000000",
+        ),
+        (lambda: fat_tree(4, hosts_per_tor=600), r"hosts_per_tor: expected 1\.\.507 .*got 600"),
         (
             lambda: leaf_spine(leaves=0, spines=2, hosts_per_leaf=1),
             "leaf_spine.leaves: expected >= 1, got 0",

@@ -173,6 +173,12 @@ GOOD_FLOW = {"job": "j", "flow_id": "f", "key": KEY.to_dict(), "state": "active"
         (b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1), "nests deeper"),
         (b"[" * 100_000 + b"]" * 100_000, "nests deeper"),
         (_raw({"v": 1, "type": "bye", "x": [[[[[[[[[1]]]]]]]]]}), "nests deeper"),
+        # issue 26 item 6: Python's int-string limit raised an uncaught ValueError
+        (b'{"v": 1, "type": "heartbeat", "seq": ' + b"9" * 5000 + b"}", "5000 digits"),
+        (b'{"v": 1, "type": "heartbeat", "seq": -' + b"9" * 100_000 + b"}", "100000 digits"),
+        # issue 26 item 13: true == 1 in Python, so "v": true passed as version 1
+        (_raw({"v": True, "type": "bye"}), r"message\.v: expected 1, got True"),
+        (_raw({"v": 1.0, "type": "bye"}), r"message\.v: expected 1, got 1\.0"),
     ],
 )
 def test_malformed_messages_raise_one_line_errors(body: bytes, match: str) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from _agents import FAST, KEY1, KEY2, until
 
+from icefabric.control.agents.auth import host_token
 from icefabric.control.agents.client import AgentClient
 from icefabric.control.agents.protocol import (
     Bye,
@@ -209,15 +210,18 @@ def test_bad_hellos_are_refused_with_a_reason(
     assert server.stats.refused == 1 and server.hosts() == []
 
 
+SECRET = "s" * 32
+
+
 def test_tcp_needs_the_token(tmp_path: Path) -> None:
     with pytest.raises(AgentServerError, match="need a token"):
         AgentServer(None, tcp="127.0.0.1:0")
-    srv = AgentServer(None, tcp="127.0.0.1:0", token="t" * 32, heartbeat_s=0.1)
+    srv = AgentServer(None, tcp="127.0.0.1:0", token=SECRET, heartbeat_s=0.1)
     srv.start()
     try:
         addr = f"tcp:127.0.0.1:{srv.tcp_port}"
         bad = _client(addr, "h1", token="wrong-token-000000000")
-        good = _client(addr, "h2", token="t" * 32)
+        good = _client(addr, "h2", token=host_token(SECRET, "h2"))
         try:
             assert good.wait_connected(5)
             assert until(lambda: bad.stats.refusals >= 1)
@@ -225,6 +229,66 @@ def test_tcp_needs_the_token(tmp_path: Path) -> None:
         finally:
             bad.close()
             good.close()
+    finally:
+        srv.stop()
+
+
+def _raw_hello(port: int, host: str, token: str | None) -> str:
+    """One hello on a fresh TCP connection; the reason of the bye it gets back."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(encode(Hello(host=host, token=token)))
+        reader = FrameReader()
+        while True:
+            data = s.recv(65536)
+            assert data, "closed without a bye"
+            bodies = reader.feed(data)
+            if bodies:
+                msg = decode_body(bodies[0])
+                assert isinstance(msg, Bye), msg
+                return msg.reason
+
+
+def test_an_impostor_with_another_hosts_token_is_refused_and_changes_nothing(
+    tmp_path: Path, events: Events, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 26 item 1: with one shared token any holder could say hello as h2, close h2's
+    session and re-key its flows. Tokens are bound to the host name now."""
+    srv = AgentServer(None, tcp="127.0.0.1:0", token=SECRET, heartbeat_s=0.2, on_event=events)
+    srv.start()
+    try:
+        port = srv.tcp_port
+        assert port is not None
+        h2 = _client(f"tcp:127.0.0.1:{port}", "h2", token=host_token(SECRET, "h2"))
+        try:
+            assert h2.wait_connected(5)
+            report = FlowReport(job="j1", flow_id="j1/p1/c0/r1->r0", key=KEY1)
+            h2.report_flows([report])
+            assert until(lambda: [r.key for r in srv.flows("h2").get("h2", [])] == [KEY1])
+            (before,) = srv.sessions()
+            refused = srv.stats.refused
+            events_before = list(events.items)
+            caplog.set_level("WARNING", logger="icefabric.control.agents.server")
+            tokens = {
+                "h1's token": host_token(SECRET, "h1"),
+                "no token": None,
+                "the secret itself": SECRET,
+                "h2's token with a byte changed": host_token(SECRET, "h2")[:-1] + "A",
+            }
+            for what, token in tokens.items():
+                reason = _raw_hello(port, "h2", token)
+                assert "bad or missing token for host 'h2'" in reason, what
+            assert srv.stats.refused == refused + len(tokens)
+            assert (
+                sum("bad or missing token for host 'h2'" in r.message for r in caplog.records) == 4
+            )
+            (after,) = srv.sessions()
+            assert after["session"] == before["session"] and after["peer"] == before["peer"]
+            assert [r.key for r in srv.flows("h2")["h2"]] == [KEY1]  # nothing re-keyed
+            assert events.items == events_before  # no join, no loss: nothing reached the owner
+            assert h2.connected and srv.hosts() == ["h2"]
+            assert h2.stats.refusals == 0
+        finally:
+            h2.close()
     finally:
         srv.stop()
 
