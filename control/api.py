@@ -38,6 +38,7 @@ from icefabric.control.paths import (
     is_listening,
     runtime_dir,
 )
+from icefabric.files import JsonError, parse_json
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +66,11 @@ class ApiUnavailable(Exception):
 
 class RequestError(Exception):
     """Raised by a handler for a request the caller got wrong (reported as kind ``usage``)."""
+
+
+class OperationFailed(Exception):
+    """Raised by a handler whose operation failed and changed nothing (kind ``runtime``; the
+    message is shown as it is, without an exception name)."""
 
 
 class FrameError(Exception):
@@ -107,10 +113,10 @@ def read_frame(sock: socket.socket) -> dict[str, Any] | None:
         raise FrameError(f"connection closed before a body of {length} bytes")
     if _nesting(body) > MAX_DEPTH:
         raise FrameError(f"frame nests JSON deeper than {MAX_DEPTH} levels")
-    try:
-        message = json.loads(body.decode())
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise FrameError(f"frame is not UTF-8 JSON: {exc}") from exc
+    try:  # bounded integers too: a 5000-digit one raised Python's ValueError here
+        message = parse_json(body, max_depth=MAX_DEPTH)
+    except JsonError as exc:
+        raise FrameError(f"frame is not UTF-8 JSON: {exc}") from None
     if not isinstance(message, dict):
         raise FrameError(f"frame must hold a JSON object, got {type(message).__name__}")
     return message
@@ -259,6 +265,8 @@ class ApiServer:
             result = self._handlers[op](args)
         except RequestError as exc:
             return _error("usage", f"{op}: {exc}")
+        except OperationFailed as exc:
+            return _error("runtime", f"{op}: {exc}")
         except Exception as exc:  # the daemon must survive any handler failure
             log.exception("API op %s failed", op)
             return _error("runtime", f"{op}: {type(exc).__name__}: {exc}")

@@ -18,8 +18,14 @@ from icefabric.control.agents.options import (
     start_agent_channel,
 )
 from icefabric.control.agents.server import AgentServerError
-from icefabric.control.api import ApiServer, ApiUnavailable, Handler, RequestError
-from icefabric.control.controller import Controller, JobRejected
+from icefabric.control.api import (
+    ApiServer,
+    ApiUnavailable,
+    Handler,
+    OperationFailed,
+    RequestError,
+)
+from icefabric.control.controller import Controller, JobRejected, StateWriteError
 from icefabric.control.fabric import (
     MODES,
     TOFINO_CLONE_PACKET_LENGTH,
@@ -62,6 +68,8 @@ def _usage_errors(fn: Callable[[dict[str, Any]], Any]) -> Handler:
             return fn(args)
         except (JobRejected, TopologyError, FabricError) as exc:
             raise RequestError(str(exc)) from exc
+        except StateWriteError as exc:  # rolled back: nothing changed
+            raise OperationFailed(str(exc)) from exc
 
     return wrapped
 
@@ -265,8 +273,15 @@ def run_daemon(args: argparse.Namespace) -> int:
         except OSError as exc:
             print(f"icectl: run: --metrics {args.metrics}: {exc.strerror or exc}", file=sys.stderr)
             return 1
-        for job in jobs:
-            ctl.add_job(job)
+        for job in jobs:  # idempotent: a restart finds its --job in the state file
+            try:
+                ctl.ensure_job(job)
+            except (JobRejected, TopologyError) as exc:
+                print(f"icectl: run: --job {job.name}: {exc}", file=sys.stderr)
+                return 2
+            except StateWriteError as exc:
+                print(f"icectl: run: --job {job.name}: {exc}", file=sys.stderr)
+                return 1
         role = "primary" if ctl.active else "backup"
         log.warning(
             "icectl run: %s controller for %s (%d switches), API on %s",

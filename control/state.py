@@ -21,6 +21,7 @@ from typing import Any
 from icefabric.control.agents.protocol import FlowKey, ProtocolError
 from icefabric.control.ccl.job import JobSpec, parse_job
 from icefabric.control.paths import read_private, write_private
+from icefabric.files import JsonError, parse_json
 from icefabric.topo.spec import SpecError
 
 log = logging.getLogger(__name__)
@@ -41,6 +42,11 @@ class SharedState:
     # standby restores exactly these paths (its own search may end elsewhere in its time).
     choices: dict[str, list[int]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)  # what could not be read, one line each
+
+
+class StateWriteError(RuntimeError):
+    """The state file could not be written: the change it carried was rolled back, not applied
+    to any switch (one line, names the file and the reason)."""
 
 
 def encode_state(
@@ -100,10 +106,9 @@ def load_state(path: Path, topology: str) -> SharedState:
     if raw is None:
         return SharedState()
     try:
-        data: Any = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        msg = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-        return SharedState(errors=[f"{path}: not a JSON state file ({msg})"])
+        data: Any = parse_json(raw)
+    except JsonError as exc:
+        return SharedState(errors=[f"{path}: not a JSON state file ({exc})"])
     if not isinstance(data, dict):
         return SharedState(errors=[f"{path}: expected a JSON object at the top level"])
     if data.get("topology") != topology:

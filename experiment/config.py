@@ -40,7 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from icefabric.control.ccl.job import JobError, JobSpec, load_job, parse_job, parse_size
-from icefabric.topo.spec import SpecError, TopologySpec, load_topology, read_data_file
+from icefabric.files import read_data_file
+from icefabric.topo.spec import SpecError, TopologySpec, load_topology
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGINES = ("virtual", "mininet")

@@ -24,9 +24,11 @@ from __future__ import annotations
 import contextlib
 import errno
 import io
+import itertools
 import json
 import os
 import pwd
+import re
 import secrets
 import select
 import stat
@@ -371,39 +373,30 @@ def nesting_depth(text: str) -> int:
     return max(deepest, indent)
 
 
-def _bracket_depth(text: str) -> int:
-    """JSON nesting, strings skipped (exact for valid JSON, one pass)."""
-    depth = deepest = 0
-    in_str = esc = False
-    for c in text:
-        if in_str:
-            if esc:
-                esc = False
-            elif c == "\\":
-                esc = True
-            elif c == '"':
-                in_str = False
-        elif c == '"':
-            in_str = True
-        elif c in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif c in "]}":
-            depth -= 1
-    return deepest
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+_LONG_DIGITS = re.compile(f"[0-9]{{{MAX_INT_DIGITS + 1},}}")
 
 
-def _bounded_int(s: str) -> int:
-    digits = len(s) - (s[0] == "-")
-    if digits > MAX_INT_DIGITS:
-        raise JsonError(f"an integer of {digits} digits (at most {MAX_INT_DIGITS})")
-    return int(s)
+def _check_json_bounds(text: str, max_depth: int) -> None:
+    """JsonError when ``text`` nests deeper than ``max_depth`` or holds a number of more than
+    ``MAX_INT_DIGITS`` digits (outside strings; linear, the scanning done by ``re`` in C)."""
+    bare = _JSON_STRING.sub("", text)
+    long = _LONG_DIGITS.search(bare)
+    if long is not None:
+        n = len(long.group())
+        raise JsonError(f"a number of {n} digits (at most {MAX_INT_DIGITS})")
+    steps = map(_STEP.__getitem__, _NOT_BRACKET.sub("", bare))
+    deepest = max(itertools.accumulate(steps, initial=0))
+    if deepest > max_depth:
+        raise JsonError(f"nests deeper than {max_depth} levels")
 
 
 def parse_json(
     text: str | bytes, *, max_depth: int = MAX_NESTING, unique_keys: bool = False
 ) -> Any:
-    """Decode JSON with nesting at most ``max_depth`` and integers of at most
+    """Decode JSON with nesting at most ``max_depth`` and numbers of at most
     ``MAX_INT_DIGITS`` digits, checked before Python's own limits (RecursionError, the
     4300-digit ValueError) can fire. JsonError (one line, with the position) otherwise."""
     if isinstance(text, bytes | bytearray):
@@ -411,17 +404,12 @@ def parse_json(
             text = bytes(text).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise JsonError(f"not UTF-8: {exc.reason} at byte {exc.start}") from None
-    if _bracket_depth(text) > max_depth:
-        raise JsonError(f"nests deeper than {max_depth} levels")
+    _check_json_bounds(text, max_depth)
     try:
-        return json.loads(
-            text,
-            parse_int=_bounded_int,
-            object_pairs_hook=_unique_pairs if unique_keys else None,
-        )
+        return json.loads(text, object_pairs_hook=_unique_pairs if unique_keys else None)
     except json.JSONDecodeError as exc:
         raise JsonError(f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    except (JsonError, _DuplicateKey):
+    except JsonError:
         raise
     except (RecursionError, ValueError) as exc:  # belt and braces: never a traceback
         raise JsonError(str(exc)[:200] or type(exc).__name__) from None

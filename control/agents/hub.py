@@ -29,6 +29,7 @@ from icefabric.control.agents.protocol import AgentAddress, FlowKey
 from icefabric.control.agents.registry import AgentFlows, agent_key
 from icefabric.control.agents.server import AgentServer, EventKind
 from icefabric.control.install import flow_key
+from icefabric.control.state import StateWriteError
 from icefabric.control.telemetry.metrics import LatencyTally
 
 if TYPE_CHECKING:
@@ -120,8 +121,15 @@ class AgentHub:
                 reports = self.server.flows(host).get(host, []) if self.server else []
                 changed = self.flows.update(host, reports, ctl.flows, self._address)
             if changed:
-                self.install_keys(f"agent {host}: {len(changed)} real key(s)", len(changed))
-                ctl._save_state()  # a backup or a restart installs the real keys at once
+                # Saved first (a backup or a restart installs the real keys at once); when the
+                # file cannot be written the keys wait in memory, off the switches, until the
+                # next change that saves.
+                try:
+                    ctl._save_state()
+                except StateWriteError as exc:
+                    log.error("agent %s: real keys not installed: %s", host, exc)
+                else:
+                    self.install_keys(f"agent {host}: {len(changed)} real key(s)", len(changed))
             self.reallocate(f"agent {host} {kind}")
 
     # -- real keys -------------------------------------------------------------------------

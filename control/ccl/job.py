@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from icefabric.topo.spec import SpecError, printable, read_data_file
+from icefabric.files import printable, read_data_file
+from icefabric.topo.spec import SpecError
 
 COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "send-recv")
 ALGORITHMS = ("ring", "tree", "halving-doubling")

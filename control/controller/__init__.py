@@ -19,5 +19,12 @@ from icefabric.control.controller.core import (
     Controller,
     JobRejected,
 )
+from icefabric.control.controller.statefile import StateWriteError
 
-__all__ = ["BACKUP_ELECTION_ID", "PRIMARY_ELECTION_ID", "Controller", "JobRejected"]
+__all__ = [
+    "BACKUP_ELECTION_ID",
+    "PRIMARY_ELECTION_ID",
+    "Controller",
+    "JobRejected",
+    "StateWriteError",
+]

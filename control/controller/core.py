@@ -26,7 +26,7 @@ from icefabric.control.controller.desired import DesiredState
 from icefabric.control.controller.events import SwitchEvents
 from icefabric.control.controller.failures import FailureHandling
 from icefabric.control.controller.linkfail import LinkFailures
-from icefabric.control.controller.statefile import StateFile
+from icefabric.control.controller.statefile import StateFile, StateWriteError
 from icefabric.control.controller.views import ControllerViews
 from icefabric.control.fabric import FabricOptions, TagMap, entity_key
 from icefabric.control.install import ChangeReport, flow_key
@@ -249,13 +249,21 @@ class Controller(
                     f"job {job.name}: " + "; ".join(bad) + f" in topology {self.spec.name!r}"
                 )
             demand = demand_from_job(job)
+            before = self.planner.choices()
             t0 = time.perf_counter()
             self.planner.add(demand)
             plan_s = time.perf_counter() - t0
             self._register(job, demand.flows)
             self.agents.job_added(job.name, job.phases[0].name)
-            rep = self._install_change(f"job {job.name} added", plan_s)
-            self._save_state()
+            try:
+                rep = self._install_change(f"job {job.name} added", plan_s)
+            except StateWriteError:  # nothing reached a switch: forget the job again
+                fids = [f.flow_id for f in demand.flows]
+                if fids:
+                    self.planner.remove_job(job.name)
+                    self.planner.pin(before)
+                self._unregister(job.name, fids)
+                raise
             return {
                 "job": job.name,
                 "flows": len(demand.flows),
@@ -272,19 +280,39 @@ class Controller(
                 raise JobRejected(
                     f"no job {name!r} (running: {', '.join(sorted(self.jobs)) or 'none'})"
                 )
+            # The state without the job is known before anything changes: written first, so a
+            # failed write (StateWriteError) leaves the job running on switches and in the file.
+            self._save_state(without_job=name)
             t0 = time.perf_counter()
             gone = [f for f, fl in self.flows.items() if fl.job == name]
             if gone:  # a job of ranks on one host has no network flow: nothing planned
                 self.planner.remove_job(name)
             plan_s = time.perf_counter() - t0
-            del self.jobs[name]
-            for fid in gone:
-                del self.flows[fid]
-            self.agents.job_removed(name, gone)
-            self._keys = {k: v for k, v in self._keys.items() if v in self.flows}
+            self._unregister(name, gone)
             rep = self._install_change(f"job {name} removed", plan_s)
-            self._save_state()
             return {"job": name, "entries": rep.entries, "install_ms": rep.install_ms}
+
+    def ensure_job(self, job: JobSpec) -> str:
+        """Make ``job`` run as given, idempotently (``icectl run --job`` on a restart finds it
+        in the state file): "added", "unchanged", or "replaced" when a job of that name ran
+        with another description."""
+        with self.lock:
+            running = self.jobs.get(job.name)
+            if running is not None and running.to_dict() == job.to_dict():
+                log.info("job %s: already running as given (state file); unchanged", job.name)
+                return "unchanged"
+            if running is not None:
+                log.warning("job %s: running with another description; replacing it", job.name)
+                self.remove_job(job.name)
+            self.add_job(job)
+            return "added" if running is None else "replaced"
+
+    def _unregister(self, name: str, flow_ids: list[str]) -> None:
+        self.jobs.pop(name, None)
+        for fid in flow_ids:
+            self.flows.pop(fid, None)
+        self.agents.job_removed(name, flow_ids)
+        self._keys = {k: v for k, v in self._keys.items() if v in self.flows}
 
     def _register(self, job: JobSpec, flows: Iterable[Flow]) -> None:
         self.jobs[job.name] = job

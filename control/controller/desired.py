@@ -107,8 +107,15 @@ class DesiredState:
             self.installed[sw] = after
         return sum(len(u) for u, _ in plans.values())
 
+    if TYPE_CHECKING:  # the Controller's state file (statefile.StateFile)
+
+        def _save_state(self, *, without_job: str | None = None) -> None: ...
+
     def _install_change(self, what: str, plan_s: float) -> ChangeReport:
-        """After the planner changed: planned flows first, then the rest of base forwarding."""
+        """After the planner changed: the state written first (StateWriteError, nothing
+        written to a switch, when it cannot be), then the planned flows, then the rest of
+        base forwarding."""
+        self._save_state()  # before any switch sees the change: the file never lags behind
         t1 = time.perf_counter()
         plan = self.planner.plan()
         written = self._apply(self._flow_entries(plan), tables={n.TABLE_FLOW_PATH})

@@ -1,16 +1,20 @@
 """Failures and restores of links and switches: replan the flows concerned, install, save.
 
 Every path (``icectl link``, a port-down event, the link probes, a switch that died or came back)
-replans with the planner, installs through :meth:`DesiredState._install_change` (moved flows
-first, then groups and routes without the dead links) and writes the state file.
+replans with the planner, writes the state file, then installs through
+:meth:`DesiredState._install_change` (moved flows first, then groups and routes without the dead
+links). When the state file cannot be written the change is rolled back before any switch saw
+it (StateWriteError): the file, the controller and the switches keep agreeing.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from icefabric.control.controller.statefile import StateWriteError
 from icefabric.control.topology import TopologyError
 
 if TYPE_CHECKING:
@@ -28,12 +32,16 @@ class FailureHandling:
     planner: Planner
     lock: threading.RLock
     failed_switches: set[str]
+    _probe_down: set[int]
 
     if TYPE_CHECKING:  # the Controller's install path and state file
+        from icefabric.control.controller.statefile import _Snapshot
 
         def _install_change(self, what: str, plan_s: float) -> ChangeReport: ...
 
-        def _save_state(self) -> None: ...
+        def _snapshot(self) -> _Snapshot: ...
+
+        def _rollback(self, snap: _Snapshot) -> None: ...
 
     def link_between(self, a: str, b: str) -> int:
         """The directed link id from switch a to switch b (TopologyError if none)."""
@@ -42,58 +50,69 @@ class FailureHandling:
             raise TopologyError(f"no link between {a!r} and {b!r} in topology {self.spec.name!r}")
         return ids[0]
 
+    def _change(self, what: str, mutate: Callable[[], object]) -> ChangeReport:
+        """Replan (``mutate``), then save and install; rolled back when the save fails."""
+        with self.lock:
+            snap = self._snapshot()
+            t0 = time.perf_counter()
+            try:
+                mutate()
+                return self._install_change(what, time.perf_counter() - t0)
+            except StateWriteError:
+                self._rollback(snap)
+                raise
+
     def fail_link(self, a: str, b: str) -> ChangeReport:
         """Mark the link a-b down, replan the flows that crossed it and install the result."""
         return self.fail_link_id(self.link_between(a, b), what=f"link {a}-{b} down")
 
-    def fail_link_id(self, lid: int, *, what: str) -> ChangeReport:
-        """The failure path of one link (either directed id): replan its flows, install."""
-        with self.lock:
-            t0 = time.perf_counter()
+    def fail_link_id(self, lid: int, *, what: str, by_probes: bool = False) -> ChangeReport:
+        """The failure path of one link (either directed id): replan its flows, install
+        (``by_probes``: the link probes own it, and restore it when probes come back)."""
+
+        def mutate() -> None:
+            if by_probes:
+                self._probe_down.add(lid & ~1)
             self.planner.replan_after_failure(links=[lid])
-            rep = self._install_change(what, time.perf_counter() - t0)
-            self._save_state()
-            return rep
+
+        return self._change(what, mutate)
 
     def port_down(self, switch: str, port: int) -> ChangeReport:
         """A port-down event from the data plane: the link on that port failed."""
-        with self.lock:
-            t0 = time.perf_counter()
-            self.planner.replan_after_failure(ports=[(switch, port)])
-            rep = self._install_change(f"{switch} port {port} down", time.perf_counter() - t0)
-            self._save_state()
-            return rep
+        return self._change(
+            f"{switch} port {port} down",
+            lambda: self.planner.replan_after_failure(ports=[(switch, port)]),
+        )
 
     def fail_switch(self, switch: str) -> ChangeReport:
         """A switch died: every link of it is down; replan and install."""
-        with self.lock:
-            t0 = time.perf_counter()
+
+        def mutate() -> None:
             self.failed_switches.add(switch)
             self.planner.replan_after_failure(switches=[switch])
-            rep = self._install_change(f"switch {switch} down", time.perf_counter() - t0)
-            self._save_state()
-            return rep
+
+        return self._change(f"switch {switch} down", mutate)
 
     def restore_switch(self, switch: str) -> ChangeReport:
         """A failed switch is back: its links are up again; rebalance every flow and install."""
         ids = [ln.id for ln in self.topo.links if switch in (ln.src, ln.dst)]
-        with self.lock:
-            t0 = time.perf_counter()
+
+        def mutate() -> None:
             self.failed_switches.discard(switch)
             self.planner.restore(ids)
-            rep = self._install_change(f"switch {switch} up", time.perf_counter() - t0)
-            self._save_state()
-            return rep
+
+        return self._change(f"switch {switch} up", mutate)
 
     def restore_link(self, a: str, b: str) -> ChangeReport:
         """Mark the link a-b up again and rebalance every flow over the larger fabric."""
         return self.restore_link_id(self.link_between(a, b), what=f"link {a}-{b} up")
 
-    def restore_link_id(self, lid: int, *, what: str) -> ChangeReport:
+    def restore_link_id(self, lid: int, *, what: str, by_probes: bool = False) -> ChangeReport:
         """Both directions of one link up again; rebalance every flow and install."""
-        with self.lock:
-            t0 = time.perf_counter()
+
+        def mutate() -> None:
+            if by_probes:
+                self._probe_down.discard(lid & ~1)
             self.planner.restore([lid & ~1, lid | 1])
-            rep = self._install_change(what, time.perf_counter() - t0)
-            self._save_state()
-            return rep
+
+        return self._change(what, mutate)

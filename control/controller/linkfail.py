@@ -49,11 +49,11 @@ class LinkFailures:
 
     if TYPE_CHECKING:  # the Controller's failure path
 
-        def fail_link_id(self, lid: int, *, what: str) -> ChangeReport: ...
+        def fail_link_id(self, lid: int, *, what: str, by_probes: bool = False) -> ChangeReport: ...
 
-        def restore_link_id(self, lid: int, *, what: str) -> ChangeReport: ...
-
-        def _save_state(self) -> None: ...
+        def restore_link_id(
+            self, lid: int, *, what: str, by_probes: bool = False
+        ) -> ChangeReport: ...
 
     def _start_link_monitor(self) -> None:
         """Probe every fabric link (primary only; a probe interval of 0 disables it)."""
@@ -97,13 +97,16 @@ class LinkFailures:
                 ):
                     mon.complete(ev, note="not taken down by the probes: left as it is")
                     return
+                # The state file (saved before the switches change) says which links the
+                # probes own, so a standby restores them too.
                 if ev.kind == "down":
-                    rep = self.fail_link_id(ev.lid, what=f"link {ev.link} down (probes lost)")
-                    self._probe_down.add(pair)
+                    rep = self.fail_link_id(
+                        ev.lid, what=f"link {ev.link} down (probes lost)", by_probes=True
+                    )
                 else:
-                    rep = self.restore_link_id(ev.lid, what=f"link {ev.link} up (probes back)")
-                    self._probe_down.discard(pair)
-                self._save_state()  # a standby must know which links the probes own
+                    rep = self.restore_link_id(
+                        ev.lid, what=f"link {ev.link} up (probes back)", by_probes=True
+                    )
                 flows_at, done_at = self._install_marks
             mon.complete(ev, rep, paths_installed_at=flows_at, done_at=done_at)
         except Exception as exc:

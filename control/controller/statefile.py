@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from icefabric.control.ccl.demand import demand_from_job
 from icefabric.control.ccl.job import check_hosts
 from icefabric.control.paths import write_private
-from icefabric.control.state import encode_state, load_state
+from icefabric.control.state import StateWriteError, encode_state, load_state
 
 if TYPE_CHECKING:
     from icefabric.control.agents.hub import AgentHub
@@ -27,6 +30,16 @@ if TYPE_CHECKING:
     from icefabric.topo.spec import TopologySpec
 
 log = logging.getLogger(__name__)
+
+__all__ = ["StateFile", "StateWriteError"]
+
+
+@dataclass(slots=True)
+class _Snapshot:
+    failed: np.ndarray
+    failed_switches: set[str]
+    probe_down: set[int]
+    choices: dict[str, int]
 
 
 class StateFile:
@@ -49,27 +62,67 @@ class StateFile:
 
         def _register(self, job: JobSpec, flows: Iterable[Flow]) -> None: ...
 
-    def _save_state(self) -> None:
-        if self.state_file is not None:
-            failed = [i for i in range(self.topo.n_links) if self.topo.failed[i]]
-            by_flow = self.planner.choices()
-            choices = {
-                name: [by_flow.get(fid, -1) for fid in fids]
-                for name, fids in self._flows_by_job().items()
+    def _save_state(self, *, without_job: str | None = None) -> None:
+        """Write the state as it is in memory (``without_job``: as it will be once that job is
+        removed). The rule every change follows: the state is written *before* its entries
+        reach a switch (:meth:`DesiredState._install_change` saves first), so when the write
+        fails (StateWriteError) the caller rolls its change back and the switches keep what the
+        file says."""
+        if self.state_file is None:
+            return
+        failed = [i for i in range(self.topo.n_links) if self.topo.failed[i]]
+        by_flow = self.planner.choices()
+        choices = {
+            name: [by_flow.get(fid, -1) for fid in fids]
+            for name, fids in self._flows_by_job().items()
+            if name != without_job
+        }
+        keys = self.agents.flows.to_state()
+        if without_job is not None:
+            keys = {
+                fid: k
+                for fid, k in keys.items()
+                if getattr(self.flows.get(fid), "job", None) != without_job
             }
-            data = encode_state(
-                self.spec.name,
-                self.jobs.values(),
-                failed_links=failed,
-                failed_switches=self.failed_switches,
-                probe_down_links=self._probe_down,
-                flow_keys=self.agents.flows.to_state(),
-                choices=choices,
-            )
-            if data == self._state_written and self.state_file.exists():
-                return
+        data = encode_state(
+            self.spec.name,
+            [j for j in self.jobs.values() if j.name != without_job],
+            failed_links=failed,
+            failed_switches=self.failed_switches,
+            probe_down_links=self._probe_down,
+            flow_keys=keys,
+            choices=choices,
+        )
+        if data == self._state_written and self.state_file.exists():
+            return
+        try:
             write_private(self.state_file, data)
-            self._state_written = data
+        except OSError as exc:
+            log.error("state file %s: cannot write: %s", self.state_file, exc.strerror or exc)
+            raise StateWriteError(
+                f"state file {self.state_file}: cannot write ({exc.strerror or exc}); the change "
+                "was not applied: the switches still hold what the file says"
+            ) from exc
+        self._state_written = data
+
+    def _snapshot(self) -> _Snapshot:
+        """What a change may alter, to put back when its state write fails."""
+        return _Snapshot(
+            failed=self.topo.failed.copy(),
+            failed_switches=set(self.failed_switches),
+            probe_down=set(self._probe_down),
+            choices=self.planner.choices(),
+        )
+
+    def _rollback(self, snap: _Snapshot) -> None:
+        """Undo a failure/restore change whose state write failed (nothing was written to a
+        switch): the failed links and switches as they were, every flow on its old path."""
+        self.topo.failed[:] = snap.failed
+        self.failed_switches.clear()
+        self.failed_switches.update(snap.failed_switches)
+        self._probe_down.clear()
+        self._probe_down.update(snap.probe_down)
+        self.planner.pin(snap.choices)
 
     def _load_state(self) -> None:
         assert self.state_file is not None

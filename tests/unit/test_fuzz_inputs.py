@@ -25,7 +25,8 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from icefabric.control.api import MAX_FRAME, ApiServer, FrameError, read_frame
 from icefabric.control.ccl.job import JobError, parse_job
 from icefabric.control.ccl.nccl_log import parse_nccl_log
-from icefabric.topo.spec import SpecError, parse_data_text, parse_topology
+from icefabric.files import parse_data_text
+from icefabric.topo.spec import SpecError, parse_topology
 
 ROOT = Path(__file__).resolve().parents[2]
 TOPO: dict[str, Any] = yaml.safe_load(
