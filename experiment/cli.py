@@ -217,8 +217,9 @@ def cmd_experiment_show(args: argparse.Namespace) -> int:
     try:
         con.print(comparison_table(doc))
         con.print(links_table(doc))
-    except (KeyError, TypeError) as exc:
+    except (KeyError, TypeError, AttributeError, ValueError, IndexError) as exc:
+        what = f"{type(exc).__name__}: {str(exc)[:80]}"
         raise CliError(
-            f"{args.dir}: results.json lacks a field of the schema: {exc}", EXIT_USAGE
-        ) from exc
+            f"{args.dir}: results.json does not follow the schema ({what})", EXIT_USAGE
+        ) from None
     return EXIT_OK

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import logging
 from collections.abc import Mapping
 from pathlib import Path
@@ -14,6 +15,7 @@ from rich.table import Table
 from icefabric.control import render
 from icefabric.experiment.config import Experiment
 from icefabric.experiment.runner import Outcome, run_experiment
+from icefabric.files import write_output
 
 log = logging.getLogger(__name__)
 
@@ -163,8 +165,10 @@ def write_plot(doc: Mapping[str, Any], path: Path) -> Path:
     ax3.legend(fontsize=7)
     fig.suptitle(doc["experiment"]["name"])
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=100)
     plt.close(fig)
+    write_output(path, png.getvalue())  # never through a link planted at the path
     return path
 
 

@@ -15,11 +15,19 @@ the same experiment give byte-identical files once ``run`` is removed (:func:`co
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from icefabric.files import (
+    DataFileError,
+    JsonError,
+    parse_json,
+    printable,
+    read_input,
+    write_output,
+)
 
 SCHEMA = "icefabric.experiment/1"
 BASELINE = "ecmp+dcqcn"
@@ -101,11 +109,10 @@ def results_dir(base: Path, name: str, started: float) -> Path:
 
 
 def write(doc: Mapping[str, Any], directory: Path) -> Path:
-    """Write results.json into ``directory`` (atomically: a temporary file, then rename)."""
+    """Write results.json into ``directory`` (atomically, never through a link:
+    :func:`icefabric.files.write_output`)."""
     path = directory / "results.json"
-    tmp = directory / ".results.json.tmp"
-    tmp.write_text(json.dumps(doc, indent=2, sort_keys=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_output(path, json.dumps(doc, indent=2, sort_keys=False) + "\n")
     return path
 
 
@@ -113,21 +120,31 @@ MAX_RESULTS_BYTES = 64 * 1024 * 1024
 
 
 def load(directory_or_file: str | Path) -> dict[str, Any]:
-    """Read a results directory's results.json (ValueError naming the file if it is not one)."""
+    """Read a results directory's results.json (ValueError naming the file if it is not one).
+
+    Read through :func:`icefabric.files.read_input`: at most ``MAX_RESULTS_BYTES`` bytes
+    actually read, a regular file only (a device or a FIFO planted as results.json is refused
+    before a byte is read), JSON of bounded nesting and integer length."""
     p = Path(directory_or_file)
     if p.is_dir():
         p = p / "results.json"
     try:
-        if p.stat().st_size > MAX_RESULTS_BYTES:
-            raise ValueError(f"{p}: larger than {MAX_RESULTS_BYTES} bytes, not a results file")
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise ValueError(f"{p}: cannot read: {e.strerror or e}") from e
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{p}: not valid JSON: {e}") from e
+        raw = read_input(p, limit=MAX_RESULTS_BYTES, what="a results.json")
+        doc = parse_json(raw)
+    except DataFileError as e:
+        raise ValueError(str(e).splitlines()[0]) from None
+    except JsonError as e:
+        raise ValueError(printable(f"{p}: not valid JSON: {e}")) from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
-        raise ValueError(f"{p}: schema: expected {SCHEMA!r}, got {got!r}")
-    if not isinstance(doc.get("modes"), list):
-        raise ValueError(f"{p}: modes: expected a list of mode objects")
+        raise ValueError(printable(f"{p}: schema: expected {SCHEMA!r}, got {got!r}"))
+    modes = doc.get("modes")
+    if not isinstance(modes, list) or not all(
+        isinstance(m, dict) and isinstance(m.get("mode"), str) for m in modes
+    ):
+        raise ValueError(f"{p}: modes: expected a list of mode objects, each with a 'mode' name")
+    for key, required in (("experiment", True), ("comparison", False), ("run", False)):
+        if (required or key in doc) and not isinstance(doc.get(key), dict):
+            got = type(doc.get(key)).__name__ if doc.get(key) is not None else "null"
+            raise ValueError(f"{p}: {key}: expected an object, got {got}")
     return doc

@@ -5,12 +5,11 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from icefabric.control import render
 from icefabric.control.cli_common import EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, CliError, int_range
-from icefabric.sim.config import CONTROLS, ROUTINGS, SimConfig, SimConfigError
+from icefabric.sim.config import CONTROLS, MAX_ITERATIONS, ROUTINGS, SimConfig, SimConfigError
 from icefabric.sim.results import SimResult
 
 DEFAULT_COMPARE = ("ecmp+dcqcn", "ice+ice")
@@ -59,13 +58,23 @@ def _run(args: argparse.Namespace, cfg: SimConfig) -> SimResult:
                     f"{path}: ranks[{r.rank}].host: no host {r.host!r} in topology {spec.name!r}",
                     EXIT_USAGE,
                 )
-    w = workload_from_jobs(jobs, iterations=args.iterations, a2a_window=args.a2a_window)
+    try:  # every bound (iterations, flows, steps, memory) is checked before a run starts
+        w = workload_from_jobs(jobs, iterations=args.iterations, a2a_window=args.a2a_window)
+    except ValueError as e:
+        raise CliError(f"icectl sim: --{e}", EXIT_USAGE) from None
     try:
         sim = Simulator(Topology(spec), w, cfg)
     except ValueError as e:
         raise CliError(f"icectl sim: {e}", EXIT_RUNTIME) from None
-    if not args.progress:
-        return sim.run()
+    try:
+        return _go(sim, cfg, args.progress)
+    except SimConfigError as e:
+        raise CliError(f"icectl sim: {e}", EXIT_USAGE) from None
+
+
+def _go(sim: Any, cfg: SimConfig, progress: bool) -> SimResult:
+    if not progress:
+        return sim.run()  # type: ignore[no-any-return]
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -82,7 +91,7 @@ def _run(args: argparse.Namespace, cfg: SimConfig) -> SimResult:
         def hook(frac: float, t_us: float) -> None:
             bar.update(task, completed=frac, t=t_us / 1e3)
 
-        return sim.run(progress=hook)
+        return sim.run(progress=hook)  # type: ignore[no-any-return]
 
 
 def _fmt(x: float, scale: float, digits: int = 3) -> str:
@@ -151,13 +160,16 @@ def _print(results: list[SimResult]) -> None:
 def _write(out: str | None, results: list[SimResult], title: str) -> None:
     if not out:
         return
+    from icefabric.files import check_output_dir
     from icefabric.sim.results import plot_results
 
-    d = Path(out)
-    d.mkdir(parents=True, exist_ok=True)
-    for r in results:
-        r.write_json(d / f"{r.label}.json")
-    plot_results(results, d / "sim.png", title=title)
+    try:  # files are replaced only when they are the caller's own regular files
+        d = check_output_dir(out)
+        for r in results:
+            r.write_json(d / f"{r.label}.json")
+        plot_results(results, d / "sim.png", title=title)
+    except OSError as e:
+        raise CliError(f"icectl sim: --out: {e.strerror or e}", EXIT_RUNTIME) from None
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -207,7 +219,10 @@ def _common(
     p.add_argument("--topo", required=True, help="topology spec (YAML/JSON)")
     p.add_argument("--job", required=True, action="append", help="job description (repeat)")
     p.add_argument(
-        "--iterations", type=int_range(1), default=1, help="repeat the jobs' phases N times"
+        "--iterations",
+        type=int_range(1, MAX_ITERATIONS),
+        default=1,
+        help=f"repeat the jobs' phases N times (1..{MAX_ITERATIONS:,})",
     )
     p.add_argument(
         "--a2a-window",

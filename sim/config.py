@@ -8,8 +8,37 @@ ROUTINGS = ("ecmp", "ice", "flowlet")
 CONTROLS = ("dcqcn", "ice", "none")
 
 
+# Bounds checked before a run allocates or steps anything (control/README.md, "Limits").
+MIN_DT_US = 0.01  # 10 ns: finer steps only cost time
+MAX_DT_US = 10_000.0
+MAX_TIME_US = 3_600e6  # one simulated hour
+MAX_STEPS = 20_000_000  # max_time_us / dt_us
+MAX_STATE_BYTES = 4 << 30  # the run's arrays (delay history, per-hop queues) before it starts
+MAX_ITERATIONS = 10_000
+MAX_SIM_FLOWS = 4_000_000  # flows of all jobs x iterations (the job limit, per run)
+
+
 class SimConfigError(ValueError):
     """A configuration value out of range (the message names the field)."""
+
+
+def check_run_size(
+    *, dt_us: float, max_time_us: float, delay_steps: int, links: int, flows: int, hops: int
+) -> None:
+    """SimConfigError naming the field when a run would take more steps or memory than the
+    bounds above (called once the time step and the fabric are known, before any array)."""
+    steps = max_time_us / dt_us
+    if steps > MAX_STEPS:
+        raise SimConfigError(
+            f"max_time_us / dt_us: {steps:.3g} steps, at most {MAX_STEPS:,} (raise dt_us "
+            f"{dt_us:g} or lower max_time_us {max_time_us:g})"
+        )
+    need = 8 * (3 * delay_steps * links + 2 * hops * flows + hops * links + 16 * flows + 16 * links)
+    if need > MAX_STATE_BYTES:
+        raise SimConfigError(
+            f"dt_us: {dt_us:g} us makes a {delay_steps:,}-step delay history; the run would need "
+            f"{need / 2**30:.3g} GiB of state, at most {MAX_STATE_BYTES / 2**30:g} GiB (raise dt_us)"
+        )
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)
@@ -50,11 +79,17 @@ class SimConfig:
             raise SimConfigError(f"routing: expected one of {ROUTINGS}, got {self.routing!r}")
         if self.control not in CONTROLS:
             raise SimConfigError(f"control: expected one of {CONTROLS}, got {self.control!r}")
-        if self.dt_us is not None and not self.dt_us > 0:
-            raise SimConfigError(f"dt_us: expected > 0, got {self.dt_us!r}")
+        if self.dt_us is not None and not MIN_DT_US <= self.dt_us <= MAX_DT_US:
+            raise SimConfigError(
+                f"dt_us: expected {MIN_DT_US:g}..{MAX_DT_US:g} microseconds, got {self.dt_us!r}"
+            )
+        if not 0 < self.max_time_us <= MAX_TIME_US:
+            raise SimConfigError(
+                f"max_time_us: expected > 0 and at most {MAX_TIME_US:g} (one hour), "
+                f"got {self.max_time_us!r}"
+            )
         for name in (
             "cap_interval_us",
-            "max_time_us",
             "mtu_bytes",
             "flowlet_gap_us",
             "ecn_history_steps",

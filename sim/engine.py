@@ -41,7 +41,7 @@ import numpy as np
 from icefabric.control.congestion import max_min_fill
 from icefabric.control.planner.state import PlanState
 from icefabric.control.topology import Topology
-from icefabric.sim.config import SimConfig
+from icefabric.sim.config import SimConfig, check_run_size
 from icefabric.sim.marks import EnqueueDepth
 from icefabric.sim.network import Routes, SimNetwork, route
 from icefabric.sim.results import QUEUE_EDGES, CollectiveResult, SimResult, Trace
@@ -166,6 +166,14 @@ class Simulator:
         caps = np.full(n_f, np.inf)
 
         delay_steps = max(1, round(rtt / dt))
+        check_run_size(  # steps and memory bounded before anything is allocated or run
+            dt_us=dt,
+            max_time_us=cfg.max_time_us,
+            delay_steps=delay_steps,
+            links=nl,
+            flows=n_f,
+            hops=n_h,
+        )
         hist_tx = np.zeros((delay_steps, nl))
         hist_q = np.zeros((delay_steps, nl))
         hist_t = np.zeros(delay_steps)

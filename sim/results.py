@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import math
 from dataclasses import asdict, dataclass, field
@@ -10,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from icefabric.files import write_output
 from icefabric.sim.config import SimConfig
 
 # queue-depth histogram edges in bytes (fabric links, one sample per link per step)
@@ -181,8 +183,9 @@ class SimResult:
         return out
 
     def write_json(self, path: str | Path) -> None:
-        """The result as a JSON file (with the trace)."""
-        Path(path).write_text(json.dumps(self.to_dict(trace=True), indent=1) + "\n")
+        """The result as a JSON file (with the trace), never written through a symlink or over
+        another user's file (:func:`icefabric.files.write_output`)."""
+        write_output(path, json.dumps(self.to_dict(trace=True), indent=1) + "\n")
 
 
 def _clean(v: Any) -> Any:
@@ -214,5 +217,7 @@ def plot_results(results: list[SimResult], path: str | Path, title: str = "") ->
     if title:
         ax1.set_title(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=100)
+    write_output(path, png.getvalue())
     plt.close(fig)

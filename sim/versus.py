@@ -88,7 +88,15 @@ def _paths_routes(net: SimNetwork, w: Workload, paths: dict[str, list[str]], sou
 def compare(results_path: str | Path) -> dict[str, Any]:
     """Run the simulator on the experiment of ``results_path``; both sides' figures."""
     source = str(results_path)
-    data = json.loads(Path(results_path).read_text())
+    from icefabric.control.experiment.results import MAX_RESULTS_BYTES
+    from icefabric.files import DataFileError, JsonError, parse_json, read_text
+
+    try:  # bounded by bytes read, a regular file only, JSON of bounded nesting and integers
+        data = parse_json(read_text(results_path, limit=MAX_RESULTS_BYTES, what="a results.json"))
+    except DataFileError as e:
+        raise VersusError(str(e).splitlines()[0]) from None
+    except JsonError as e:
+        raise VersusError(f"{source}: not valid JSON: {e}") from None
     try:
         exp = data["experiment"]
         modes = {m["mode"]: m for m in data["modes"]}
@@ -156,15 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         out = compare(args.results)
     except (VersusError, OSError) as e:
-        sys.stderr.write(f"versus: {e}\n")
-        return 2
-    except json.JSONDecodeError as e:
-        sys.stderr.write(f"versus: {args.results}:{e.lineno}:{e.colno}: {e.msg}: expected JSON\n")
-        return 2
-    except UnicodeDecodeError as e:
-        sys.stderr.write(
-            f"versus: {args.results}: not UTF-8 text (byte {e.start}): expected JSON\n"
-        )
+        sys.stderr.write(f"versus: {str(e).splitlines()[0] if str(e) else type(e).__name__}\n")
         return 2
     sys.stdout.write(json.dumps(out, indent=1) + "\n")
     return 0

@@ -28,7 +28,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from icefabric.control.ccl.demand import Flow, default_tree, demand_from_job
-from icefabric.control.ccl.job import JobSpec, Phase
+from icefabric.control.ccl.job import JobSpec, Phase, estimate_flows
+from icefabric.sim.config import MAX_ITERATIONS, MAX_SIM_FLOWS
 from icefabric.sim.window import A2aWindow
 
 RING_STEPS = {"all-reduce": 2, "all-gather": 1, "reduce-scatter": 1}
@@ -165,8 +166,14 @@ def workload_from_jobs(
         raise ValueError(f"a2a_window: expected >= 1, got {a2a_window}")
     if slices is not None and slices < 1:
         raise ValueError(f"slices: expected >= 1, got {slices}")
-    if iterations < 1:
-        raise ValueError(f"iterations: expected >= 1, got {iterations}")
+    if not 1 <= iterations <= MAX_ITERATIONS:
+        raise ValueError(f"iterations: expected 1..{MAX_ITERATIONS:,}, got {iterations}")
+    total = iterations * sum(estimate_flows(p) for job in jobs for p in job.phases)
+    if total > MAX_SIM_FLOWS:
+        raise ValueError(
+            f"iterations: {iterations} x the jobs' flows = {total:,} flows, at most "
+            f"{MAX_SIM_FLOWS:,} per run"
+        )
     flows: list[Flow] = []
     group: list[int] = []
     chunk: list[float] = []

@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from icefabric.files import write_output
 from icefabric.target.device import Device
 from icefabric.target.ports import RawPort, parse_port_spec
 from icefabric.target.queues import MAX_PRIORITY_QUEUES
@@ -218,7 +219,7 @@ def run(args: argparse.Namespace, stop: threading.Event) -> int:
         if program is None:
             raise CliError("--p4info-out needs a program (--p4 FILE)", EXIT_USAGE)
         try:
-            args.p4info_out.write_text(program.p4info_text())
+            write_output(args.p4info_out, program.p4info_text())
         except OSError as exc:
             raise CliError(f"cannot write {args.p4info_out}: {exc}") from None
         log.info("P4Info written to %s", args.p4info_out)

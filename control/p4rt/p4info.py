@@ -13,9 +13,12 @@ from google.protobuf import text_format
 from google.protobuf.message import DecodeError
 from p4.config.v1 import p4info_pb2, p4types_pb2
 
+from icefabric.files import DataFileError, read_input
+
 from .errors import P4InfoError
 
 LOG = logging.getLogger(__name__)
+MAX_P4INFO_BYTES = 64 * 1024 * 1024  # a P4Info file (text or binary)
 
 _MATCH_TYPES: Mapping[int, str] = MappingProxyType(
     {
@@ -388,7 +391,7 @@ def load_p4info(path: str | Path) -> p4info_pb2.P4Info:
     """Read a P4Info file (text or binary format, detected)."""
     p = Path(path)
     try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise P4InfoError(f"{p}: cannot read the P4Info file: {exc.strerror}") from exc
+        data = read_input(p, limit=MAX_P4INFO_BYTES, what="a P4Info file")
+    except DataFileError as exc:
+        raise P4InfoError(str(exc).splitlines()[0]) from None
     return parse_p4info(data, source=str(p))

@@ -27,11 +27,12 @@ The P4Info is the one bf-p4c writes with ``--p4runtime-files``.
 
 from __future__ import annotations
 
-import json
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from icefabric.files import DataFileError, JsonError, parse_json, read_input
 
 # The packings pack() knows, the default first.
 TOFINO_FORMATS = ("bfrt", "legacy")
@@ -221,12 +222,9 @@ def decode_legacy(data: bytes) -> tuple[str, bytes, bytes]:
 
 def _read(path: Path) -> bytes:
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise TofinoConfigError(f"{path}: {size} bytes, more than {MAX_FILE_BYTES}")
-        return path.read_bytes()
-    except OSError as exc:
-        raise TofinoConfigError(f"{path}: cannot read: {exc.strerror}") from exc
+        return read_input(path, limit=MAX_FILE_BYTES, what="a bf-p4c output file")
+    except DataFileError as exc:
+        raise TofinoConfigError(str(exc).splitlines()[0]) from None
 
 
 def _resolve(out_dir: Path, listed: str, pipeline: str | None) -> Path:
@@ -263,10 +261,10 @@ def load_bf_p4c_output(out_dir: str | Path, *, program: str | None = None) -> To
 
 def _from_conf(root: Path, conf: Path, program: str | None) -> TofinoProgram:
     try:
-        doc = json.loads(_read(conf).decode("utf-8"))
+        doc = parse_json(_read(conf))
         progs = [p for dev in doc["p4_devices"] for p in dev["p4_programs"]]
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise TofinoConfigError(f"{conf}: not JSON: {exc}") from exc
+    except JsonError as exc:
+        raise TofinoConfigError(f"{conf}: not JSON: {exc}") from None
     except (KeyError, TypeError) as exc:
         raise TofinoConfigError(
             f"{conf}: expected p4_devices[].p4_programs[] (bf-p4c's .conf layout)"

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from icefabric.control.planner.state import PlanState
+from icefabric.files import parse_json, write_output
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)
@@ -96,7 +97,7 @@ class Plan:
         """The plan as JSON text, also written to ``path`` when given."""
         text = json.dumps(self.to_dict(), indent=2)
         if path is not None:
-            Path(path).write_text(text + "\n", encoding="utf-8")
+            write_output(path, text + "\n")  # never through a link, nor over another's file
         return text
 
     @classmethod
@@ -120,7 +121,7 @@ class Plan:
     @classmethod
     def from_json(cls, text: str) -> Plan:
         """Parse :meth:`to_json` output."""
-        return cls.from_dict(json.loads(text))
+        return cls.from_dict(parse_json(text))
 
 
 def build_plan(

@@ -277,4 +277,5 @@ def test_versus_names_a_file_that_is_not_json(
     text.write_text("a: [\n")
     assert versus_main([str(text)]) == 2
     err = capsys.readouterr().err
-    assert f"{text}:1:1:" in err and "Traceback" not in err
+    assert f"{text}: not valid JSON: Expecting value at line 1 column 1" in err
+    assert "Traceback" not in err
