@@ -88,7 +88,7 @@ def _paths_routes(net: SimNetwork, w: Workload, paths: dict[str, list[str]], sou
 def compare(results_path: str | Path) -> dict[str, Any]:
     """Run the simulator on the experiment of ``results_path``; both sides' figures."""
     source = str(results_path)
-    from icefabric.control.experiment.results import MAX_RESULTS_BYTES
+    from icefabric.experiment.results import MAX_RESULTS_BYTES
     from icefabric.files import DataFileError, JsonError, parse_json, read_text
 
     try:  # bounded by bytes read, a regular file only, JSON of bounded nesting and integers
