@@ -49,12 +49,12 @@ class BoundedWSGIServer(WSGIServer):
     request_s = REQUEST_S
 
     def __init__(self, *args: Any, **kw: Any) -> None:
-        super().__init__(*args, **kw)
         self.stats = HttpStats()
         self._slots = threading.BoundedSemaphore(self.workers)
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="http-worker")
         self._open: dict[socket.socket, float] = {}  # request -> deadline
         self._lock = threading.Lock()
+        super().__init__(*args, **kw)  # binds: server_close() on failure needs the pool
 
     def process_request(self, request: Any, client_address: Any) -> None:
         """Hand the connection to a free worker, or answer 503 when none is free."""

@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import math
 import struct
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -60,6 +60,7 @@ OP_SEND_ONLY_IMM = 0x05
 IMM_BYTES = 4
 DEFAULT_MTU = 1024  # RoCE path MTU (payload bytes per packet)
 SENT_RING = 1024  # send times remembered per flow, for feedback's sent_us
+MAX_RX_FLOWS = 65_536  # receive flows kept per host (like the agent channel's flows per host)
 
 MessageCallback = Callable[[FlowKey, int, int, float], None]
 
@@ -168,6 +169,7 @@ class EndpointCounters:
     cnp_unknown_flow: int = 0
     not_for_us: int = 0
     other: int = 0
+    rx_evicted: int = 0  # receive flows dropped (least recently heard) past MAX_RX_FLOWS
 
 
 class Endpoint:
@@ -204,7 +206,9 @@ class Endpoint:
         self.nic_quantum_us = nic_quantum_us
         self.frame_bytes = HEADER_BYTES + mtu + ICRC_BYTES  # a full data frame
         self.tx: dict[FlowKey, _TxFlow] = {}
-        self.rx: dict[tuple[str, int, int], _RxFlow] = {}  # (src ip, sport, qp)
+        # (src ip, sport, qp), least recently heard first: unsolicited frames can add entries,
+        # so past MAX_RX_FLOWS the oldest is evicted (counted in rx_evicted)
+        self.rx: OrderedDict[tuple[str, int, int], _RxFlow] = OrderedDict()
         self.counters = EndpointCounters()
         self._order: list[FlowKey] = []  # round-robin order of tx flows
         self._rr = 0
@@ -366,8 +370,13 @@ class Endpoint:
         rkey = (h.src_ip, h.sport, h.qp)
         rx = self.rx.get(rkey)
         if rx is None:
+            if len(self.rx) >= MAX_RX_FLOWS:
+                self.rx.popitem(last=False)
+                self.counters.rx_evicted += 1
             key = FlowKey(src_ip=h.src_ip, dst_ip=h.dst_ip, sport=h.sport, dport=h.dport, qp=h.qp)
             rx = self.rx[rkey] = _RxFlow(stats=FlowStats(key=key))
+        else:
+            self.rx.move_to_end(rkey)
         s = rx.stats
         if rx.expected_psn is not None and h.psn != rx.expected_psn:
             gap = (h.psn - rx.expected_psn) % PSN_MOD

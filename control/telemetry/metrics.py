@@ -11,8 +11,7 @@ import logging
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
 from prometheus_client.core import (
@@ -21,8 +20,9 @@ from prometheus_client.core import (
     HistogramMetricFamily,
     Metric,
 )
-from prometheus_client.exposition import ThreadingWSGIServer
 from prometheus_client.registry import Collector
+
+from icefabric.httpserve import BoundedWSGIServer, serve_wsgi
 
 if TYPE_CHECKING:
     from icefabric.control.controller import Controller
@@ -204,11 +204,6 @@ def _counter(name: str, doc: str, value: float) -> CounterMetricFamily:
     return CounterMetricFamily(name, doc, value=value)
 
 
-class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        log.debug("metrics: " + format, *args)
-
-
 class MetricsServer:
     """``/metrics`` for one controller on HOST:PORT (port 0: any free port)."""
 
@@ -217,21 +212,17 @@ class MetricsServer:
         self.registry.register(ControllerCollector(ctl))
         self.host = host
         self.port = port
-        self._server: WSGIServer | None = None
+        self._server: BoundedWSGIServer | None = None
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        """Bind and serve in a thread (OSError when the address cannot be bound)."""
+        """Bind and serve in a thread (OSError when the address cannot be bound): a bounded
+        pool of workers, idle clients dropped, no request open for long
+        (:mod:`icefabric.httpserve`)."""
         app = make_wsgi_app(self.registry)
-        server = make_server(
-            self.host, self.port, app, server_class=ThreadingWSGIServer, handler_class=_QuietHandler
-        )
+        server, self._thread = serve_wsgi(self.host, self.port, app, name="icectl-metrics")
         self._server = server
         self.port = int(server.server_port)
-        self._thread = threading.Thread(
-            target=server.serve_forever, name="icectl-metrics", daemon=True
-        )
-        self._thread.start()
         log.info("metrics on http://%s:%d/metrics", self.host, self.port)
 
     def stop(self) -> None:

@@ -158,6 +158,45 @@ def test_client_refuses_a_peer_of_another_user(
     assert received in ([], [b""])  # nothing was sent to the impostor
 
 
+ROOT = Path(__file__).resolve().parents[3]
+OTHER_UID = 65534
+
+
+def interpreter_for_other_users() -> str:
+    """A Python interpreter another uid can run whatever the checkout's parents allow: the real
+    file behind the venv's ``python`` (a checkout made in a 0700 ``mktemp -d`` folder holds a
+    .venv the other uid cannot reach: issue 26 item 14). Skips when there is none."""
+    exe = Path(os.path.realpath(sys.executable))
+    for p in [exe, *exe.parents]:
+        mode = p.stat().st_mode
+        if not mode & stat.S_IXOTH:
+            pytest.skip(f"{p}: not reachable by uid {OTHER_UID} (mode {mode & 0o777:o})")
+    return str(exe)
+
+
+def run_as_other_user(script: str, *args: str) -> subprocess.Popen[str]:
+    """``python -I -c script args`` as uid 65534, from ``/``: nothing of the checkout (its
+    .venv, its folder, the user site) is needed, so the test holds wherever it sits."""
+    return subprocess.Popen(
+        [interpreter_for_other_users(), "-I", "-c", script, *args],
+        user=OTHER_UID,
+        cwd="/",
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run a process as another user")
+def test_the_other_user_needs_nothing_from_the_checkout() -> None:
+    """Item 14: the squatter ran the checkout's .venv/bin/python as uid 65534, which fails when
+    the checkout sits under a 0700 folder."""
+    exe = interpreter_for_other_users()
+    assert not Path(exe).is_relative_to(ROOT)
+    proc = run_as_other_user("import os,sys;print(os.getuid(), sys.flags.isolated)")
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0 and out.split() == [str(OTHER_UID), "1"]
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run a squatter as another user")
 def test_real_squatter_of_another_uid_is_refused() -> None:
     d = Path(tempfile.mkdtemp(prefix="icectl-squat-"))
@@ -170,12 +209,7 @@ def test_real_squatter_of_another_uid_is_refused() -> None:
             'd=c.recv(65536);b=b\'{"ok":true,"result":1}\';'
             "c.sendall(struct.pack('!I',len(b))+b) if d else None;print(len(d),flush=True)"
         )
-        proc = subprocess.Popen(
-            [sys.executable, "-c", script, str(path)],
-            user=65534,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
+        proc = run_as_other_user(script, str(path))
         try:
             assert proc.stdout is not None
             assert proc.stdout.readline().strip() == "ready"
