@@ -7,7 +7,7 @@ BUILD   := build
 P4SRC   := $(wildcard p4src/*.p4 p4src/common/*.p4 p4src/common/control/*.p4 p4src/v1model/*.p4 \
 			p4src/v1model/control/*.p4)
 
-.PHONY: setup test test-unit test-dataplane test-e2e demo bench p4 p4-tna lint clean
+.PHONY: setup test test-unit test-hostile test-dataplane test-e2e demo bench p4 p4-tna lint clean
 
 setup:
 	@scripts/setup.sh
@@ -18,6 +18,10 @@ test: setup
 
 test-unit: setup
 	$(PYTEST) tests/unit
+
+# The hostile tier alone (part of test-unit and test): hostile frames, files, clients, disks.
+test-hostile: setup
+	$(PYTEST) tests/unit/hostile
 
 test-dataplane: setup
 	$(PYTEST) tests/dataplane

@@ -14,6 +14,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from icefabric.files import JsonError, parse_json
+
 FORMAT = "icefabric-p4/1"
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
 
@@ -63,10 +65,10 @@ def _relpath(path: Path, root: Path) -> str:
 
 def parse_bundle(data: bytes) -> tuple[str, dict[str, str]]:
     """Validate bundle bytes; return (main file name, files)."""
-    try:
-        doc: Any = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise BundleError(f"device bundle is not valid JSON: {exc}") from exc
+    try:  # bounded nesting and integers: a pushed config is a peer's input
+        doc: Any = parse_json(data, max_depth=8)
+    except JsonError as exc:
+        raise BundleError(f"device bundle is not valid JSON: {exc}") from None
     if not isinstance(doc, dict):
         raise BundleError("device bundle: expected a JSON object")
     if doc.get("format") != FORMAT:

@@ -57,7 +57,7 @@ def test_usage_errors_exit_two(capsys: pytest.CaptureFixture[str]) -> None:
         (["plan", "-", "--draws", "0"], "--draws: expected >= 1 and <= 1,000,000, got '0'"),
         (["plan", "-", "--draws", "10000000000"], "--draws: expected >= 1 and <= 1,000,000"),
         (["plan", "-", "--seed", "-1"], "--seed: expected >= 0, got '-1'"),
-        (["sim", "run", "--iterations", "0"], "--iterations: expected >= 1, got '0'"),
+        (["sim", "run", "--iterations", "0"], "--iterations: expected >= 1 and <= 10,000, got '0'"),
         (["sim", "compare", "--seed", "-2"], "--seed: expected >= 0, got '-2'"),
         (["sim", "run", "--iterations", "x"], "--iterations: expected a whole number, got 'x'"),
     ],
