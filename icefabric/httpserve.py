@@ -19,7 +19,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 
 log = logging.getLogger(__name__)
 
@@ -44,17 +44,25 @@ class BoundedWSGIServer(WSGIServer):
 
     request_queue_size = BACKLOG
     allow_reuse_address = True
-    workers = WORKERS
-    idle_s = IDLE_S
-    request_s = REQUEST_S
 
-    def __init__(self, *args: Any, **kw: Any) -> None:
+    def __init__(
+        self,
+        server_address: tuple[str, int],
+        handler: type[WSGIRequestHandler],
+        *,
+        workers: int = WORKERS,
+        idle_s: float = IDLE_S,
+        request_s: float = REQUEST_S,
+    ) -> None:
+        self.workers = workers
+        self.idle_s = idle_s
+        self.request_s = request_s
         self.stats = HttpStats()
         self._slots = threading.BoundedSemaphore(self.workers)
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="http-worker")
         self._open: dict[socket.socket, float] = {}  # request -> deadline
         self._lock = threading.Lock()
-        super().__init__(*args, **kw)  # binds: server_close() on failure needs the pool
+        super().__init__(server_address, handler)  # binds: server_close() on failure needs the pool
 
     def process_request(self, request: Any, client_address: Any) -> None:
         """Hand the connection to a free worker, or answer 503 when none is free."""
@@ -119,13 +127,10 @@ def serve_wsgi(
 ) -> tuple[BoundedWSGIServer, threading.Thread]:
     """Bind ``app`` on HOST:PORT with the bounds above and serve it in a daemon thread
     (OSError when the address cannot be bound). Stop with ``shutdown()`` + ``server_close()``."""
-    server_class = type(
-        "BoundedServer",
-        (BoundedWSGIServer,),
-        {"workers": workers, "idle_s": idle_s, "request_s": request_s},
+    server = BoundedWSGIServer(
+        (host, port), QuietHandler, workers=workers, idle_s=idle_s, request_s=request_s
     )
-    server = make_server(host, port, app, server_class=server_class, handler_class=QuietHandler)
-    assert isinstance(server, BoundedWSGIServer)
+    server.set_app(app)
     thread = threading.Thread(
         target=server.serve_forever, kwargs={"poll_interval": 0.25}, name=name, daemon=True
     )
