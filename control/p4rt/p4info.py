@@ -393,5 +393,6 @@ def load_p4info(path: str | Path) -> p4info_pb2.P4Info:
     try:
         data = read_input(p, limit=MAX_P4INFO_BYTES, what="a P4Info file")
     except DataFileError as exc:
-        raise P4InfoError(str(exc).splitlines()[0]) from None
+        msg = str(exc).splitlines()[0]
+        raise P4InfoError(msg.replace(": cannot read:", ": cannot read the P4Info file:", 1)) from None
     return parse_p4info(data, source=str(p))
