@@ -18,6 +18,19 @@ where the reference rate Rc is updated to R at most once per T (the first feedba
 passed), so a decrease happens at the first feedback that shows the queue, i.e. within one RTT,
 and is not compounded by the feedback of the same round trip.  Rates stay within
 [min_rate, min(line rate, cap)]; the reference never winds up above the cap.
+
+**Anchored on the plan.**  The controller's caps come from a plan that leaves no link over its
+capacity (max-min fair over the planned paths), so a flow with a cap sends at the cap (eta = 1
+relative to the cap: HPCC's headroom would only leave planned capacity idle) and reads INT for
+what the plan did not foresee: a hop whose queue stands over two consecutive records
+(``min(q, q') > anchor_queue_bdp x B x T``).  Then HPCC's rule above takes over, starting from
+the cap as its reference, until its rate is back at the cap with no standing queue on the path.
+R_AI of a capped flow is derived from the plan: HPCC bounds the additive steps of the N flows on
+a link by its headroom, N x W_AI <= (1 - eta) B; the plan's caps of a link's flows sum to at
+most B, so W_AI = (1 - eta) x cap meets the bound for every flow without guessing N, and HPCC's
+steady state ``U = eta R / (R - W_AI)`` is then U = 1 exactly at R = cap: once the unplanned
+traffic is gone the rule climbs back to the plan's rate by itself.  Flows without a cap (no plan)
+keep HPCC's W_AI = (1 - eta) B / N with N = ``ai_flows``.
 """
 
 from __future__ import annotations
@@ -40,9 +53,16 @@ class IceParams:
     eta: float = 0.95
     #: base round-trip time T (HPCC's testbed: ~9 us at 100 Gbit/s with 1 KB packets).
     base_rtt_us: float = 9.0
-    #: additive step R_AI as a fraction of the line rate (HPCC: W_AI = W_init (1 - eta) / N
-    #: with N the expected concurrent flows; 0.5 % is N = 10).
+    #: additive step R_AI of a flow without a cap, as a fraction of the line rate (HPCC:
+    #: W_AI = W_init (1 - eta) / N with N the expected concurrent flows; 0.5 % is N = 10).
     ai_fraction: float = 0.005
+    #: a capped flow sends at its cap and leaves it only for a standing queue (module docstring)
+    anchor: bool = True
+    #: a capped flow's R_AI is (1 - eta) x cap (derived from the plan); False: ``ai_fraction``
+    derived_ai: bool = True
+    #: the standing queue (both of two consecutive records) that ends the anchored regime, as
+    #: a fraction of the hop's bandwidth-delay product B x T (0.1: 11 KB at 100 Gbit/s, 9 us)
+    anchor_queue_bdp: float = 0.1
     #: consecutive under-target reference updates before a multiplicative increase (HPCC: 5).
     max_stage: int = 5
     #: lowest rate, as a fraction of the line rate.
@@ -60,6 +80,7 @@ class IceParams:
             max_stage=self.max_stage,
             min_rate_fraction=self.min_rate_fraction,
             initial_rate_fraction=self.initial_rate_fraction,
+            anchor_queue_bdp=self.anchor_queue_bdp,
         )
         if self.eta > 1:
             raise ValueError(f"IceParams: eta must be in (0, 1], got {self.eta!r}")
@@ -68,6 +89,10 @@ class IceParams:
     def ai_rate_bps(self) -> float:
         """R_AI in bit/s."""
         return self.ai_fraction * self.line_rate_bps
+
+    def capped_ai_bps(self, ceiling_bps: float) -> float:
+        """R_AI of a flow whose ceiling (min(line, cap)) is ``ceiling_bps`` under a cap."""
+        return (1.0 - self.eta) * ceiling_bps if self.derived_ai else self.ai_rate_bps
 
     @property
     def min_rate_bps(self) -> float:
@@ -97,6 +122,7 @@ class IceRate:
         self._ref = self._rate
         self._u = 0.0
         self._stage = 0
+        self._anchored = False  # at the cap, as planned (module docstring)
         self._last_ref_update_us: float | None = None
         self._prev: dict[int, HopSample] = {}  # hop index -> previous record of that hop
         self.feedbacks = 0
@@ -108,13 +134,20 @@ class IceRate:
         return min(self._rate, self._ceiling())
 
     def set_cap(self, cap_bps: float | None) -> None:
-        """Set the controller's cap; rate and reference are pulled down to it."""
+        """Set the controller's cap.  Anchored (the default): the flow goes to the cap at once;
+        otherwise rate and reference are only pulled down to it.  ``None``: HPCC's rule from
+        the current rate."""
         if cap_bps is not None and not cap_bps > 0:
             raise ValueError(f"IceRate.set_cap: cap must be > 0 or None, got {cap_bps!r}")
         self._cap = cap_bps
         ceiling = self._ceiling()
-        self._rate = min(self._rate, ceiling)
-        self._ref = min(self._ref, ceiling)
+        self._anchored = cap_bps is not None and self.params.anchor
+        if self._anchored:
+            self._rate = self._ref = ceiling
+            self._stage = 0
+        else:
+            self._rate = min(self._rate, ceiling)
+            self._ref = min(self._ref, ceiling)
 
     def on_feedback(
         self, now_us: float, hops: Sequence[HopSample], *, sent_us: float | None = None
@@ -129,6 +162,7 @@ class IceRate:
         t = p.base_rtt_us
         u_max = -1.0
         tau = t
+        queued = False  # a hop's queue stood over both records (more than anchor_queue_bdp)
         for i, hop in enumerate(hops):
             prev = self._prev.get(i)
             self._prev[i] = hop
@@ -143,7 +177,10 @@ class IceRate:
             sent = (hop.tx_bytes - prev.tx_bytes) % (1 << 64)
             tx_bps = sent * 8.0 / (dt * 1e-6)
             queue = min(hop.qdepth_bytes, prev.qdepth_bytes)
-            u = queue * 8.0 / (hop.link_bps * t * 1e-6) + tx_bps / hop.link_bps
+            q_term = queue * 8.0 / (hop.link_bps * t * 1e-6)
+            if q_term > p.anchor_queue_bdp:
+                queued = True
+            u = q_term + tx_bps / hop.link_bps
             if u > u_max:
                 u_max = u
                 tau = dt
@@ -154,16 +191,28 @@ class IceRate:
         self.feedbacks += 1
         tau = min(tau, t)
         self._u = (1.0 - tau / t) * self._u + (tau / t) * u_max
-        last = self._last_ref_update_us
-        if last is None:
+        if self._anchored:
+            if not queued:
+                return  # as planned: stay at the cap
+            # the plan did not foresee this: HPCC's rule from the cap, reacting now
+            self._anchored = False
+            self._stage = 0
             update_ref = True
-        elif sent_us is not None:
-            update_ref = sent_us >= last
         else:
-            update_ref = now_us - last >= t
+            last = self._last_ref_update_us
+            if last is None:
+                update_ref = True
+            elif sent_us is not None:
+                update_ref = sent_us >= last
+            else:
+                update_ref = now_us - last >= t
         self._compute(update_ref)
         if update_ref:
             self._last_ref_update_us = now_us
+        if p.anchor and self._cap is not None and not queued and self._rate >= self._ceiling():
+            self._anchored = True  # back at the plan's rate with no queue left
+            self._ref = self._rate
+            self._stage = 0
 
     def on_cnp(self, now_us: float) -> None:
         """ICE reads INT, not ECN: CNPs are ignored."""
@@ -184,6 +233,11 @@ class IceRate:
         """The smoothed path utilisation U."""
         return self._u
 
+    @property
+    def anchored(self) -> bool:
+        """Whether the flow sends at its cap as planned (no unforeseen queue being handled)."""
+        return self._anchored
+
     # ---- internals --------------------------------------------------------------------------
     def _ceiling(self) -> float:
         line = self.params.line_rate_bps
@@ -191,12 +245,13 @@ class IceRate:
 
     def _compute(self, update_ref: bool) -> None:
         p = self.params
+        ai = p.ai_rate_bps if self._cap is None else p.capped_ai_bps(self._ceiling())
         if self._u >= p.eta or self._stage >= p.max_stage:
-            rate = self._ref / max(self._u / p.eta, 1e-9) + p.ai_rate_bps
+            rate = self._ref / max(self._u / p.eta, 1e-9) + ai
             if update_ref:
                 self._stage = 0
         else:
-            rate = self._ref + p.ai_rate_bps
+            rate = self._ref + ai
             if update_ref:
                 self._stage += 1
         rate = min(max(rate, p.min_rate_bps), self._ceiling())

@@ -169,6 +169,7 @@ class IceArray:
         self.ref = self.rate.copy()
         self.u = np.zeros(n)
         self.stage = np.zeros(n, dtype=np.int64)
+        self.anchored = np.zeros(n, dtype=bool)
         self.last_ref_update = np.full(n, np.nan)
         self.prev_hop = np.full((n, hops), -1, dtype=np.int64)  # (switch, port) as one id
         self.prev_tx = np.zeros((n, hops))
@@ -187,14 +188,18 @@ class IceArray:
         return out
 
     def set_caps(self, caps: FloatArray, rows: IntArray | None = None) -> None:
-        """Set caps (``inf``: none) of ``rows`` (all by default); rate and reference follow."""
+        """Set caps (``inf``: none) of ``rows`` (all by default): anchored rows go to their cap,
+        the others are pulled down to it (as :meth:`IceRate.set_cap`)."""
         r = np.arange(self.n) if rows is None else rows
         if np.any(~(caps > 0)):
             raise ValueError("IceArray.set_caps: caps must be > 0 (inf for none)")
         self.cap[r] = caps
         c = np.minimum(self.params.line_rate_bps, self.cap[r])
-        self.rate[r] = np.minimum(self.rate[r], c)
-        self.ref[r] = np.minimum(self.ref[r], c)
+        anchored = np.isfinite(self.cap[r]) & self.params.anchor
+        self.anchored[r] = anchored
+        self.rate[r] = np.where(anchored, c, np.minimum(self.rate[r], c))
+        self.ref[r] = np.where(anchored, c, np.minimum(self.ref[r], c))
+        self.stage[r] = np.where(anchored, 0, self.stage[r])
 
     def on_feedback(
         self,
@@ -222,8 +227,10 @@ class IceArray:
         with np.errstate(divide="ignore", invalid="ignore"):
             tx_bps = (tx_bytes - self.prev_tx[sel]) * 8.0 / (dt * 1e-6)
             queue = np.minimum(qdepth_bytes, self.prev_q[sel])
-            u = queue * 8.0 / (link_bps * t * 1e-6) + tx_bps / link_bps
+            q_term = queue * 8.0 / (link_bps * t * 1e-6)
+            u = q_term + tx_bps / link_bps
         u[~ok] = -1.0
+        queued_all = np.any(ok & (q_term > p.anchor_queue_bdp), axis=1)
         # remember this record (every present hop; absent hops forget theirs, as the scalar)
         self.prev_hop[sel] = np.where(present, hop_id, -1)
         self.prev_tx[sel] = np.where(present, tx_bytes, 0.0)
@@ -237,26 +244,43 @@ class IceArray:
             return
         tau = np.where(ok[k, best], dt[k, best], t)
         r = rows[upd]
+        queued = queued_all[upd]
         self.feedbacks[r] += 1
         tau = np.minimum(tau[upd], t)
         self.u[r] = (1.0 - tau / t) * self.u[r] + (tau / t) * u_max[upd]
+        # anchored rows: stay at the cap as planned, or leave for HPCC's rule on a standing queue
+        was = self.anchored[r]
+        leave = was & queued
+        self.anchored[r[leave]] = False
+        self.stage[r[leave]] = 0
+        go = ~was | leave
+        r = r[go]
+        queued = queued[go]
         last = self.last_ref_update[r]
-        update_ref = np.isnan(last) | (now_us - last >= t)
+        update_ref = leave[go] | np.isnan(last) | (now_us - last >= t)
         self._compute(r, update_ref)
         self.last_ref_update[r[update_ref]] = now_us
+        if p.anchor:  # back at the plan's rate with no queue left
+            c = np.minimum(p.line_rate_bps, self.cap[r])
+            back = r[np.isfinite(self.cap[r]) & ~queued & (self.rate[r] >= c)]
+            self.anchored[back] = True
+            self.ref[back] = self.rate[back]
+            self.stage[back] = 0
 
     def _compute(self, r: IntArray, update_ref: BoolArray) -> None:
         p = self.params
         u = self.u[r]
+        c = np.minimum(p.line_rate_bps, self.cap[r])
+        capped = np.isfinite(self.cap[r])
+        ai = np.where(capped, (1.0 - p.eta) * c, p.ai_rate_bps) if p.derived_ai else p.ai_rate_bps
         mult = (u >= p.eta) | (self.stage[r] >= p.max_stage)
         rate = np.where(
             mult,
-            self.ref[r] / np.maximum(u / p.eta, 1e-9) + p.ai_rate_bps,
-            self.ref[r] + p.ai_rate_bps,
+            self.ref[r] / np.maximum(u / p.eta, 1e-9) + ai,
+            self.ref[r] + ai,
         )
         stage = self.stage[r]
         self.stage[r] = np.where(update_ref, np.where(mult, 0, stage + 1), stage)
-        c = np.minimum(p.line_rate_bps, self.cap[r])
         rate = np.minimum(np.maximum(rate, p.min_rate_bps), c)
         self.rate[r] = rate
         self.ref[r] = np.where(update_ref, rate, self.ref[r])

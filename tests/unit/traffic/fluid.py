@@ -22,6 +22,7 @@ class FluidFlow:
 
     control: RateControl
     start_us: float = 0.0
+    stop_us: float = float("inf")  # the flow sends nothing from here on
     sent_bytes: float = 0.0
     marks: float = 0.0
     last_cnp_us: float = -1e18
@@ -55,7 +56,7 @@ class FluidBottleneck:
         self.now_us += dt
         now = self.now_us
         offered = 0.0
-        active = [f for f in self.flows if f.start_us <= now]
+        active = [f for f in self.flows if f.start_us <= now < f.stop_us]
         sent_now: list[float] = []
         for f in active:
             nbytes = f.control.rate_bps() * dt * 1e-6 / 8.0

@@ -181,3 +181,124 @@ def test_scaled_and_factory() -> None:
         make_rate_control("reno", 1e9)
     with pytest.raises(ValueError, match="eta must be in"):
         IceParams(eta=1.5)
+
+
+# ---- anchored on the plan --------------------------------------------------------------------
+
+
+def _steady(r: IceRate, fraction: float, ts: float, tx: int, q: int = 0) -> tuple[float, int]:
+    """One record T later of a port sending ``fraction`` of the line, queue ``q``."""
+    ts += T
+    tx += _bytes_at(fraction, T)
+    r.on_feedback(ts, [_hop(tx, ts, q=q)])
+    return ts, tx
+
+
+def test_a_capped_flow_sends_at_its_cap_while_the_plan_holds() -> None:
+    r = _ice()
+    r.set_cap(40e9)
+    assert r.anchored and r.rate_bps() == 40e9
+    ts, tx = 0.0, 0
+    r.on_feedback(ts, [_hop(tx, ts)])
+    for _ in range(20):  # the hop runs full (U = 1 >= eta) with no queue: as planned
+        ts, tx = _steady(r, 1.0, ts, tx, q=4_000)
+        assert r.rate_bps() == 40e9 and r.anchored
+    assert r.utilisation == pytest.approx(1.0 + 4_000 * 8 / (LINE * T * 1e-6))
+    # without the anchor HPCC's rule cuts to eta: the headroom the plan does not need
+    plain = _ice(anchor=False)
+    plain.set_cap(40e9)
+    ts, tx = 0.0, 0
+    plain.on_feedback(ts, [_hop(tx, ts)])
+    ts, tx = _steady(plain, 1.0, ts, tx)
+    assert plain.rate_bps() == pytest.approx(40e9 * 0.95 + 0.05 * 40e9)
+    ts, tx = _steady(plain, 1.0, ts, tx)
+    assert plain.rate_bps() < 40e9 and not plain.anchored
+
+
+def test_a_standing_queue_hands_the_flow_to_hpccs_rule_within_one_record() -> None:
+    r = _ice()
+    r.set_cap(50e9)
+    ts, tx = 0.0, 0
+    r.on_feedback(ts, [_hop(tx, ts)])
+    bdp = LINE * T * 1e-6 / 8  # 125 KB
+    # one record with a queue and the next without: a transient, not a standing queue
+    ts, tx = _steady(r, 1.0, ts, tx, q=int(0.5 * bdp))
+    ts, tx = _steady(r, 1.0, ts, tx, q=0)
+    assert r.anchored and r.rate_bps() == 50e9
+    # a queue over 10 % of the BDP in two records in a row: HPCC reacts at once, from the cap
+    ts, tx = _steady(r, 1.0, ts, tx, q=int(0.5 * bdp))
+    assert r.anchored
+    ts, tx = _steady(r, 1.0, ts, tx, q=int(0.5 * bdp))
+    assert not r.anchored
+    u = r.utilisation
+    assert u == pytest.approx(1.5)
+    assert r.rate_bps() == pytest.approx(50e9 / (u / 0.95) + 0.05 * 50e9)  # W_AI = (1-eta) cap
+
+
+def test_back_at_the_cap_once_the_queue_is_gone() -> None:
+    r = _ice()
+    r.set_cap(50e9)
+    ts, tx = 0.0, 0
+    r.on_feedback(ts, [_hop(tx, ts)])
+    for _ in range(3):
+        ts, tx = _steady(r, 1.0, ts, tx, q=60_000)
+    assert not r.anchored
+    low = r.rate_bps()
+    assert low < 40e9
+    # the unplanned traffic left: the port carries this flow's half-link share only, no queue
+    steps = []
+    for _ in range(40):
+        ts, tx = _steady(r, r.rate_bps() / LINE, ts, tx)
+        steps.append(r.rate_bps())
+        if r.anchored:
+            break
+    assert r.anchored and r.rate_bps() == 50e9
+    # additive steps of (1 - eta) x cap = 2.5 Gbit/s before the multiplicative ones
+    assert steps[0] == pytest.approx(low + 2.5e9)
+    assert steps[1] == pytest.approx(low + 5e9)
+    assert len(steps) < 10
+
+
+def test_the_capped_additive_step_is_derived_from_the_cap() -> None:
+    p = IceParams(line_rate_bps=LINE, base_rtt_us=T)
+    assert p.capped_ai_bps(20e9) == pytest.approx(0.05 * 20e9)
+    assert IceParams(derived_ai=False).capped_ai_bps(20e9) == pytest.approx(0.005 * LINE)
+    with pytest.raises(ValueError, match="anchor_queue_bdp must be > 0"):
+        IceParams(anchor_queue_bdp=0.0)
+
+
+def test_planned_flows_give_way_to_unplanned_traffic_and_return_to_their_caps() -> None:
+    # Two planned flows capped at half the link each (the plan fills it), and an unplanned,
+    # uncapped flow that arrives at 200 RTTs and leaves at 600 RTTs.
+    cap = 50e9
+    planned = [FluidFlow(make_rate_control("ice", LINE, base_rtt_us=T)) for _ in range(2)]
+    for f in planned:
+        f.control.set_cap(cap)
+    guest = FluidFlow(
+        make_rate_control("ice", LINE, base_rtt_us=T, ice=IceParams(initial_rate_fraction=0.2)),
+        start_us=200 * T,
+        stop_us=600 * T,
+    )
+    model = FluidBottleneck(LINE, [*planned, guest], dt_us=1.0, rtt_us=T)
+    model.run(199 * T)
+    assert all(f.rates[-1] == cap for f in planned)  # at the cap, not at eta x cap
+    assert max(model.queue_trace) == 0.0
+    model.run(401 * T)
+    # the end side makes room: the planned flows leave their caps whenever a queue stands (a
+    # cycle of 40 RTTs: back at the cap, a queue over 10 % of the BDP, HPCC's cut), the queue
+    # stays under 15 % of the BDP (10 % + one RTT of feedback delay) and drains in every cycle, the guest gets its share of the
+    # room and the link stays full
+    bdp = LINE * T * 1e-6 / 8
+    shared = model.queue_trace[round(250 * T) :]
+    assert max(shared) < 0.15 * bdp
+    assert all(
+        min(shared[i : i + round(50 * T)]) == 0.0 for i in range(0, len(shared), round(50 * T))
+    )
+    means = model.mean_rates(200 * T)
+    assert means[2] > 0.05 * LINE
+    assert means[0] < 0.95 * cap
+    assert sum(means) > 0.95 * LINE
+    model.run(200 * T)
+    # the guest left: both planned flows are back at their caps, anchored, queue empty
+    assert all(f.rates[-1] == cap and f.control.anchored for f in planned)  # type: ignore[attr-defined]
+    assert max(model.queue_trace[-50:]) == 0.0

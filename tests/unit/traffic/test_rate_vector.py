@@ -62,22 +62,38 @@ def test_dcqcn_array_equals_scalar(seed: int) -> None:
     assert sum(s.decreases for s in scalars) > 50  # the sequence exercised decreases
 
 
-@pytest.mark.parametrize("seed", [1, 2])
-def test_ice_array_equals_scalar(seed: int) -> None:
+@pytest.mark.parametrize(
+    ("seed", "max_queue", "variant"),
+    [
+        (1, 200_000, {}),
+        (2, 200_000, {}),
+        # queues around the anchored regime's threshold (10 % of 100 KB): both regimes and the
+        # switches between them, often
+        (3, 20_000, {}),
+        (4, 20_000, {}),
+        (5, 20_000, {"anchor": False}),
+        (6, 20_000, {"derived_ai": False}),
+    ],
+)
+def test_ice_array_equals_scalar(seed: int, max_queue: int, variant: dict[str, bool]) -> None:
     rng = random.Random(seed)
     hops = 4
-    params = IceParams().scaled(100e9, base_rtt_us=8.0)
+    params = IceParams(**variant).scaled(100e9, base_rtt_us=8.0)
     scalars = [IceRate(params) for _ in range(N)]
     arr = IceArray(N, hops, params)
     tx = [[0] * hops for _ in range(N)]
     paths = [[rng.randrange(3) for _ in range(hops)] for _ in range(N)]
     lengths = [rng.choice([2, 4]) for _ in range(N)]
     now = 0.0
+    anchored_seen = switches = 0
+    before = [False] * N
     for step in range(1500):
         now += rng.uniform(0.5, 6.0)
         if rng.random() < 0.03:
             rows = sorted(rng.sample(range(N), 2))
-            caps = [rng.choice([None, rng.uniform(5e9, 100e9)]) for _ in rows]
+            caps = [
+                rng.choice([None, rng.uniform(5e9, 100e9), rng.uniform(5e9, 120e9)]) for _ in rows
+            ]
             for r, c in zip(rows, caps, strict=True):
                 scalars[r].set_cap(c)
             arr.set_caps(
@@ -103,7 +119,7 @@ def test_ice_array_equals_scalar(seed: int) -> None:
                     link_bps=rng.choice([100e9, 100e9, 400e9, 0.0]) if h == 3 else 100e9,
                     tx_bytes=tx[r][h],
                     ts_us=now - rng.uniform(0, 0.4),
-                    qdepth_bytes=rng.randint(0, 200_000),
+                    qdepth_bytes=rng.choice([0, rng.randint(0, max_queue)]),
                 )
                 samples.append(sample)
                 hop_id[k, h] = sample.switch_id * 1000 + sample.port
@@ -117,4 +133,10 @@ def test_ice_array_equals_scalar(seed: int) -> None:
         for i, s in enumerate(scalars):
             assert _close(s.rate_bps(), rates[i]), (step, i, s.rate_bps(), rates[i])
             assert _close(s.utilisation, arr.u[i])
+            assert s.anchored == arr.anchored[i], (step, i)
+        anchored_seen += sum(s.anchored for s in scalars)
+        switches += sum(s.anchored != a for s, a in zip(scalars, before, strict=True))
+        before = [s.anchored for s in scalars]
     assert sum(s.feedbacks for s in scalars) > 1000
+    if variant.get("anchor", True) and max_queue < 100_000:
+        assert anchored_seen > 400 and switches > 50, (anchored_seen, switches)
