@@ -38,6 +38,9 @@ class Observed:
     end_us: float = 0.0  # virtual time when the run stopped
     link_bytes: dict[str, int] = field(default_factory=dict)  # "a>b" -> bytes sent a to b
     link_bps: dict[str, float] = field(default_factory=dict)  # "a>b" -> rate in the run
+    # "a>b" -> bytes of ICE's shim, INT records and feedback frames among link_bytes (engines
+    # that can tell them apart; none: wire_overhead is null)
+    link_overhead: dict[str, int] | None = None
     queue_hist: dict[int, int] = field(default_factory=dict)  # egress depth (packets) -> count
     drops: dict[str, int] = field(default_factory=dict)  # reason -> packets
     cnps: int = 0  # CNPs sent by receivers
@@ -160,14 +163,15 @@ def measure(obs: Observed, schedule: Schedule, spec: TopologySpec, scale: float)
         nbytes = obs.link_bytes.get(name, 0)
         bps = obs.link_bps[name]
         util = nbytes * 8 / (duration * 1e-6) / bps if duration > 0 and bps > 0 else 0.0
-        links.append(
-            {
-                "link": name,
-                "rate_gbps": round(bps / 1e9, 9),
-                "bytes": nbytes,
-                "utilisation": round(util, 6),
-            }
-        )
+        row = {
+            "link": name,
+            "rate_gbps": round(bps / 1e9, 9),
+            "bytes": nbytes,
+            "utilisation": round(util, 6),
+        }
+        if obs.link_overhead is not None:
+            row["overhead_bytes"] = obs.link_overhead.get(name, 0)
+        links.append(row)
     q = obs.queue_hist
     return {
         "mode": obs.mode,
@@ -198,6 +202,7 @@ def measure(obs: Observed, schedule: Schedule, spec: TopologySpec, scale: float)
         "messages": {"total": len(schedule.messages), "arrived": len(ex.arrived_us)},
         "links": links,
         "max_link_utilisation": max((float(ln["utilisation"]) for ln in links), default=0.0),
+        "wire_overhead": wire_overhead(obs, spec),
         "queue_packets": {
             "samples": sum(q.values()),
             "p50": hist_percentile(q, 50),
@@ -215,3 +220,18 @@ def measure(obs: Observed, schedule: Schedule, spec: TopologySpec, scale: float)
         "paths": {f: list(p) for f, p in sorted(obs.paths.items())},
         "engine": dict(sorted(obs.extra.items())),
     }
+
+
+def wire_overhead(obs: Observed, spec: TopologySpec) -> float | None:
+    """ICE's bytes on the fabric links (shim + INT records + feedback frames) as a fraction of
+    the other bytes there (data, and whatever else the mode sends), summed over every directed
+    switch-to-switch link; None when the engine did not tell them apart."""
+    if obs.link_overhead is None:
+        return None
+    over = data = 0
+    for ln in spec.links:
+        for name in (f"{ln.a.node}>{ln.b.node}", f"{ln.b.node}>{ln.a.node}"):
+            o = obs.link_overhead.get(name, 0)
+            over += o
+            data += obs.link_bytes.get(name, 0) - o
+    return round(over / data, 6) if data > 0 else None

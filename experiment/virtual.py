@@ -129,7 +129,10 @@ class VirtualEngine:
         ex = WorkloadExecutor(schedule, post)
         fab.on_message = arrived
         fab.on_cpu_packet = on_cpu
-        ports0 = {k: (p.tx_bytes, dict(p.queue_hist)) for k, p in fab.port_stats().items()}
+        ports0 = {
+            k: (p.tx_bytes, dict(p.queue_hist), p.overhead_bytes)
+            for k, p in fab.port_stats().items()
+        }
         drops0 = _sum_drops(fab.drops())
         t0 = fab.now_us
         wall0 = time.monotonic()
@@ -340,7 +343,7 @@ def observe(
     mode: Mode,
     fab: Any,
     ex: WorkloadExecutor,
-    ports0: dict[tuple[str, int], tuple[int, dict[int, int]]],
+    ports0: dict[tuple[str, int], tuple[int, dict[int, int], int]],
     drops0: dict[str, int],
     paths: dict[str, list[str]],
     error: str | None,
@@ -350,12 +353,14 @@ def observe(
     names = link_names(exp)
     link_bytes: dict[str, int] = {}
     link_bps: dict[str, float] = {}
+    link_overhead: dict[str, int] = {}
     hist: dict[int, int] = {}
     for key, p in fab.port_stats().items():
-        b0, h0 = ports0.get(key, (0, {}))
+        b0, h0, o0 = ports0.get(key, (0, {}, 0))
         name = names.get(key)
         if name is not None:
             link_bytes[name] = p.tx_bytes - b0
+            link_overhead[name] = p.overhead_bytes - o0
             link_bps[name] = p.rate_bps
         for depth, k in p.queue_hist.items():
             d = k - h0.get(depth, 0)
@@ -384,6 +389,7 @@ def observe(
         end_us=float(fab.now_us),
         link_bytes=link_bytes,
         link_bps=link_bps,
+        link_overhead=link_overhead,
         queue_hist=hist,
         drops=drops,
         cnps=sum(st.cnps_sent for st in stats.values()),

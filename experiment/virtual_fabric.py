@@ -32,7 +32,7 @@ from icefabric.traffic.agent import Agent, RateFactory
 from icefabric.traffic.endpoint import DEFAULT_MTU, Endpoint, FlowStats
 from icefabric.traffic.packets import ICE_SHIM_BYTES, INT_HOP_BYTES
 from icefabric.traffic.rate import DcqcnParams
-from icefabric.traffic.roce import ECN_CE, ETH_BYTES, HEADER_BYTES, ICRC_BYTES
+from icefabric.traffic.roce import ECN_CE, ETH_BYTES, FEEDBACK_PORT, HEADER_BYTES, ICRC_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +71,9 @@ class PortStats:
     rate_bps: float
     tx_packets: int = 0
     tx_bytes: int = 0
+    #: bytes of ICE's own on the wire: the shim and INT records of tagged packets, whole
+    #: feedback frames (what ``wire_overhead`` in results.json counts)
+    overhead_bytes: int = 0
     ce_packets: int = 0
     max_queue: int = 0
     queue_hist: dict[int, int] = field(default_factory=dict)  # depth after a departure -> count
@@ -102,6 +105,7 @@ class PortStats:
             "rate_bps": self.rate_bps,
             "tx_packets": self.tx_packets,
             "tx_bytes": self.tx_bytes,
+            "overhead_bytes": self.overhead_bytes,
             "ce_packets": self.ce_packets,
             "max_queue": self.max_queue,
             "queue_p50": self.queue_percentile(0.5),
@@ -138,6 +142,26 @@ class VirtualHost:
 
 _TO_SWITCH = 0
 _TO_HOST = 1
+
+
+def ice_overhead_bytes(frame: bytes) -> int:
+    """Bytes of ``frame`` that ICE adds to the wire: shim + INT records of a tagged packet, or
+    the whole frame of an INT feedback packet (IPv4/UDP to the feedback port); 0 otherwise."""
+    if len(frame) < ETH_BYTES + 4:
+        return 0
+    if frame[12] == 0x88 and frame[13] == 0xB5:
+        return int(ICE_SHIM_BYTES + frame[ETH_BYTES + 2] * INT_HOP_BYTES)
+    if (
+        frame[12] == 0x08
+        and frame[13] == 0x00
+        and len(frame) >= ETH_BYTES + 28
+        and frame[ETH_BYTES + 9] == 17
+    ):
+        ihl = (frame[ETH_BYTES] & 0x0F) * 4
+        off = ETH_BYTES + ihl + 2
+        if len(frame) >= off + 2 and (frame[off] << 8 | frame[off + 1]) == FEEDBACK_PORT:
+            return len(frame)
+    return 0
 
 
 def _is_ce(frame: bytes) -> bool:
@@ -463,6 +487,7 @@ class VirtualFabric:
             n = len(data)
             stats.tx_packets += 1
             stats.tx_bytes += n
+            stats.overhead_bytes += ice_overhead_bytes(data)
             if _is_ce(data):
                 stats.ce_packets += 1
             depth = tm.depth(port)

@@ -73,6 +73,26 @@ def test_ring_busbw_equals_the_bound_when_messages_run_at_line_rate() -> None:
     assert cmp["baseline"] == "ecmp+dcqcn" and cmp["speedup"]["ice"] == pytest.approx(2.0)
 
 
+def test_wire_overhead_counts_ices_bytes_on_the_switch_links_only() -> None:
+    exp = parse_experiment(EXP)
+    sched, ex = _ideal_run(exp)
+    names = ["leaf1>spine1", "spine1>leaf2", "leaf2>h3"]
+    obs = Observed(
+        mode="ice",
+        executor=ex,
+        link_bps=dict.fromkeys(names, 1e8),
+        link_bytes={"leaf1>spine1": 100_400, "spine1>leaf2": 100_600, "leaf2>h3": 200_000},
+        link_overhead={"leaf1>spine1": 400, "spine1>leaf2": 600, "leaf2>h3": 5_000},
+    )
+    doc = measure(obs, sched, exp.topology, exp.rates.scale)
+    # 1,000 bytes of shim / INT / feedback over 200,000 others; the host link does not count
+    assert doc["wire_overhead"] == pytest.approx(0.005)
+    assert {ln["link"]: ln["overhead_bytes"] for ln in doc["links"]}["spine1>leaf2"] == 600
+    # an engine that cannot tell the bytes apart reports none
+    obs.link_overhead = None
+    assert measure(obs, sched, exp.topology, exp.rates.scale)["wire_overhead"] is None
+
+
 def test_unfinished_run_reports_no_bandwidth() -> None:
     exp = parse_experiment(EXP)
     sched = build_schedule(exp.job)

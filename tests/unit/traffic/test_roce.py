@@ -245,3 +245,18 @@ def test_builder_rejects_bad_arguments() -> None:
         _builder(src_mac="zz")
     with pytest.raises(ValueError, match="IPv4 address"):
         _builder(dst_ip="10.0.0")
+
+
+def test_ice_overhead_bytes_of_each_frame_kind() -> None:
+    from icefabric.experiment.virtual_fabric import ice_overhead_bytes
+
+    hop = pk.IntHop(switch_id=1, ingress_port=1, egress_port=2)
+    data = bytes(Ether() / IP() / UDP(sport=49152, dport=4791) / Raw(b"\x00" * 100))
+    tagged = bytes(Ether() / pk.IceShim(path_tag=3, hops=[hop, hop]) / IP() / UDP() / Raw(b"x"))
+    untagged_int = bytes(Ether() / pk.IceShim(path_tag=3) / IP() / UDP() / Raw(b"x"))
+    feedback = _feedback_frame([hop, hop, hop])
+    assert ice_overhead_bytes(data) == 0
+    assert ice_overhead_bytes(tagged) == 8 + 2 * 36
+    assert ice_overhead_bytes(untagged_int) == 8
+    assert ice_overhead_bytes(feedback) == len(feedback)
+    assert ice_overhead_bytes(b"\x00" * 10) == 0
