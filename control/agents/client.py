@@ -28,6 +28,7 @@ from icefabric.control.agents.protocol import (
     AgentAddress,
     Bye,
     Caps,
+    CapsAssembler,
     FlowKey,
     FlowReport,
     Flows,
@@ -259,7 +260,7 @@ class AgentClient:
         log.info("agent %s: connected to %s (session %d)", self.host, self.address, msg.session)
 
     def _serve(self, sock: socket.socket, reader: FrameReader, rest: list[bytes]) -> None:
-        pending_caps: dict[FlowKey, float] = {}
+        pending_caps = CapsAssembler()
         if not self._handle(rest, pending_caps):
             return
         last_rx = time.monotonic()
@@ -295,15 +296,14 @@ class AgentClient:
             if not self._handle(bodies, pending_caps):
                 return
 
-    def _handle(self, bodies: list[bytes], pending_caps: dict[FlowKey, float]) -> bool:
+    def _handle(self, bodies: list[bytes], pending_caps: CapsAssembler) -> bool:
         """Act on frames from the controller; False when it said bye."""
         for body in bodies:
             msg = self._decode(body)
             if isinstance(msg, Caps):
-                pending_caps.update(msg.caps)
-                if not msg.more:
-                    self._deliver_caps(dict(pending_caps))
-                    pending_caps.clear()
+                complete = pending_caps.add(msg)
+                if complete is not None:
+                    self._deliver_caps(complete)
             elif isinstance(msg, Bye):
                 log.info("agent %s: controller said bye: %s", self.host, msg.reason)
                 return False

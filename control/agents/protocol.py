@@ -293,6 +293,37 @@ def decode_body(body: bytes) -> Message:
     return from_dict(data)
 
 
+def caps_frames(caps: Mapping[FlowKey, float]) -> bytes:
+    """A host's complete cap set as the controller sends it: caps frames of at most
+    :data:`MAX_FLOWS_PER_FRAME` entries, every one but the last with ``more`` (one empty frame
+    for an empty set: "no caps")."""
+    items = list(caps.items())
+    return b"".join(
+        encode(
+            Caps(
+                caps=dict(items[i : i + MAX_FLOWS_PER_FRAME]),
+                more=i + MAX_FLOWS_PER_FRAME < len(items),
+            )
+        )
+        for i in range(0, max(len(items), 1), MAX_FLOWS_PER_FRAME)
+    )
+
+
+class CapsAssembler:
+    """The agent's side of :func:`caps_frames`: caps frames in, complete cap sets out."""
+
+    def __init__(self) -> None:
+        self._pending: dict[FlowKey, float] = {}
+
+    def add(self, msg: Caps) -> dict[FlowKey, float] | None:
+        """Take one caps frame; the host's whole cap set when this frame completes it."""
+        self._pending.update(msg.caps)
+        if msg.more:
+            return None
+        out, self._pending = self._pending, {}
+        return out
+
+
 class FrameReader:
     """Splits a byte stream into frame bodies; feed it what the socket returned."""
 

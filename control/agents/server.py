@@ -26,11 +26,9 @@ from typing import Any, Literal
 
 from icefabric.control.agents.auth import host_token_matches, peer_pid
 from icefabric.control.agents.protocol import (
-    MAX_FLOWS_PER_FRAME,
     MAX_FRAME,
     AgentAddress,
     Bye,
-    Caps,
     FlowKey,
     FlowReport,
     Flows,
@@ -40,6 +38,7 @@ from icefabric.control.agents.protocol import (
     Message,
     ProtocolError,
     Welcome,
+    caps_frames,
     decode_body,
     encode,
     parse_address,
@@ -271,16 +270,7 @@ class AgentServer:
 
     def push_caps(self, host: str, caps: Mapping[FlowKey, float]) -> bool:
         """Send ``host`` its complete cap set; False when the host is not connected."""
-        items = list(caps.items())
-        frames = b"".join(
-            encode(
-                Caps(
-                    caps=dict(items[i : i + MAX_FLOWS_PER_FRAME]),
-                    more=i + MAX_FLOWS_PER_FRAME < len(items),
-                )
-            )
-            for i in range(0, max(len(items), 1), MAX_FLOWS_PER_FRAME)
-        )
+        frames = caps_frames(caps)
         with self._lock:
             conn = self._by_host.get(host)
             sess = self._sessions.get(host)
