@@ -136,9 +136,11 @@ class IceRate:
     def set_cap(self, cap_bps: float | None) -> None:
         """Set the controller's cap.  Anchored (the default): the flow goes to the cap at once;
         otherwise rate and reference are only pulled down to it.  ``None``: HPCC's rule from
-        the current rate."""
+        the current rate.  The cap it already has changes nothing (the regime stays)."""
         if cap_bps is not None and not cap_bps > 0:
             raise ValueError(f"IceRate.set_cap: cap must be > 0 or None, got {cap_bps!r}")
+        if cap_bps == self._cap:
+            return  # the same cap again (a controller re-sends whole cap sets): no news
         self._cap = cap_bps
         ceiling = self._ceiling()
         self._anchored = cap_bps is not None and self.params.anchor

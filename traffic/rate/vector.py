@@ -189,11 +189,14 @@ class IceArray:
 
     def set_caps(self, caps: FloatArray, rows: IntArray | None = None) -> None:
         """Set caps (``inf``: none) of ``rows`` (all by default): anchored rows go to their cap,
-        the others are pulled down to it (as :meth:`IceRate.set_cap`)."""
+        the others are pulled down to it; a row's unchanged cap changes nothing (as
+        :meth:`IceRate.set_cap`)."""
         r = np.arange(self.n) if rows is None else rows
         if np.any(~(caps > 0)):
             raise ValueError("IceArray.set_caps: caps must be > 0 (inf for none)")
-        self.cap[r] = caps
+        changed = self.cap[r] != caps  # the cap a row already has changes nothing
+        r = r[changed]
+        self.cap[r] = np.broadcast_to(caps, changed.shape)[changed]
         c = np.minimum(self.params.line_rate_bps, self.cap[r])
         anchored = np.isfinite(self.cap[r]) & self.params.anchor
         self.anchored[r] = anchored

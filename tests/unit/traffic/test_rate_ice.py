@@ -233,6 +233,13 @@ def test_a_standing_queue_hands_the_flow_to_hpccs_rule_within_one_record() -> No
     u = r.utilisation
     assert u == pytest.approx(1.5)
     assert r.rate_bps() == pytest.approx(50e9 / (u / 0.95) + 0.05 * 50e9)  # W_AI = (1-eta) cap
+    # the controller re-sending the same cap set is no news: the queue is still being handled
+    cut = r.rate_bps()
+    r.set_cap(50e9)
+    assert not r.anchored and r.rate_bps() == cut
+    # a new cap is: the flow takes it at once, anchored
+    r.set_cap(45e9)
+    assert r.anchored and r.rate_bps() == 45e9
 
 
 def test_back_at_the_cap_once_the_queue_is_gone() -> None:

@@ -91,8 +91,13 @@ def test_ice_array_equals_scalar(seed: int, max_queue: int, variant: dict[str, b
         now += rng.uniform(0.5, 6.0)
         if rng.random() < 0.03:
             rows = sorted(rng.sample(range(N), 2))
-            caps = [
-                rng.choice([None, rng.uniform(5e9, 100e9), rng.uniform(5e9, 120e9)]) for _ in rows
+            picks = [
+                rng.choice([None, rng.uniform(5e9, 100e9), rng.uniform(5e9, 120e9), "same"])
+                for _ in rows
+            ]
+            caps = [  # "same": the cap the flow has already (a re-sent cap set)
+                (None if math.isinf(arr.cap[r]) else float(arr.cap[r])) if c == "same" else c
+                for r, c in zip(rows, picks, strict=True)
             ]
             for r, c in zip(rows, caps, strict=True):
                 scalars[r].set_cap(c)
