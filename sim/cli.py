@@ -13,6 +13,7 @@ from icefabric.sim.config import CONTROLS, MAX_ITERATIONS, ROUTINGS, SimConfig, 
 from icefabric.sim.results import SimResult
 
 DEFAULT_COMPARE = ("ecmp+dcqcn", "ice+ice")
+_DEF = SimConfig()
 
 
 def _config(args: argparse.Namespace, routing: str, control: str) -> SimConfig:
@@ -21,6 +22,8 @@ def _config(args: argparse.Namespace, routing: str, control: str) -> SimConfig:
             routing=routing,
             control=control,
             caps=args.caps,
+            cap_interval_us=args.cap_interval_us,
+            cap_delay_us=args.cap_delay_us,
             dt_us=args.dt_us,
             max_time_us=args.max_time_ms * 1e3,
             pfc=args.pfc,
@@ -236,6 +239,19 @@ def _common(
         action=argparse.BooleanOptionalAction,
         default=None,
         help="the controller's water-filling caps (default: on with ice routing)",
+    )
+    p.add_argument(
+        "--cap-interval-us",
+        type=float,
+        default=_DEF.cap_interval_us,
+        help=f"how often the controller recomputes caps (default {_DEF.cap_interval_us:g})",
+    )
+    p.add_argument(
+        "--cap-delay-us",
+        type=float,
+        default=_DEF.cap_delay_us,
+        help="computed caps reach the senders this much later: the agent channel "
+        f"(default {_DEF.cap_delay_us:g})",
     )
     p.add_argument("--pfc", action="store_true", help="lossless fabric: PFC pause on")
     p.add_argument(

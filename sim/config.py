@@ -54,6 +54,9 @@ class SimConfig:
     control: str = "dcqcn"  # endpoint rate control: dcqcn, ice (INT, HPCC-style), none
     caps: bool | None = None  # the controller's water-filling caps; None: on with routing ice
     cap_interval_us: float = 100.0  # how often the controller recomputes caps
+    # computed caps reach the senders this much later (the agent channel; the virtual-time
+    # engine's rates.control_delay_us default at the spec's rates)
+    cap_delay_us: float = 100.0
     dt_us: float | None = None  # time step; None: 200 KB at the fastest NIC (4 us at 400G)
     max_time_us: float = 10e6  # stop here even if flows remain (reported as unfinished)
     mtu_bytes: int = 4096  # RoCEv2 payload per packet (ECN marks count packets)
@@ -96,6 +99,8 @@ class SimConfig:
         ):
             if not getattr(self, name) > 0:
                 raise SimConfigError(f"{name}: expected > 0, got {getattr(self, name)!r}")
+        if not self.cap_delay_us >= 0:
+            raise SimConfigError(f"cap_delay_us: expected >= 0, got {self.cap_delay_us!r}")
         if not 0 <= self.ecn_kmin_kb <= self.ecn_kmax_kb:
             raise SimConfigError(
                 f"ecn: expected 0 <= kmin <= kmax, got {self.ecn_kmin_kb}, {self.ecn_kmax_kb}"

@@ -22,7 +22,8 @@ One step of ``dt``:
    sent and its timer; ICE gets an INT path record per flow per step, read from the links' transmit
    counters and queues one base RTT earlier. The controller's water-filling caps
    (``icefabric.control.congestion.max_min_fill`` over the flows that have not finished) are
-   recomputed every ``cap_interval``.
+   recomputed every ``cap_interval_us`` and reach the senders ``cap_delay_us`` later (the agent
+   channel), so flows that start in between run on their end-side control until then.
 
 A windowed all-to-all (``window.py``) re-arms its rows after each step: a row whose last flow has
 left the fabric takes the next peer's flow (its path, a new QP's rate state, no cap).
@@ -218,6 +219,7 @@ class Simulator:
         qhist = np.zeros(nq, dtype=np.int64)
         q_max = np.zeros(nl)
         next_cap = 0.0
+        cap_queue: deque[tuple[float, np.ndarray]] = deque()  # (reaches the senders, caps)
         total = w.total_bytes
         trace = Trace.empty()
         trace_every = 1
@@ -406,11 +408,13 @@ class Simulator:
                     rates = max_min_fill(fe, le, cap_bps[: net.n_links], act.size)
                     new_caps = np.full(n_f, np.inf)
                     new_caps[act] = np.maximum(rates, 1.0)
-                    caps = new_caps
-                    if dc is not None:
-                        dc.set_caps(caps)
-                    if ice is not None:
-                        ice.set_caps(caps)
+                    cap_queue.append((t + cfg.cap_delay_us, new_caps))
+            while cap_queue and cap_queue[0][0] <= t:
+                caps = cap_queue.popleft()[1]
+                if dc is not None:
+                    dc.set_caps(caps)
+                if ice is not None:
+                    ice.set_caps(caps)
             if steps % trace_every == 0:
                 trace.add(
                     t,

@@ -188,7 +188,10 @@ def test_tree_all_reduce_broadcasts_only_what_was_reduced() -> None:
     )
     w = workload_from_jobs([job])
     assert w.pred.shape[1] == 2  # an interior rank waits for both children
-    res = Simulator(topo, w, SimConfig(routing="ice", control="none", dt_us=1.0)).run()
+    # caps without a control delay: stale caps would let a waiting flow run ahead of its
+    # predecessor by up to a slice (the dependency, not the caps, is what this checks)
+    cfg = SimConfig(routing="ice", control="none", dt_us=1.0, cap_delay_us=0.0)
+    res = Simulator(topo, w, cfg).run()
     assert res.unfinished == 0
     fin = np.array(res.flow_finish_us)
     root = 0  # default_tree puts the phase's first rank at the root of channel 0
@@ -202,3 +205,24 @@ def test_tree_all_reduce_broadcasts_only_what_was_reduced() -> None:
         for p in w.pred[k]:
             if p >= 0:
                 assert fin[k] >= fin[p] - 1.0
+
+
+@pytest.mark.parametrize("delay_us", [50.0, 200.0])
+def test_caps_reach_the_senders_one_control_delay_after_they_are_computed(delay_us: float) -> None:
+    # four hosts of leaf 1 send to four of leaf 2 over one 100G uplink; with no end-side
+    # control only the caps (25G each) stop the uplink's queue: until they arrive it grows at
+    # 4 x 100G - 100G, so it peaks at 300 Gbit/s x the control delay
+    spec = leaf_spine(leaves=2, spines=1, hosts_per_leaf=4, uplink_rate_gbps=100.0)
+    hosts = [h.name for h in spec.hosts]
+    flows = [flow(k, hosts[k], hosts[4 + k], 20 * MB) for k in range(4)]
+
+    def peak(d: float) -> float:
+        cfg = SimConfig(routing="ice", control="none", caps=True, dt_us=1.0, cap_delay_us=d)
+        res = Simulator(Topology(spec), flows_workload(flows), cfg).run()
+        assert res.unfinished == 0
+        return float(res.to_dict()["queue_max_bytes"])
+
+    assert peak(0.0) <= 300e9 / 8 * 1e-6  # the first step only
+    assert peak(delay_us) == pytest.approx(300e9 / 8 * delay_us * 1e-6, rel=0.05)
+    with pytest.raises(SimConfigError, match="cap_delay_us"):
+        SimConfig(cap_delay_us=-1.0)
