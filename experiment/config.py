@@ -23,6 +23,8 @@ Format (traffic/README.md, "Experiment files", is the reference)::
       mtu_bytes: 4096                 # RoCEv2 payload per packet (default 4096)
       link_delay_us: 1.0              # one-way delay of links without delay_us, at the spec's
                                       # rates (default 1); every delay runs x 1/scale
+      control_delay_us: 100.0         # controller -> agent cap delivery at the spec's rates
+                                      # (default 100; x 1/scale like every time constant)
     engine: virtual                   # virtual (default) | mininet
     target: embedded                  # the switches: embedded (ice-switch, default) | bmv2
                                       # (simple_switch_grpc; engine mininet only)
@@ -112,6 +114,13 @@ class Rates:
     scale: float = 1e-3
     mtu_bytes: int = 4096
     link_delay_us: float = 1.0  # one-way delay of every link at the spec's rates (x 1/scale)
+    # the controller's caps reach the agents this long after it computed them, at the spec's
+    # rates (x 1/scale): the agent channel's TCP/Unix-socket hop plus the agent applying them
+    control_delay_us: float = 100.0
+
+    def run_control_delay_us(self) -> float:
+        """The control delay as the engines run it (x 1/scale)."""
+        return self.control_delay_us / self.scale
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -144,6 +153,14 @@ class Experiment:
     limits: Limits
     data: Mapping[str, Any]  # the file's content, for results.json
 
+    @property
+    def phases_known_ahead(self) -> bool:
+        """Whether the controller knows the job's phases before they start (a job file or a
+        collective: the scheduler submitted it), or learns each as it starts (a job read from
+        an NCCL log: the CCL is only watched)."""
+        w = self.data.get("workload")
+        return not (isinstance(w, Mapping) and "nccl_log" in w)
+
     def to_dict(self) -> dict[str, Any]:
         """The normalised config (what results.json records)."""
         return {
@@ -159,6 +176,7 @@ class Experiment:
                 "scale": self.rates.scale,
                 "mtu_bytes": self.rates.mtu_bytes,
                 "link_delay_us": self.rates.link_delay_us,
+                "control_delay_us": self.rates.control_delay_us,
             },
             "engine": self.engine,
             "target": self.target,
@@ -486,8 +504,11 @@ def _rates(raw: Any, err: Any) -> Rates:
         err("rates", "expected a mapping {scale, mtu_bytes}")
         return Rates()
     for k in raw:
-        if k not in ("scale", "mtu_bytes", "link_delay_us"):
-            err(f"rates.{k}", "unknown key (expected one of link_delay_us, mtu_bytes, scale)")
+        if k not in ("scale", "mtu_bytes", "link_delay_us", "control_delay_us"):
+            err(
+                f"rates.{k}",
+                "unknown key (expected one of control_delay_us, link_delay_us, mtu_bytes, scale)",
+            )
     scale = _number(
         raw.get("scale", _DEF_RATES.scale), "rates.scale", err, 0.0, 1.0, _DEF_RATES.scale
     )
@@ -499,7 +520,13 @@ def _rates(raw: Any, err: Any) -> Rates:
     if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not 0 <= delay <= 1e6:
         err("rates.link_delay_us", f"expected a number of microseconds 0..1e6, got {delay!r}")
         delay = _DEF_RATES.link_delay_us
-    return Rates(scale=scale, mtu_bytes=mtu, link_delay_us=float(delay))
+    cdelay = raw.get("control_delay_us", _DEF_RATES.control_delay_us)
+    if isinstance(cdelay, bool) or not isinstance(cdelay, (int, float)) or not 0 <= cdelay <= 1e6:
+        err("rates.control_delay_us", f"expected a number of microseconds 0..1e6, got {cdelay!r}")
+        cdelay = _DEF_RATES.control_delay_us
+    return Rates(
+        scale=scale, mtu_bytes=mtu, link_delay_us=float(delay), control_delay_us=float(cdelay)
+    )
 
 
 def _limits(raw: Any, err: Any) -> Limits:

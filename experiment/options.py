@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from icefabric.control.fabric import ALL_PATH_KINDS, FabricOptions
 from icefabric.experiment.config import Experiment, Mode
+from icefabric.topo.spec import TopologySpec
+from icefabric.traffic.packets import ICE_FEEDBACK_BYTES, ICE_SHIM_BYTES, INT_HOP_BYTES
+from icefabric.traffic.roce import HEADER_BYTES, ICRC_BYTES
 
 FLOWLET_TIMEOUT_US = 100  # FabricOptions' default, for links at the spec's rates
 # ICE: INT feedback for every 8th data packet of a flow.  Each feedback packet is a separate
@@ -31,3 +34,45 @@ def mode_options(exp: Experiment, mode: Mode, *, report_every_n: int) -> FabricO
         report_every_n=report_every_n,
         flowlet_timeout_us=min(round(FLOWLET_TIMEOUT_US / exp.rates.scale), 2**32 - 1),
     )
+
+
+# A feedback frame's headers before its hop records: Ethernet 14 + IPv4 20 + UDP 8 + feedback 36.
+FEEDBACK_HEADER_BYTES = 14 + 20 + 8 + ICE_FEEDBACK_BYTES
+
+
+def longest_path_switches(spec: TopologySpec) -> int:
+    """Switches on the fabric's longest host-to-host path (leaf-spine: 3)."""
+    tiers = max((s.tier for s in spec.switches), default=0)
+    return 2 * tiers + 1
+
+
+def ice_wire_overhead(
+    frame_bytes: int, path_switches: int, *, int_every_n: int, feedback_every_n: int
+) -> float:
+    """ICE's bytes per data-frame byte on the most loaded fabric link of a path of
+    ``path_switches`` switches: the 8-byte shim on every data frame, the hop records the
+    switches before the last one pushed (on 1 in ``int_every_n`` frames), and, where the
+    reverse traffic is as heavy as the forward (a ring), one feedback frame with a record per
+    switch for every ``feedback_every_n`` frames."""
+    records = max(path_switches - 1, 0)
+    per_frame = ICE_SHIM_BYTES + records * INT_HOP_BYTES / max(int_every_n, 1)
+    if feedback_every_n > 0:
+        per_frame += (FEEDBACK_HEADER_BYTES + path_switches * INT_HOP_BYTES) / feedback_every_n
+    return per_frame / frame_bytes
+
+
+def cap_target(exp: Experiment, mode: Mode) -> float:
+    """The link utilisation the controller's caps fill (``RateAllocator.target``): for ICE,
+    the whole link less ICE's own bytes on it, 1 / (1 + :func:`ice_wire_overhead`), so that
+    a flow at its cap (anchored, traffic/README.md) leaves no link over its capacity; 1.0 for
+    modes without ICE's shim and INT."""
+    if mode.rate != "ice":
+        return 1.0
+    frame = HEADER_BYTES + exp.rates.mtu_bytes + ICRC_BYTES
+    o = ice_wire_overhead(
+        frame,
+        longest_path_switches(exp.topology),
+        int_every_n=1,
+        feedback_every_n=FEEDBACK_EVERY_N,
+    )
+    return 1.0 / (1.0 + o)

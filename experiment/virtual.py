@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 import time
 from typing import Any
 
@@ -24,7 +25,7 @@ from icefabric.control.p4rt import PipelineConfig
 from icefabric.control.planner.planner import DEFAULT_WORK_BUDGET
 from icefabric.experiment.config import Experiment, Mode, run_topology
 from icefabric.experiment.measures import Observed
-from icefabric.experiment.options import mode_options
+from icefabric.experiment.options import cap_target, mode_options
 from icefabric.experiment.runner import Progress
 from icefabric.traffic.workload import Message, Schedule, WorkloadExecutor
 
@@ -70,6 +71,7 @@ class VirtualEngine:
                 options=options,
                 probe_interval_s=0,
                 plan_work_budget=DEFAULT_WORK_BUDGET,  # same plan under any load
+                rate_target=cap_target(exp, mode),
             )
             ctl.start()
             try:
@@ -95,7 +97,8 @@ class VirtualEngine:
         if mode.planned:
             ctl.add_job(exp.job)
             install_real_keys(ctl, fab)
-        caps = PhaseCaps(ctl, fab, schedule, exp.rates.scale) if mode.caps else None
+        delay = exp.rates.run_control_delay_us()
+        caps = PhaseCaps(ctl, fab, schedule, exp.rates.scale, delay) if mode.caps else None
         names = {s.switch_id: s.name for s in spec_switches(exp)}
         paths: dict[str, list[str]] = {}
         by_key = {(k.src_ip, k.dst_ip, k.sport, k.qp): fid for fid, k in keys.items()}
@@ -129,6 +132,11 @@ class VirtualEngine:
         ex = WorkloadExecutor(schedule, post)
         fab.on_message = arrived
         fab.on_cpu_packet = on_cpu
+        if caps is not None and exp.phases_known_ahead:
+            # the job was submitted before it runs: its first phases' caps go out one control
+            # delay before their first message, so they are in place when it leaves
+            caps.ahead({m.phase for m in schedule.messages if not m.deps})
+            fab.run_until(fab.now_us + math.ceil(delay))
         ports0 = {
             k: (p.tx_bytes, dict(p.queue_hist), p.overhead_bytes)
             for k, p in fab.port_stats().items()
@@ -153,6 +161,9 @@ class VirtualEngine:
         obs = observe(exp, mode, fab, ex, ports0, drops0, paths, error, keys)
         if caps is not None:
             obs.extra["cap_pushes"] = caps.pushes
+            obs.extra["control_delay_us"] = delay
+            obs.extra["caps_ahead"] = exp.phases_known_ahead
+            obs.extra["caps_applied"] = fab.channel.applied
         if mode.lb_mode == "ecmp":
             obs.extra["ecmp_model"] = ecmp_model_check(
                 exp,
@@ -263,11 +274,16 @@ def install_real_keys(ctl: Any, fab: Any) -> None:
 class PhaseCaps:
     """Global congestion control along the schedule: whenever a phase starts or ends, the
     controller's :class:`RateAllocator` computes max-min fair caps for the flows of the phases
-    now running (the CCL schedule says which flows share the fabric) and they are pushed to every
-    agent at once (in virtual time, with no control-channel delay)."""
+    now running (the CCL schedule says which flows share the fabric) and pushes them to every
+    agent over the agent channel's own framing, arriving ``delay_us`` later
+    (:meth:`VirtualFabric.push_caps`).  A phase known ahead (:meth:`ahead`) has its caps in
+    place when it starts; one learned as it starts runs on the end side's control until they
+    arrive."""
 
-    def __init__(self, ctl: Any, fab: Any, schedule: Schedule, scale: float) -> None:
-        self.ctl, self.fab, self.scale = ctl, fab, scale
+    def __init__(
+        self, ctl: Any, fab: Any, schedule: Schedule, scale: float, delay_us: float = 0.0
+    ) -> None:
+        self.ctl, self.fab, self.scale, self.delay_us = ctl, fab, scale, delay_us
         self.phase_of: dict[int, str] = {}
         self.flows: dict[str, set[str]] = {}
         self.left: dict[str, int] = {}
@@ -279,6 +295,14 @@ class PhaseCaps:
         self.started: set[str] = set()
         self.running: list[str] = []
         self.pushes = 0
+
+    def ahead(self, phases: set[str]) -> None:
+        """The controller knows ``phases`` start next: push their caps now."""
+        new = [p for p in sorted(phases) if p not in self.started]
+        if new:
+            self.started.update(new)
+            self.running.extend(new)
+            self.push()
 
     def posted(self, m: Message) -> None:
         """A message is posted: its phase may be starting."""
@@ -300,7 +324,10 @@ class PhaseCaps:
     def push(self) -> None:
         """Caps for the running phases' flows; every other flow has none."""
         active = set().union(*(self.flows[p] for p in self.running)) if self.running else set()
-        self.fab.apply_caps(caps_for(self.ctl, self.scale, active, ", ".join(self.running)))
+        self.fab.push_caps(
+            caps_for(self.ctl, self.scale, active, ", ".join(self.running)),
+            delay_us=self.delay_us,
+        )
         self.pushes += 1
 
 

@@ -25,7 +25,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from icefabric.control.agents.protocol import FlowKey
+from icefabric.control.agents.protocol import (
+    Caps,
+    CapsAssembler,
+    FlowKey,
+    FrameReader,
+    ProtocolError,
+    caps_frames,
+    decode_body,
+)
 from icefabric.control.fabric import switch_mac
 from icefabric.topo.spec import TopologySpec
 from icefabric.traffic.agent import Agent, RateFactory
@@ -142,6 +150,18 @@ class VirtualHost:
 
 _TO_SWITCH = 0
 _TO_HOST = 1
+_TO_AGENT = 2  # agent channel frames from the controller (caps), after the control delay
+
+
+@dataclass(slots=True)
+class ChannelStats:
+    """The agent channel of the virtual engine: cap sets pushed and applied, bytes, bad frames."""
+
+    pushes: int = 0  # cap sets sent (one per host per push)
+    applied: int = 0  # complete cap sets the agents applied
+    frames: int = 0
+    bytes: int = 0
+    malformed: int = 0
 
 
 def ice_overhead_bytes(frame: bytes) -> int:
@@ -205,6 +225,8 @@ class VirtualFabric:
         self._send: dict[str, float | None] = {}
         self._timer: dict[str, float | None] = {}
         self._touched: set[str] = set()  # hosts whose wishes changed outside _step
+        self.channel = ChannelStats()
+        self._readers: dict[str, tuple[FrameReader, CapsAssembler]] = {}
         self.frame_bytes = HEADER_BYTES + cfg.mtu + ICRC_BYTES + 4
         self.base_rtt_us = cfg.base_rtt_us or self._base_rtt()
         self.hosts: dict[str, VirtualHost] = {}
@@ -299,6 +321,40 @@ class VirtualFabric:
         for name, host_caps in per_host.items():
             self.hosts[name].agent.apply_caps(host_caps)
             self._touched.add(name)
+
+    def push_caps(self, caps: Mapping[FlowKey, float], *, delay_us: float = 0.0) -> None:
+        """The controller's caps, as the agent channel carries them: each host's complete set
+        encoded as caps frames (:func:`caps_frames`), read back by the agent's frame reader and
+        :class:`CapsAssembler` ``delay_us`` later (the control delay), then applied."""
+        if not delay_us >= 0:
+            raise ValueError(f"push_caps: delay_us must be >= 0, got {delay_us!r}")
+        per_host: dict[str, dict[FlowKey, float]] = {name: {} for name in self.hosts}
+        for key, bps in caps.items():
+            host = self._by_ip.get(key.src_ip)
+            if host is not None:
+                per_host[host][key] = bps
+        at = self.now_us + math.ceil(delay_us)
+        for name, host_caps in per_host.items():
+            frames = caps_frames(host_caps)
+            self.channel.pushes += 1
+            self.channel.bytes += len(frames)
+            self._push(at, _TO_AGENT, name, 0, frames)
+
+    def _agent_frames(self, host: str, data: bytes) -> None:
+        reader, assembler = self._readers.setdefault(host, (FrameReader(), CapsAssembler()))
+        for body in reader.feed(data):
+            self.channel.frames += 1
+            try:
+                msg = decode_body(body)
+            except ProtocolError as exc:
+                self.channel.malformed += 1
+                log.warning("virtual agent channel to %s: %s", host, exc)
+                continue
+            if isinstance(msg, Caps):
+                complete = assembler.add(msg)
+                if complete is not None:
+                    self.hosts[host].agent.apply_caps(complete)
+                    self.channel.applied += 1
 
     # ---- time -------------------------------------------------------------------------------
     @property
@@ -565,6 +621,9 @@ class VirtualFabric:
                 if sw is not None:
                     sw.device.inject(port, data)
                     touched_switches.add(target)
+            elif kind == _TO_AGENT:
+                self._agent_frames(target, data)
+                touched.add(target)
             else:
                 vh = self.hosts[target]
                 touched.add(target)

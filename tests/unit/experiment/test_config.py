@@ -140,6 +140,35 @@ def test_run_topology_stretches_delays_like_the_rates() -> None:
         parse_experiment({**GOOD, "rates": {"link_delay_us": -1}})
 
 
+def test_control_delay_scales_and_nccl_log_jobs_are_learned_late() -> None:
+    exp = parse_experiment({**GOOD, "rates": {"scale": 0.001, "control_delay_us": 50}})
+    assert exp.rates.run_control_delay_us() == pytest.approx(50_000.0)
+    assert exp.to_dict()["rates"]["control_delay_us"] == 50.0
+    assert parse_experiment(GOOD).rates.control_delay_us == 100.0
+    with pytest.raises(ExperimentError, match=r"rates\.control_delay_us: expected a number"):
+        parse_experiment({**GOOD, "rates": {"control_delay_us": "soon"}})
+    assert exp.phases_known_ahead
+    assert not load_preset("nccl-log").phases_known_ahead
+
+
+def test_ice_caps_leave_room_for_ices_own_bytes() -> None:
+    from icefabric.experiment.config import MODES
+    from icefabric.experiment.options import cap_target, ice_wire_overhead
+
+    # a 4 KiB RoCEv2 frame (4154 bytes) on a 3-switch path, INT on every frame, feedback 1 in 8:
+    # shim 8 + two records 72 + a 186-byte feedback frame / 8
+    assert ice_wire_overhead(4154, 3, int_every_n=1, feedback_every_n=8) == pytest.approx(
+        (8 + 72 + 186 / 8) / 4154
+    )
+    # sampled 1 in 32 for both: 8 + (72 + 186) / 32
+    assert ice_wire_overhead(4154, 3, int_every_n=32, feedback_every_n=32) == pytest.approx(
+        (8 + 258 / 32) / 4154
+    )
+    exp = parse_experiment(GOOD)
+    assert cap_target(exp, MODES["ice"]) == pytest.approx(1 / (1 + (8 + 72 + 186 / 8) / 4154))
+    assert cap_target(exp, MODES["ice-paths"]) == 1.0
+
+
 def test_mininet_queue_rates_from_the_link_rates() -> None:
     from icefabric.experiment.mininet import MininetEngineError, queue_rate_args
     from icefabric.topo.generators import leaf_spine
