@@ -57,6 +57,10 @@ class SimConfig:
     # computed caps reach the senders this much later (the agent channel; the virtual-time
     # engine's rates.control_delay_us default at the spec's rates)
     cap_delay_us: float = 100.0
+    # the first caps computed (for the collectives that start first) are in place at once: the
+    # controller knew the job before it started and pushed them one delay ahead; False: a job
+    # learned as it starts (an NCCL log), its first caps one delay late too
+    caps_ahead: bool = True
     dt_us: float | None = None  # time step; None: 200 KB at the fastest NIC (4 us at 400G)
     max_time_us: float = 10e6  # stop here even if flows remain (reported as unfinished)
     mtu_bytes: int = 4096  # RoCEv2 payload per packet (ECN marks count packets)

@@ -23,7 +23,9 @@ One step of ``dt``:
    counters and queues one base RTT earlier. The controller's water-filling caps
    (``icefabric.control.congestion.max_min_fill`` over the flows that have not finished) are
    recomputed every ``cap_interval_us`` and reach the senders ``cap_delay_us`` later (the agent
-   channel), so flows that start in between run on their end-side control until then.
+   channel), so flows that start in between run on their end-side control until then; with
+   ``caps_ahead`` the first caps (for the flows that start first) are in place at once, as
+   when the controller knew the job before it started.
 
 A windowed all-to-all (``window.py``) re-arms its rows after each step: a row whose last flow has
 left the fabric takes the next peer's flow (its path, a new QP's rate state, no cap).
@@ -220,6 +222,7 @@ class Simulator:
         q_max = np.zeros(nl)
         next_cap = 0.0
         cap_queue: deque[tuple[float, np.ndarray]] = deque()  # (reaches the senders, caps)
+        first_caps = cfg.caps_ahead  # the first flows' caps were pushed ahead of their start
         total = w.total_bytes
         trace = Trace.empty()
         trace_every = 1
@@ -408,7 +411,8 @@ class Simulator:
                     rates = max_min_fill(fe, le, cap_bps[: net.n_links], act.size)
                     new_caps = np.full(n_f, np.inf)
                     new_caps[act] = np.maximum(rates, 1.0)
-                    cap_queue.append((t + cfg.cap_delay_us, new_caps))
+                    cap_queue.append((t if first_caps else t + cfg.cap_delay_us, new_caps))
+                    first_caps = False
             while cap_queue and cap_queue[0][0] <= t:
                 caps = cap_queue.popleft()[1]
                 if dc is not None:

@@ -104,6 +104,7 @@ def compare(results_path: str | Path) -> dict[str, Any]:
         mtu = int(exp["rates"]["mtu_bytes"])
         slices = int(exp.get("slices") or 1)
         delay = exp["rates"].get("link_delay_us")
+        control_delay = float(exp["rates"].get("control_delay_us", 0.0))
         spec = _scaled(
             parse_topology(exp["topology"], source),
             scale,
@@ -133,6 +134,10 @@ def compare(results_path: str | Path) -> dict[str, Any]:
             ecn_kmax_kb=ecn.ecn_kmax * per100,
             ecn_pmax=1.0 / (ecn.ecn_pmax_mask + 1),
             switch_latency_us=0.0,  # virtual-time switches forward in no time
+            # caps as the packet level delivered them: one control delay late, stretched by
+            # 1 / scale like every time constant, the first ones ahead when the job was known
+            cap_delay_us=control_delay / scale,
+            caps_ahead=bool(modes["ice"].get("engine", {}).get("caps_ahead", True)),
         )
         net = SimNetwork(topo)
         if routing == "ecmp":

@@ -209,20 +209,24 @@ def test_tree_all_reduce_broadcasts_only_what_was_reduced() -> None:
 
 @pytest.mark.parametrize("delay_us", [50.0, 200.0])
 def test_caps_reach_the_senders_one_control_delay_after_they_are_computed(delay_us: float) -> None:
-    # four hosts of leaf 1 send to four of leaf 2 over one 100G uplink; with no end-side
+    # a job learned as it starts: four hosts of leaf 1 send to four of leaf 2 over one 100G uplink; with no end-side
     # control only the caps (25G each) stop the uplink's queue: until they arrive it grows at
     # 4 x 100G - 100G, so it peaks at 300 Gbit/s x the control delay
     spec = leaf_spine(leaves=2, spines=1, hosts_per_leaf=4, uplink_rate_gbps=100.0)
     hosts = [h.name for h in spec.hosts]
     flows = [flow(k, hosts[k], hosts[4 + k], 20 * MB) for k in range(4)]
 
-    def peak(d: float) -> float:
-        cfg = SimConfig(routing="ice", control="none", caps=True, dt_us=1.0, cap_delay_us=d)
+    def peak(d: float, ahead: bool = False) -> float:
+        cfg = SimConfig(
+            routing="ice", control="none", caps=True, dt_us=1.0, cap_delay_us=d, caps_ahead=ahead
+        )
         res = Simulator(Topology(spec), flows_workload(flows), cfg).run()
         assert res.unfinished == 0
         return float(res.to_dict()["queue_max_bytes"])
 
     assert peak(0.0) <= 300e9 / 8 * 1e-6  # the first step only
     assert peak(delay_us) == pytest.approx(300e9 / 8 * delay_us * 1e-6, rel=0.05)
+    # a job known before it starts has its first caps in place at once
+    assert peak(delay_us, ahead=True) <= 300e9 / 8 * 1e-6
     with pytest.raises(SimConfigError, match="cap_delay_us"):
         SimConfig(cap_delay_us=-1.0)
