@@ -55,6 +55,13 @@ def add_experiment_parser(sub: Any, add_json: Callable[[argparse.ArgumentParser]
         "cache, build/bmv2/ or $ICE_BUILD_DIR, when missing or stale; queue rates in packets/s = link bytes/s / (mtu_bytes + 58), "
         "a full RoCEv2 data frame)",
     )
+    run.add_argument(
+        "--ice",
+        default=None,
+        metavar="KEY=VALUE,...",
+        help="override the file's ice: knobs (anchor, derived_ai: true|false; eta: number), "
+        "e.g. anchor=false,derived_ai=false for HPCC's rule before the plan anchoring",
+    )
     run.add_argument("--no-plot", action="store_true", help="do not write comparison.png")
     add_json(run)
     run.set_defaults(func=cmd_experiment_run)
@@ -98,11 +105,40 @@ def load_for_run(args: argparse.Namespace) -> Any:
             f"--target {exp.target}: runs on the mininet engine only; add --engine mininet",
             EXIT_USAGE,
         )
+    if getattr(args, "ice", None):
+        exp = replace(exp, ice=parse_ice_overrides(args.ice, exp.ice))
     if args.seed is not None:
         if not 0 <= args.seed < 2**32:
             raise CliError(f"--seed: expected an integer 0..2^32-1, got {args.seed}", EXIT_USAGE)
         exp = replace(exp, seed=args.seed)
     return exp
+
+
+def parse_ice_overrides(text: str, base: Any) -> Any:
+    """``--ice anchor=false,eta=0.9`` over ``base`` (CliError naming the bad item)."""
+    from dataclasses import asdict
+
+    from icefabric.experiment.config import ExperimentError, _ice
+
+    raw: dict[str, Any] = {}
+    for item in text.split(","):
+        key, sep, value = item.strip().partition("=")
+        if not sep or not key:
+            raise CliError(f"--ice: expected KEY=VALUE items, got {item.strip()!r}", EXIT_USAGE)
+        v = value.strip().lower()
+        raw[key.strip()] = True if v == "true" else False if v == "false" else _num(v)
+    errs: list[str] = []
+    knobs = _ice({**asdict(base), **raw}, lambda k, m: errs.append(f"--ice: {k}: {m}"))
+    if errs:
+        raise CliError(errs[0], EXIT_USAGE) from ExperimentError(errs)
+    return knobs
+
+
+def _num(v: str) -> Any:
+    try:
+        return float(v)
+    except ValueError:
+        return v
 
 
 def _interrupt(signum: int, frame: object) -> None:

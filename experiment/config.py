@@ -29,6 +29,9 @@ Format (traffic/README.md, "Experiment files", is the reference)::
     target: embedded                  # the switches: embedded (ice-switch, default) | bmv2
                                       # (simple_switch_grpc; engine mininet only)
     limits: {virtual_ms: 60000, wall_s: 600}  # give up (mode fails) past either
+    ice: {anchor: true, derived_ai: true, eta: 0.95}  # ICE's end-side rule (traffic/README.md);
+                                      # the defaults; anchor false: HPCC's rule on caps that
+                                      # fill links to 95 % (the rule before the anchoring)
 
 Every problem is reported at once as ``file: key: message`` (:class:`ExperimentError`).
 """
@@ -131,6 +134,19 @@ class Limits:
     wall_s: float = 600.0
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IceKnobs:
+    """ICE's end-side rule as the run uses it (``IceParams`` fields; traffic/README.md)."""
+
+    anchor: bool = True  # capped flows send at their caps until an unforeseen queue
+    derived_ai: bool = True  # a capped flow's W_AI = (1 - eta) x cap
+    eta: float = 0.95
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (results.json)."""
+        return {"anchor": self.anchor, "derived_ai": self.derived_ai, "eta": self.eta}
+
+
 _DEF_RATES = Rates()
 _DEF_LIMITS = Limits()
 
@@ -152,6 +168,7 @@ class Experiment:
     target: str
     limits: Limits
     data: Mapping[str, Any]  # the file's content, for results.json
+    ice: IceKnobs = IceKnobs()
 
     @property
     def phases_known_ahead(self) -> bool:
@@ -181,6 +198,7 @@ class Experiment:
             "engine": self.engine,
             "target": self.target,
             "limits": {"virtual_ms": self.limits.virtual_ms, "wall_s": self.limits.wall_s},
+            "ice": self.ice.to_dict(),
         }
 
 
@@ -256,6 +274,7 @@ def parse_experiment(
         "engine",
         "target",
         "limits",
+        "ice",
     }
     for k in data:
         if k not in allowed:
@@ -293,6 +312,7 @@ def parse_experiment(
     elif target != "embedded" and engine != "mininet":
         err("target", f"{target} runs on engine mininet only (the virtual engine is embedded)")
     limits = _limits(data.get("limits", {}), err)
+    ice = _ice(data.get("ice", {}), err)
     if errs or topo is None or job is None:
         raise ExperimentError(errs or [f"{source}: (top level): incomplete experiment"])
     return Experiment(
@@ -309,6 +329,7 @@ def parse_experiment(
         target=target,
         limits=limits,
         data=dict(data),
+        ice=ice,
     )
 
 
@@ -554,3 +575,22 @@ def _limits(raw: Any, err: Any) -> Limits:
             _DEF_LIMITS.wall_s,
         ),
     )
+
+
+def _ice(raw: Any, err: Any) -> IceKnobs:
+    if not isinstance(raw, Mapping):
+        err("ice", "expected a mapping {anchor, derived_ai, eta}")
+        return IceKnobs()
+    d = IceKnobs()
+    for k in raw:
+        if k not in ("anchor", "derived_ai", "eta"):
+            err(f"ice.{k}", "unknown key (expected one of anchor, derived_ai, eta)")
+    flags = {}
+    for k in ("anchor", "derived_ai"):
+        v = raw.get(k, getattr(d, k))
+        if not isinstance(v, bool):
+            err(f"ice.{k}", f"expected true or false, got {v!r}")
+            v = getattr(d, k)
+        flags[k] = v
+    eta = _number(raw.get("eta", d.eta), "ice.eta", err, 0.0, 1.0, d.eta)
+    return IceKnobs(anchor=flags["anchor"], derived_ai=flags["derived_ai"], eta=eta)

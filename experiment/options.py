@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from icefabric.control.congestion.allocator import DEFAULT_TARGET
 from icefabric.control.fabric import ALL_PATH_KINDS, FabricOptions
 from icefabric.experiment.config import Experiment, Mode
 from icefabric.topo.spec import TopologySpec
 from icefabric.traffic.packets import ICE_FEEDBACK_BYTES, ICE_SHIM_BYTES, INT_HOP_BYTES
+from icefabric.traffic.rate import IceParams
 from icefabric.traffic.roce import HEADER_BYTES, ICRC_BYTES
 
 FLOWLET_TIMEOUT_US = 100  # FabricOptions' default, for links at the spec's rates
@@ -68,6 +70,8 @@ def cap_target(exp: Experiment, mode: Mode) -> float:
     modes without ICE's shim and INT."""
     if mode.rate != "ice":
         return 1.0
+    if not exp.ice.anchor:
+        return DEFAULT_TARGET  # HPCC's rule everywhere: its headroom in the caps too
     frame = HEADER_BYTES + exp.rates.mtu_bytes + ICRC_BYTES
     o = ice_wire_overhead(
         frame,
@@ -76,3 +80,9 @@ def cap_target(exp: Experiment, mode: Mode) -> float:
         feedback_every_n=FEEDBACK_EVERY_N,
     )
     return 1.0 / (1.0 + o)
+
+
+def ice_params(exp: Experiment) -> IceParams:
+    """ICE's end-side constants for ``exp`` (its ``ice:`` knobs over the defaults)."""
+    k = exp.ice
+    return IceParams(anchor=k.anchor, derived_ai=k.derived_ai, eta=k.eta)

@@ -25,7 +25,7 @@ from icefabric.control.p4rt import PipelineConfig
 from icefabric.control.planner.planner import DEFAULT_WORK_BUDGET
 from icefabric.experiment.config import Experiment, Mode, run_topology
 from icefabric.experiment.measures import Observed
-from icefabric.experiment.options import cap_target, mode_options
+from icefabric.experiment.options import cap_target, ice_params, mode_options
 from icefabric.experiment.runner import Progress
 from icefabric.traffic.workload import Message, Schedule, WorkloadExecutor
 
@@ -60,7 +60,11 @@ class VirtualEngine:
 
         spec = run_topology(exp)  # delays stretched like the rates
         cfg = VirtualConfig(
-            rate_scale=exp.rates.scale, mtu=exp.rates.mtu_bytes, kind=mode.rate, seed=exp.seed
+            rate_scale=exp.rates.scale,
+            mtu=exp.rates.mtu_bytes,
+            kind=mode.rate,
+            seed=exp.seed,
+            ice=ice_params(exp),
         )
         options = mode_options(exp, mode, report_every_n=REPORT_EVERY_N)
         with VirtualFabric(spec, cfg) as fab:

@@ -18,6 +18,7 @@ link probes: ``probe_interval_s=0``) out of a run.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import logging
 import math
@@ -39,7 +40,7 @@ from icefabric.topo.spec import TopologySpec
 from icefabric.traffic.agent import Agent, RateFactory
 from icefabric.traffic.endpoint import DEFAULT_MTU, Endpoint, FlowStats
 from icefabric.traffic.packets import ICE_SHIM_BYTES, INT_HOP_BYTES
-from icefabric.traffic.rate import DcqcnParams
+from icefabric.traffic.rate import DcqcnParams, IceParams, make_rate_control
 from icefabric.traffic.roce import ECN_CE, ETH_BYTES, FEEDBACK_PORT, HEADER_BYTES, ICRC_BYTES
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,7 @@ class VirtualConfig:
     seed: int = 0  # seeds the agents' QP numbering
     base_rtt_us: float | None = None  # ICE's T; None: computed from the topology
     cnp_interval_us: float | None = None  # None: DCQCN's 50 us scaled to the host rate
+    ice: IceParams | None = None  # ICE's constants before scaling (None: the defaults)
 
     def __post_init__(self) -> None:
         if not self.rate_scale > 0:
@@ -462,6 +464,10 @@ class VirtualFabric:
         cfg = self.config
         rate = self.spec.host_rate(h) * 1e9 * cfg.rate_scale
         factory = self._rate_factories.get(h.name)
+        if factory is None and cfg.ice is not None and cfg.kind == "ice":
+            factory = functools.partial(
+                make_rate_control, "ice", rate, base_rtt_us=self.base_rtt_us, ice=cfg.ice
+            )
         agent = Agent(
             h.name,
             h.address,

@@ -151,6 +151,28 @@ def test_control_delay_scales_and_nccl_log_jobs_are_learned_late() -> None:
     assert not load_preset("nccl-log").phases_known_ahead
 
 
+def test_ice_knobs_from_the_file_and_the_command_line() -> None:
+    from icefabric.control.cli_common import CliError
+    from icefabric.experiment.cli import parse_ice_overrides
+    from icefabric.experiment.config import MODES
+    from icefabric.experiment.options import cap_target, ice_params
+
+    exp = parse_experiment({**GOOD, "ice": {"anchor": False, "eta": 0.9}})
+    assert exp.to_dict()["ice"] == {"anchor": False, "derived_ai": True, "eta": 0.9}
+    p = ice_params(exp)
+    assert (p.anchor, p.derived_ai, p.eta) == (False, True, 0.9)
+    assert cap_target(exp, MODES["ice"]) == 0.95  # no anchor: HPCC's headroom in the caps too
+    with pytest.raises(ExperimentError, match=r"ice\.anchor: expected true or false"):
+        parse_experiment({**GOOD, "ice": {"anchor": "yes"}})
+    with pytest.raises(ExperimentError, match=r"ice\.eta: expected a number in \(0, 1\]"):
+        parse_experiment({**GOOD, "ice": {"eta": 1.5}})
+    knobs = parse_ice_overrides("derived_ai=false, eta=0.99", exp.ice)
+    assert (knobs.anchor, knobs.derived_ai, knobs.eta) == (False, False, 0.99)
+    for bad, msg in (("anchor", "KEY=VALUE"), ("x=1", "unknown key"), ("anchor=no", "true or")):
+        with pytest.raises(CliError, match=msg):
+            parse_ice_overrides(bad, exp.ice)
+
+
 def test_ice_caps_leave_room_for_ices_own_bytes() -> None:
     from icefabric.experiment.config import MODES
     from icefabric.experiment.options import cap_target, ice_wire_overhead
