@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from icefabric.control import render
-from icefabric.control.cli_common import EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, CliError
+from icefabric.control.cli.common import EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, CliError
 
 DEFAULT_OUT = Path("results")
 

@@ -31,7 +31,7 @@ from typing import Any
 from rich.console import Console
 
 from icefabric.control import render
-from icefabric.control.cli_common import int_range
+from icefabric.control.cli.common import int_range
 from icefabric.control.controller import Controller
 from icefabric.control.fabric import ALL_PATH_KINDS, FabricOptions, switch_mac
 from icefabric.control.install import flow_key

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from icefabric.control.ccl.job import JobSpec, parse_job
-from icefabric.control.cli_common import int_range
+from icefabric.control.cli.common import int_range
 from icefabric.control.topology import Topology
 from icefabric.sim.config import SimConfig
 from icefabric.sim.engine import Simulator

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from icefabric.control import render
-from icefabric.control.cli_common import EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, CliError, int_range
+from icefabric.control.cli.common import EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, CliError, int_range
 from icefabric.sim.config import CONTROLS, MAX_ITERATIONS, ROUTINGS, SimConfig, SimConfigError
 from icefabric.sim.results import SimResult
 

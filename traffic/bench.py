@@ -26,7 +26,7 @@ import threading
 import time
 from pathlib import Path
 
-from icefabric.control.cli_common import int_range
+from icefabric.control.cli.common import int_range
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from icefabric.control.ccl.demand import demand_from_job
-from icefabric.control.cli_common import int_range
+from icefabric.control.cli.common import int_range
 from icefabric.control.congestion.waterfill import max_min_fill, max_min_rates
 from icefabric.control.planner.bench import scattered_ring_job
 from icefabric.control.planner.planner import DEFAULT_WORK_BUDGET, Planner

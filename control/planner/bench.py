@@ -30,7 +30,7 @@ import numpy as np
 
 from icefabric.control.ccl.demand import demand_from_job
 from icefabric.control.ccl.job import JobSpec, Phase, Rank
-from icefabric.control.cli_common import int_range
+from icefabric.control.cli.common import int_range
 from icefabric.control.planner.ecmp import EcmpDraws, EcmpModel
 from icefabric.control.planner.exact import cut_lower_bound
 from icefabric.control.planner.heuristic import fabric_mask

@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 
 from icefabric.control.ccl.nccl_log import parse_nccl_log
-from icefabric.control.cli_common import int_range
+from icefabric.control.cli.common import int_range
 
 
 def synth_log(ranks: int, channels: int, seed: int = 1) -> tuple[list[str], list[list[int]]]:

@@ -152,7 +152,7 @@ def test_control_delay_scales_and_nccl_log_jobs_are_learned_late() -> None:
 
 
 def test_ice_knobs_from_the_file_and_the_command_line() -> None:
-    from icefabric.control.cli_common import CliError
+    from icefabric.control.cli.common import CliError
     from icefabric.experiment.cli import parse_ice_overrides
     from icefabric.experiment.config import MODES
     from icefabric.experiment.options import cap_target, ice_params
@@ -289,7 +289,7 @@ def test_icectl_target_bmv2_usage_errors_are_one_line_exit_2(
 ) -> None:
     """--target bmv2 needs the mininet engine, and the BMv2 tools on PATH: else exit 2 with one
     line, before anything runs (nothing written under --out)."""
-    from icefabric.control.cli import main
+    from icefabric.control.cli.app import main
 
     out = tmp_path / "r"
     base = ["experiment", "run", "--preset", "mininet-small", "--out", str(out)]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from icefabric.control.cli import main
+from icefabric.control.cli.app import main
 from icefabric.experiment import results
 from icefabric.experiment.config import parse_experiment
 from icefabric.experiment.measures import (

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from icefabric.control.cli import main
+from icefabric.control.cli.app import main
 from icefabric.control.topology import Topology
 from icefabric.sim.config import SimConfig
 from icefabric.sim.engine import Simulator

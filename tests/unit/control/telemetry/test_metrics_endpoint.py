@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from icefabric.control.api import ApiServer
-from icefabric.control.cli import main
+from icefabric.control.cli.app import main
 from icefabric.control.controller import Controller
 from icefabric.control.daemon import api_handlers
 from icefabric.control.fabric import entity_key

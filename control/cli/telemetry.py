@@ -13,7 +13,7 @@ from rich.live import Live
 from rich.table import Table
 
 from icefabric.control import render
-from icefabric.control.cli_common import EXIT_OK, api_client
+from icefabric.control.cli.common import EXIT_OK, api_client
 
 
 def _pct(u: float | None) -> str:

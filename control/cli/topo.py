@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from icefabric.control import render
-from icefabric.control.cli_common import EXIT_OK, EXIT_USAGE, CliError
+from icefabric.control.cli.common import EXIT_OK, EXIT_USAGE, CliError
 
 if TYPE_CHECKING:
     from icefabric.topo.spec import TopologySpec

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from icefabric.control import render
-from icefabric.control.cli_common import EXIT_OK, EXIT_USAGE, CliError
+from icefabric.control.cli.common import EXIT_OK, EXIT_USAGE, CliError
 
 _Parsed = Any  # NcclLog, imported lazily (icectl starts fast)
 

@@ -9,7 +9,7 @@ from typing import Any
 from rich.markup import escape
 
 from icefabric.control import render
-from icefabric.control.cli_common import EXIT_OK, api_call
+from icefabric.control.cli.common import EXIT_OK, api_call
 
 
 def _gbps(bps: float | None) -> str:

@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from icefabric.control import render
-from icefabric.control.cli_common import (
+from icefabric.control.cli.common import (
     EXIT_OK,
     EXIT_RUNTIME,
     EXIT_USAGE,
@@ -19,7 +19,7 @@ from icefabric.control.cli_common import (
     api_call,
     api_client,
 )
-from icefabric.control.cli_topo import load_topology_arg
+from icefabric.control.cli.topo import load_topology_arg
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -76,7 +76,7 @@ def _read_job_arg(args: argparse.Namespace) -> dict[str, Any]:
 
 def _job_from_log(args: argparse.Namespace) -> Any:
     from icefabric.control.ccl.nccl.tojob import single_host_note
-    from icefabric.control.cli_ccl import job_from_args
+    from icefabric.control.cli.ccl import job_from_args
 
     job = job_from_args(args)
     note = single_host_note(job)
@@ -227,7 +227,7 @@ def cmd_int(args: argparse.Namespace) -> int:
     if args.json:
         render.emit_json(res)
         return EXIT_OK
-    from icefabric.control.cli_telemetry import print_links
+    from icefabric.control.cli.telemetry import print_links
 
     print_links(res)
     con = render.console()

@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from icefabric.control.api import ApiError, ApiUnavailable
-from icefabric.control.cli_common import EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, CliError
-from icefabric.control.cli_daemon import (
+from icefabric.control.cli.common import EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, CliError
+from icefabric.control.cli.daemon import (
     cmd_int,
     cmd_jobs_add,
     cmd_jobs_ls,
@@ -31,7 +31,7 @@ from icefabric.control.cli_daemon import (
     cmd_status,
     shell_command,
 )
-from icefabric.control.cli_topo import cmd_topo_check, cmd_topo_gen, cmd_topo_show
+from icefabric.control.cli.topo import cmd_topo_check, cmd_topo_gen, cmd_topo_show
 from icefabric.control.paths import default_socket
 
 log = logging.getLogger("icectl")
@@ -118,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.set_defaults(func=cmd_topo_check)
 
     # plan (dry run)
-    from icefabric.control.cli_plan import add_plan_parser, add_run_parser
+    from icefabric.control.cli.plan import add_plan_parser, add_run_parser
 
     add_plan_parser(sub, _add_json)
     add_run_parser(sub)
@@ -127,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_experiment_parser(sub, _add_json)
 
-    from icefabric.control.cli_ccl import add_ccl_parser, add_log_options
+    from icefabric.control.cli.ccl import add_ccl_parser, add_log_options
 
     add_ccl_parser(sub, _add_json, _Parser)
 
@@ -159,10 +159,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_json(lsj)
     _add_socket(lsj)
     lsj.set_defaults(func=cmd_jobs_ls)
-    from icefabric.control.cli_agents import add_agent_parsers
+    from icefabric.control.cli.agents import add_agent_parsers
 
     add_agent_parsers(sub, jsub, _add_json, _add_socket)
-    from icefabric.control.cli_telemetry import add_top_parser
+    from icefabric.control.cli.telemetry import add_top_parser
 
     add_top_parser(sub, _add_json, _add_socket)
 

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from icefabric.control import render
-from icefabric.control.cli_common import EXIT_OK, EXIT_RUNTIME, int_range
+from icefabric.control.cli.common import EXIT_OK, EXIT_RUNTIME, int_range
 from icefabric.control.p4rt.tofino import TOFINO_FORMATS
 
 # ECMP's distribution: one float per draw and a CRC per flow and draw (1e6 draws: 8 MB, seconds).
@@ -129,7 +129,7 @@ def _check_hosts(spec: Any, jobs: list[Any], paths: list[str]) -> None:
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
-    from icefabric.control.cli_ccl import log_job_for_plan
+    from icefabric.control.cli.ccl import log_job_for_plan
 
     extra = log_job_for_plan(args)
     report = plan_report(
@@ -263,7 +263,7 @@ def add_plan_parser(sub: Any, add_json: Callable[[argparse.ArgumentParser], None
     p.add_argument("--all-links", action="store_true", help="host links too, not only fabric")
     p.add_argument("--no-flows", action="store_true", help="omit the per-flow path table")
     add_json(p)
-    from icefabric.control.cli_ccl import add_log_options
+    from icefabric.control.cli.ccl import add_log_options
 
     add_log_options(p)
     p.set_defaults(func=_cmd_plan)
