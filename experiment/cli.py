@@ -6,19 +6,19 @@ import argparse
 import signal
 import sys
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from icefabric.control import render
-from icefabric.control.cli.common import EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, CliError
+from icefabric.control.cli.common import EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, CliError, Verbs
 
 DEFAULT_OUT = Path("results")
 
 
-def add_experiment_parser(sub: Any, add_json: Callable[[argparse.ArgumentParser], None]) -> None:
-    """The ``experiment`` subcommand and its verbs."""
-    exp = sub.add_parser(
+def register(verbs: Verbs) -> None:
+    """``icectl experiment run|list|show``."""
+    add_json = verbs.add_json
+    exp = verbs.add(
         "experiment", help="timed experiments: collective busbw under ICE and ECMP + DCQCN"
     )
     esub = exp.add_subparsers(dest="experiment_command", metavar="SUBCOMMAND")

@@ -8,7 +8,14 @@ from collections.abc import Callable
 from typing import Any
 
 from icefabric.control import render
-from icefabric.control.cli.common import EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, CliError, int_range
+from icefabric.control.cli.common import (
+    EXIT_OK,
+    EXIT_RUNTIME,
+    EXIT_USAGE,
+    CliError,
+    Verbs,
+    int_range,
+)
 from icefabric.sim.config import CONTROLS, MAX_ITERATIONS, ROUTINGS, SimConfig, SimConfigError
 from icefabric.sim.results import SimResult
 
@@ -272,9 +279,10 @@ def _common(
     add_json(p)
 
 
-def add_sim_parser(sub: Any, add_json: Callable[[argparse.ArgumentParser], None]) -> None:
-    """Register ``icectl sim run|compare``."""
-    sim = sub.add_parser("sim", help="fluid simulation of jobs on a (large) fabric")
+def register(verbs: Verbs) -> None:
+    """``icectl sim run|compare``."""
+    add_json = verbs.add_json
+    sim = verbs.add("sim", help="fluid simulation of jobs on a (large) fabric")
     ssub = sim.add_subparsers(dest="sim_cmd", required=True)
     run = ssub.add_parser(
         "run",

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-from typing import Any
 
 from rich.markup import escape
 
 from icefabric.control import render
-from icefabric.control.cli.common import EXIT_OK, api_call
+from icefabric.control.cli.common import EXIT_OK, Verbs, api_call
 
 
 def _gbps(bps: float | None) -> str:
@@ -129,7 +127,7 @@ def cmd_agent_token(args: argparse.Namespace) -> int:
 
     from icefabric.control.agents.auth import host_token, read_token
     from icefabric.control.agents.protocol import MAX_NAME
-    from icefabric.control.cli_common import EXIT_USAGE, CliError
+    from icefabric.control.cli.common import EXIT_USAGE, CliError
     from icefabric.files import write_output
 
     host = args.host
@@ -153,18 +151,16 @@ def cmd_agent_token(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def add_agent_parsers(
-    sub: Any,
-    jsub: Any,
-    add_json: Callable[[argparse.ArgumentParser], None],
-    add_socket: Callable[[argparse.ArgumentParser], None],
-) -> None:
-    """Register ``agents``, ``caps`` and ``jobs phase``."""
-    ag = sub.add_parser("agents", help="host rate agents connected to the controller")
-    add_json(ag)
-    add_socket(ag)
+def register(verbs: Verbs) -> None:
+    """``icectl agents``, ``agent-token``, ``caps`` and ``jobs phase``."""
+    jsub = verbs.group(
+        "jobs", help="add, remove and list jobs on the running controller", dest="jobs_command"
+    )
+    ag = verbs.add("agents", help="host rate agents connected to the controller")
+    verbs.add_json(ag)
+    verbs.add_socket(ag)
     ag.set_defaults(func=cmd_agents)
-    tok = sub.add_parser(
+    tok = verbs.add(
         "agent-token",
         help="the TCP token of one host (bound to its name; no controller needed)",
         description="Print (or write 0600 to -o FILE) the token host HOST presents on the TCP "
@@ -180,14 +176,14 @@ def add_agent_parsers(
     )
     tok.add_argument("-o", "--output", default=None, metavar="FILE", help="write it here (0600)")
     tok.set_defaults(func=cmd_agent_token)
-    caps = sub.add_parser("caps", help="max-min fair rate caps of the active flows")
+    caps = verbs.add("caps", help="max-min fair rate caps of the active flows")
     caps.add_argument("--host", default=None, help="only the flows this host sends")
-    add_json(caps)
-    add_socket(caps)
+    verbs.add_json(caps)
+    verbs.add_socket(caps)
     caps.set_defaults(func=cmd_caps)
     ph = jsub.add_parser("phase", help="move a job to another phase (caps pushed first)")
     ph.add_argument("name", metavar="JOB")
     ph.add_argument("phase", metavar="PHASE")
-    add_json(ph)
-    add_socket(ph)
+    verbs.add_json(ph)
+    verbs.add_socket(ph)
     ph.set_defaults(func=cmd_jobs_phase)

@@ -10,12 +10,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from icefabric.control import render
-from icefabric.control.cli.common import EXIT_OK, EXIT_USAGE, CliError
+from icefabric.control.cli.common import EXIT_OK, EXIT_USAGE, CliError, Verbs
 
 _Parsed = Any  # NcclLog, imported lazily (icectl starts fast)
 
@@ -383,15 +383,11 @@ def _write_job(job: Any, path: str) -> None:
     )
 
 
-def add_ccl_parser(
-    sub: Any,
-    add_json: Callable[[argparse.ArgumentParser], None],
-    parser_class: type[argparse.ArgumentParser],
-) -> None:
-    """Register ``icectl ccl``."""
-    ccl = sub.add_parser("ccl", help="read CCL logs (NCCL/RCCL) and HCCL rank tables")
-    csub = ccl.add_subparsers(dest="ccl_command", metavar="SUBCOMMAND", parser_class=parser_class)
-    csub.required = True
+def register(verbs: Verbs) -> None:
+    """``icectl ccl inspect``."""
+    csub = verbs.group(
+        "ccl", help="read CCL logs (NCCL/RCCL) and HCCL rank tables", dest="ccl_command"
+    )
     ins = csub.add_parser(
         "inspect",
         help="list a log's communicators (ranks, hosts, channels, rings, trees, version)",
@@ -402,5 +398,5 @@ def add_ccl_parser(
     ins.add_argument("log", metavar="LOG", help="NCCL_DEBUG=INFO log, or HCCL rank table JSON")
     ins.add_argument("--to-job", default=None, metavar="FILE", help="write the job (.yaml/.json)")
     add_log_options(ins, log_flag=False, topo_flag=True)
-    add_json(ins)
+    verbs.add_json(ins)
     ins.set_defaults(func=_cmd_inspect)

@@ -1,8 +1,10 @@
-"""Shared pieces of the icectl modules: exit codes, the error type main() reports, API calls."""
+"""Shared pieces of the icectl modules: exit codes, the error type icectl reports, how a verb
+module registers its verbs (``Verbs``), API calls."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +21,56 @@ class CliError(Exception):
     def __init__(self, message: str, code: int = EXIT_RUNTIME) -> None:
         super().__init__(message)
         self.code = code
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with exit code 2 and the program path in the message (as argparse does)."""
+
+    def error(self, message: str) -> Any:
+        self.print_usage(sys.stderr)
+        raise CliError(f"{self.prog}: {message}", EXIT_USAGE)
+
+
+class Verbs:
+    """Where a verb module registers its icectl verbs: every one has ``register(verbs)``.
+
+    ``sub`` is icectl's COMMAND subparsers; :meth:`group` makes a verb with subcommands that a
+    later module can add to by name (``icectl jobs phase`` comes from ``agents.py``).
+    """
+
+    def __init__(self, sub: Any) -> None:
+        self.sub = sub
+        self._groups: dict[str, Any] = {}
+
+    def add(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        """A new verb ``icectl NAME`` (``add_parser`` keyword arguments)."""
+        parser: argparse.ArgumentParser = self.sub.add_parser(name, **kwargs)
+        return parser
+
+    def group(self, name: str, *, help: str, dest: str) -> Any:
+        """The subcommands of ``icectl NAME`` (created on the first call, then shared)."""
+        if name not in self._groups:
+            parser = self.sub.add_parser(name, help=help)
+            sub = parser.add_subparsers(dest=dest, metavar="SUBCOMMAND", parser_class=Parser)
+            sub.required = True
+            self._groups[name] = sub
+        return self._groups[name]
+
+    @staticmethod
+    def add_json(p: argparse.ArgumentParser) -> None:
+        """``--json``: print JSON for scripts instead of tables."""
+        p.add_argument(
+            "--json", action="store_true", help="print JSON for scripts instead of tables"
+        )
+
+    @staticmethod
+    def add_socket(p: argparse.ArgumentParser) -> None:
+        """--socket after the subcommand too (it overrides the global one only when given)."""
+        p.add_argument("--socket", default=argparse.SUPPRESS, help="the controller's API socket")
+
+
+Register = Callable[[Verbs], None]
+"""A verb module's ``register``: adds its verbs to icectl."""
 
 
 def int_range(low: int, high: int | None = None) -> Callable[[str], int]:

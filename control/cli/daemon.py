@@ -11,11 +11,13 @@ import time
 from typing import Any
 
 from icefabric.control import render
+from icefabric.control.cli.ccl import add_log_options
 from icefabric.control.cli.common import (
     EXIT_OK,
     EXIT_RUNTIME,
     EXIT_USAGE,
     CliError,
+    Verbs,
     api_call,
     api_client,
 )
@@ -426,3 +428,97 @@ def cmd_shell(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise CliError(f"cannot start p4runtime-shell: {exc.strerror or exc}") from exc
     return EXIT_RUNTIME  # not reached: execv replaced the process
+
+
+def register(verbs: Verbs) -> None:
+    """``icectl status``, ``jobs add|rm|ls``, ``paths``, ``stats``, ``int``, ``mode``, ``link``,
+    ``links`` and ``shell``."""
+    st = verbs.add("status", help="the daemon: role, mode, switches, jobs")
+    verbs.add_json(st)
+    verbs.add_socket(st)
+    st.set_defaults(func=cmd_status)
+
+    # jobs
+    jsub = verbs.group(
+        "jobs", help="add, remove and list jobs on the running controller", dest="jobs_command"
+    )
+    add = jsub.add_parser("add", help="plan a job and install its paths")
+    add.add_argument("job", metavar="JOB", nargs="?", help="job description (YAML/JSON)")
+    add_log_options(add, topo_flag=True)
+    verbs.add_json(add)
+    verbs.add_socket(add)
+    add.set_defaults(func=cmd_jobs_add)
+    rm = jsub.add_parser("rm", help="remove a job and its entries")
+    rm.add_argument("name", metavar="NAME")
+    verbs.add_json(rm)
+    verbs.add_socket(rm)
+    rm.set_defaults(func=cmd_jobs_rm)
+    lsj = jsub.add_parser("ls", help="list jobs")
+    verbs.add_json(lsj)
+    verbs.add_socket(lsj)
+    lsj.set_defaults(func=cmd_jobs_ls)
+    paths = verbs.add("paths", help="planned path of every flow (or one FLOW)")
+    paths.add_argument("flow", metavar="FLOW", nargs="?", help="flow id (job/phase/cN/rA->rB)")
+    paths.add_argument("--job", default=None, help="only the flows of this job")
+    verbs.add_json(paths)
+    verbs.add_socket(paths)
+    paths.set_defaults(func=cmd_paths)
+
+    stats = verbs.add("stats", help="port, tag and drop counters of the switches")
+    stats.add_argument("--switch", default=None, help="one switch only")
+    verbs.add_json(stats)
+    verbs.add_socket(stats)
+    stats.set_defaults(func=cmd_stats)
+
+    tel = verbs.add(
+        "int", help="every link's utilisation, queue depth and drops; recent INT reports"
+    )
+    tel.add_argument("-n", "--limit", type=int, default=20, help="how many (default 20)")
+    tel.add_argument(
+        "-f", "--follow", action="store_true", help="keep printing new reports (Ctrl-C stops)"
+    )
+    tel.add_argument("--interval", type=float, default=0.5, help="--follow poll interval, s")
+    verbs.add_json(tel)
+    verbs.add_socket(tel)
+    tel.set_defaults(func=cmd_int)
+
+    mode = verbs.add("mode", help="switch every first hop to ICE or the ECMP baseline")
+    mode.add_argument("mode", choices=("ice", "planned-ecmp", "ecmp"))
+    verbs.add_socket(mode)
+    mode.set_defaults(func=cmd_mode)
+
+    link = verbs.add("link", help="mark a link down or up and replan the flows on it")
+    link.add_argument("state", choices=("down", "up"))
+    link.add_argument("a", metavar="SWITCH_A")
+    link.add_argument("b", metavar="SWITCH_B")
+    verbs.add_json(link)
+    verbs.add_socket(link)
+    link.set_defaults(func=cmd_link)
+
+    links = verbs.add(
+        "links",
+        help="link liveness from the LLDP probes: state, last probe, down/up events and times",
+    )
+    verbs.add_json(links)
+    verbs.add_socket(links)
+    links.set_defaults(func=cmd_links)
+
+    shell = verbs.add("shell", help="p4runtime-shell connected to one switch")
+    shell.add_argument("switch", metavar="SWITCH")
+    shell.add_argument(
+        "--topo", default=None, help="take the address from this spec instead of the daemon"
+    )
+    shell.add_argument(
+        "--election-id",
+        default="0,1",
+        help="HIGH,LOW (default 0,1: below the controller's, so the shell is a read-only backup)",
+    )
+    shell.add_argument(
+        "--config",
+        default=None,
+        metavar="P4INFO,DEVCONFIG",
+        help="push this pipeline (wipes the switch's entries); default: read P4Info from the switch",
+    )
+    shell.add_argument("--print", action="store_true", help="print the command, do not run it")
+    verbs.add_socket(shell)
+    shell.set_defaults(func=cmd_shell)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from icefabric.control import render
-from icefabric.control.cli.common import EXIT_OK, EXIT_RUNTIME, int_range
+from icefabric.control.cli.common import EXIT_OK, EXIT_RUNTIME, Verbs, int_range
 from icefabric.control.p4rt.tofino import TOFINO_FORMATS
 
 # ECMP's distribution: one float per draw and a CRC per flow and draw (1e6 draws: 8 MB, seconds).
@@ -218,9 +218,9 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     return EXIT_OK if not report["unrouted"] else EXIT_RUNTIME
 
 
-def add_plan_parser(sub: Any, add_json: Callable[[argparse.ArgumentParser], None]) -> None:
-    """Register `icectl plan`."""
-    p = sub.add_parser(
+def _add_plan(verbs: Verbs) -> None:
+    """``icectl plan``."""
+    p = verbs.add(
         "plan",
         help="dry run: plan jobs on a topology, per-link load with ice.p4 ECMP's load beside it",
         description="Plan jobs without any switch. Beside the plan: ECMP's per-link load as "
@@ -262,7 +262,7 @@ def add_plan_parser(sub: Any, add_json: Callable[[argparse.ArgumentParser], None
     p.add_argument("--seed", type=int_range(0), default=1, help="seed of the draws (default 1)")
     p.add_argument("--all-links", action="store_true", help="host links too, not only fabric")
     p.add_argument("--no-flows", action="store_true", help="omit the per-flow path table")
-    add_json(p)
+    verbs.add_json(p)
     from icefabric.control.cli.ccl import add_log_options
 
     add_log_options(p)
@@ -275,9 +275,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return run_daemon(args)
 
 
-def add_run_parser(sub: Any) -> None:
-    """Register `icectl run` (the controller daemon)."""
-    p = sub.add_parser(
+def _add_run(verbs: Verbs) -> None:
+    """``icectl run`` (the controller daemon)."""
+    p = verbs.add(
         "run",
         help="the controller daemon (primary, or --backup standby)",
         description="Connect to every switch of the topology, push the pipeline, install base "
@@ -380,3 +380,9 @@ def add_run_parser(sub: Any) -> None:
 
     add_telemetry_options(p)
     p.set_defaults(func=_cmd_run)
+
+
+def register(verbs: Verbs) -> None:
+    """``icectl plan`` (dry run) and ``icectl run`` (the controller daemon)."""
+    _add_plan(verbs)
+    _add_run(verbs)

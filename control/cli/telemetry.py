@@ -13,7 +13,7 @@ from rich.live import Live
 from rich.table import Table
 
 from icefabric.control import render
-from icefabric.control.cli.common import EXIT_OK, api_client
+from icefabric.control.cli.common import EXIT_OK, Verbs, api_client
 
 
 def _pct(u: float | None) -> str:
@@ -118,18 +118,14 @@ def _repeat(args: argparse.Namespace, fn: Callable[[], None]) -> int:
         return EXIT_OK
 
 
-def add_top_parser(
-    sub: Any,
-    add_json: Callable[[argparse.ArgumentParser], None],
-    add_socket: Callable[[argparse.ArgumentParser], None],
-) -> None:
-    """Register ``icectl top``."""
-    top = sub.add_parser("top", help="live view: busiest links, queues, drops, flows, agents")
+def register(verbs: Verbs) -> None:
+    """``icectl top``."""
+    top = verbs.add("top", help="live view: busiest links, queues, drops, flows, agents")
     top.add_argument("--interval", type=float, default=1.0, help="refresh every S seconds")
     top.add_argument("--rows", type=int, default=20, help="links shown (busiest first)")
     top.add_argument(
         "-c", "--count", type=int, default=0, help="stop after N refreshes (default: Ctrl-C)"
     )
-    add_json(top)
-    add_socket(top)
+    verbs.add_json(top)
+    verbs.add_socket(top)
     top.set_defaults(func=cmd_top)

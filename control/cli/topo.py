@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from icefabric.control import render
-from icefabric.control.cli.common import EXIT_OK, EXIT_USAGE, CliError
+from icefabric.control.cli.common import EXIT_OK, EXIT_USAGE, CliError, Parser, Verbs
 
 if TYPE_CHECKING:
     from icefabric.topo.spec import TopologySpec
@@ -193,3 +193,41 @@ def cmd_topo_check(args: argparse.Namespace) -> int:
         for p in problems:
             print(p, file=sys.stderr)
     return EXIT_OK if ok else EXIT_USAGE
+
+
+def register(verbs: Verbs) -> None:
+    """``icectl topo gen|show|check``."""
+    tsub = verbs.group(
+        "topo", help="generate, show and check topology spec files", dest="topo_command"
+    )
+    gen = tsub.add_parser("gen", help="generate a leaf-spine or fat-tree spec")
+    gsub = gen.add_subparsers(dest="shape", metavar="SHAPE", parser_class=Parser)
+    gsub.required = True
+    ls = gsub.add_parser("leaf-spine", help="two-tier leaf-spine")
+    ls.add_argument("--leaves", type=int, required=True)
+    ls.add_argument("--spines", type=int, required=True)
+    ls.add_argument("--hosts-per-leaf", type=int, required=True)
+    ls.add_argument("--host-rate", type=float, default=100.0, help="Gbit/s (default 100)")
+    ls.add_argument(
+        "--uplink-rate", type=float, default=None, help="Gbit/s (default: from --oversubscription)"
+    )
+    ls.add_argument("--oversubscription", type=float, default=1.0, help="default 1.0")
+    ls.add_argument("--links-per-spine", type=int, default=1)
+    ft = gsub.add_parser("fat-tree", help="three-tier fat-tree(k)")
+    ft.add_argument("--k", type=int, required=True, help="even port count")
+    ft.add_argument("--rate", type=float, default=100.0, help="Gbit/s of every link")
+    ft.add_argument("--hosts-per-tor", type=int, default=None, help="default k/2")
+    for g in (ls, ft):
+        g.add_argument("--name", default=None)
+        g.add_argument("--grpc-base-port", type=int, default=50051)
+        g.add_argument("-o", "--output", help="write to FILE (.json: JSON, else YAML)")
+        g.add_argument("--format", choices=("yaml", "json"), default="yaml", help="stdout format")
+        g.set_defaults(func=cmd_topo_gen)
+    show = tsub.add_parser("show", help="print switches, hosts and links of a spec")
+    show.add_argument("topo", metavar="TOPO")
+    verbs.add_json(show)
+    show.set_defaults(func=cmd_topo_show)
+    check = tsub.add_parser("check", help="validate a spec (exit 2 and every problem if bad)")
+    check.add_argument("topo", metavar="TOPO")
+    verbs.add_json(check)
+    check.set_defaults(func=cmd_topo_check)

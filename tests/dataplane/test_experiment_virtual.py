@@ -109,7 +109,7 @@ def test_icectl_experiment_run_writes_results_and_exits_by_outcome(
 
     import yaml
 
-    from icefabric.control.cli.app import main
+    from icefabric.icectl import main
 
     f = tmp_path / "x.yaml"
     f.write_text(yaml.safe_dump({**SMALL, "modes": ["ice"]}))

@@ -17,7 +17,7 @@ from _mininet import TARGET, require_mininet, require_target_tools  # noqa: E402
 
 require_mininet()
 
-from icefabric.control.cli.app import main  # noqa: E402
+from icefabric.icectl import main  # noqa: E402
 
 PRESET = "mininet-small"
 NODES = ("leaf1", "leaf2", "spine1", "spine2", "h1", "h2", "h3", "h4")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from icefabric.control.cli.app import main
+from icefabric.icectl import main
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = str(ROOT / "topo" / "examples" / "leaf_spine_2x4.yaml")

@@ -289,7 +289,7 @@ def test_icectl_target_bmv2_usage_errors_are_one_line_exit_2(
 ) -> None:
     """--target bmv2 needs the mininet engine, and the BMv2 tools on PATH: else exit 2 with one
     line, before anything runs (nothing written under --out)."""
-    from icefabric.control.cli.app import main
+    from icefabric.icectl import main
 
     out = tmp_path / "r"
     base = ["experiment", "run", "--preset", "mininet-small", "--out", str(out)]

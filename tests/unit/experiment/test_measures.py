@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from icefabric.control.cli.app import main
 from icefabric.experiment import results
 from icefabric.experiment.config import parse_experiment
 from icefabric.experiment.measures import (
@@ -20,6 +19,7 @@ from icefabric.experiment.measures import (
     percentile,
 )
 from icefabric.experiment.report import write_plot
+from icefabric.icectl import main
 from icefabric.traffic.workload import WorkloadExecutor, build_schedule
 
 EXP = {

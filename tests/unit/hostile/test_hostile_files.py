@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from icefabric.control.cli.app import main
+from icefabric.icectl import main
 from icefabric.files import (
     DataFileError,
     UnsafeOutputError,

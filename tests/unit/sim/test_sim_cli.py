@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from icefabric.control.cli.app import main
 from icefabric.control.topology import Topology
+from icefabric.icectl import main
 from icefabric.sim.config import SimConfig
 from icefabric.sim.engine import Simulator
 from icefabric.sim.hetero import Group, ModelSpec, Scenario, _split, run_scenario, step_time

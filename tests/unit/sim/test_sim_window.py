@@ -153,7 +153,7 @@ def test_window_spec_counts_pairs_across_hosts() -> None:
 
 
 def test_cli_runs_a_windowed_all_to_all(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from icefabric.control.cli.app import main
+    from icefabric.icectl import main
 
     job = tmp_path / "a2a.yaml"
     job.write_text(

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from icefabric.control.api import ApiServer
-from icefabric.control.cli.app import main
 from icefabric.control.controller import Controller
 from icefabric.control.daemon import api_handlers
 from icefabric.control.fabric import entity_key
 from icefabric.control.p4rt import PipelineConfig
 from icefabric.control.telemetry.metrics import MetricsServer
+from icefabric.icectl import main
 from icefabric.topo.spec import load_topology
 
 ROOT = Path(__file__).resolve().parents[4]
