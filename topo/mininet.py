@@ -36,7 +36,7 @@ from typing import Any
 from mininet.net import Mininet
 from mininet.node import Switch
 
-from icefabric.control.paths import default_log_dir, open_private_log
+from icefabric.control.daemon.paths import default_log_dir, open_private_log
 from icefabric.topo.relay import TcpToUnixRelay
 from icefabric.topo.spec import SpecError, TopologySpec, load_topology
 

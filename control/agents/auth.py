@@ -6,7 +6,7 @@ H``), so a token only ever speaks for the host it was made for: h1's token canno
 h2, and a leaked agent token exposes one host, never the secret.
 
 Unix socket: the peer check (SO_PEERCRED: the controller's own uid or root) is
-:func:`icefabric.control.paths.check_peer`, shared with the API socket; the host name in a hello
+:func:`icefabric.control.daemon.paths.check_peer`, shared with the API socket; the host name in a hello
 is not bound further there, because such a peer can already do everything a host identity
 would give it: read the state file and the token secret, drive the API socket (remove jobs,
 change the mode), or ptrace the controller. See control/README.md, "Files, sockets and

@@ -42,7 +42,7 @@ from icefabric.control.agents.protocol import (
     encode,
     parse_address,
 )
-from icefabric.control.paths import PeerRejected, check_peer
+from icefabric.control.daemon.paths import PeerRejected, check_peer
 
 log = logging.getLogger(__name__)
 

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 from icefabric.control.agents.protocol import AgentAddress, FlowKey
 from icefabric.control.agents.registry import AgentFlows, agent_key
 from icefabric.control.agents.server import AgentServer, EventKind
+from icefabric.control.daemon.state import StateWriteError
 from icefabric.control.install import flow_key
-from icefabric.control.state import StateWriteError
 from icefabric.control.telemetry.metrics import LatencyTally
 
 if TYPE_CHECKING:

@@ -43,7 +43,7 @@ from icefabric.control.agents.protocol import (
     encode,
     parse_address,
 )
-from icefabric.control.paths import PeerRejected, check_peer, is_listening
+from icefabric.control.daemon.paths import PeerRejected, check_peer, is_listening
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,6 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from icefabric.control.api import ApiError, ApiUnavailable
 from icefabric.control.cli.common import (
     EXIT_OK,
     EXIT_RUNTIME,
@@ -29,7 +28,8 @@ from icefabric.control.cli.common import (
     Register,
     Verbs,
 )
-from icefabric.control.paths import default_socket
+from icefabric.control.daemon.api import ApiError, ApiUnavailable
+from icefabric.control.daemon.paths import default_socket
 
 log = logging.getLogger("icectl")
 

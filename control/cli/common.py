@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from icefabric.control.api import ApiClient
+from icefabric.control.daemon.api import ApiClient
 
 EXIT_OK = 0
 EXIT_RUNTIME = 1

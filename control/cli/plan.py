@@ -270,7 +270,7 @@ def _add_plan(verbs: Verbs) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from icefabric.control.daemon import run_daemon
+    from icefabric.control.daemon.service import run_daemon
 
     return run_daemon(args)
 

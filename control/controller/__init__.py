@@ -9,8 +9,8 @@ resyncs, so the fabric keeps its paths. A switch that comes back after a restart
 same way. Link failures replan the flows that crossed the link and install the moved flows first,
 then the base-forwarding difference (candidate groups and routes without the dead link).
 
-The daemon (``icectl run``) wraps this in the Unix-socket API of :mod:`icefabric.control.api`;
-see :mod:`icefabric.control.daemon`.
+The daemon (``icectl run``) wraps this in the Unix-socket API of :mod:`icefabric.control.daemon.api`;
+see :mod:`icefabric.control.daemon.service`.
 """
 
 from icefabric.control.controller.core import (

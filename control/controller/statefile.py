@@ -2,7 +2,7 @@
 
 It holds the running jobs, failed links and switches, the links the probes took down, the real
 flow keys agents reported and each flow's chosen path, so a backup that takes over plans the same
-paths and writes nothing to the switches. Format: :mod:`icefabric.control.state`.
+paths and writes nothing to the switches. Format: :mod:`icefabric.control.daemon.state`.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import numpy as np
 
 from icefabric.control.ccl.demand import demand_from_job
 from icefabric.control.ccl.job import check_hosts
-from icefabric.control.paths import write_private
-from icefabric.control.state import StateWriteError, encode_state, load_state
+from icefabric.control.daemon.paths import write_private
+from icefabric.control.daemon.state import StateWriteError, encode_state, load_state
 
 if TYPE_CHECKING:
     from icefabric.control.agents.hub import AgentHub

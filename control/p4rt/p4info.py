@@ -394,5 +394,7 @@ def load_p4info(path: str | Path) -> p4info_pb2.P4Info:
         data = read_input(p, limit=MAX_P4INFO_BYTES, what="a P4Info file")
     except DataFileError as exc:
         msg = str(exc).splitlines()[0]
-        raise P4InfoError(msg.replace(": cannot read:", ": cannot read the P4Info file:", 1)) from None
+        raise P4InfoError(
+            msg.replace(": cannot read:", ": cannot read the P4Info file:", 1)
+        ) from None
     return parse_p4info(data, source=str(p))

@@ -22,9 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from icefabric.control.api import MAX_FRAME, ApiServer, FrameError, read_frame
 from icefabric.control.ccl.job import JobError, parse_job
 from icefabric.control.ccl.nccl_log import parse_nccl_log
+from icefabric.control.daemon.api import MAX_FRAME, ApiServer, FrameError, read_frame
 from icefabric.files import parse_data_text
 from icefabric.topo.spec import SpecError, parse_topology
 

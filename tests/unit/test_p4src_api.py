@@ -28,9 +28,7 @@ def _compiled_api() -> Api:
     names = {a.preamble.id: a.preamble.name for a in p4info.actions}
     api = Api()
     for t in p4info.tables:
-        keys = tuple(
-            (m.name, type(m).MatchType.Name(m.match_type).lower()) for m in t.match_fields
-        )
+        keys = tuple((m.name, type(m).MatchType.Name(m.match_type).lower()) for m in t.match_fields)
         api.tables[t.preamble.name] = Table(keys, frozenset(names[r.id] for r in t.action_refs))
     for a in p4info.actions:
         if any(a.preamble.name in t.actions for t in api.tables.values()):

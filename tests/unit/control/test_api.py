@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from icefabric.control.api import (
+from icefabric.control.daemon.api import (
     MAX_FRAME,
     ApiClient,
     ApiError,

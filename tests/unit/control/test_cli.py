@@ -11,7 +11,7 @@ import pytest
 import yaml
 from _icectl import EXAMPLE, ROOT, run
 
-from icefabric.control.api import ApiServer, RequestError
+from icefabric.control.daemon.api import ApiServer, RequestError
 
 
 @pytest.fixture

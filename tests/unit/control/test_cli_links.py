@@ -11,8 +11,8 @@ import pytest
 from _icectl import EXAMPLE, ROOT, run
 from test_linkmon import SPEC, Wires  # the fake-clock fabric of the LinkMonitor tests
 
-from icefabric.control.api import ApiServer
-from icefabric.control.daemon import api_handlers
+from icefabric.control.daemon.api import ApiServer
+from icefabric.control.daemon.service import api_handlers
 from icefabric.control.lldp import LldpProbe
 
 

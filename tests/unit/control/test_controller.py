@@ -9,10 +9,10 @@ import pytest
 
 from icefabric.control import fabric
 from icefabric.control import ice_names as n
-from icefabric.control.api import RequestError
 from icefabric.control.ccl.demand import demand_from_job
 from icefabric.control.controller import Controller, JobRejected
-from icefabric.control.daemon import api_handlers
+from icefabric.control.daemon.api import RequestError
+from icefabric.control.daemon.service import api_handlers
 from icefabric.control.fabric import entity_key
 from icefabric.control.p4rt import PipelineConfig, TableEntry
 from icefabric.topo.spec import load_topology

@@ -17,11 +17,17 @@ from typing import Any
 
 import pytest
 
-from icefabric.control import api as api_mod
-from icefabric.control import paths
-from icefabric.control.api import ApiClient, ApiServer, ApiUnavailable, encode_frame, read_frame
 from icefabric.control.ccl.job import parse_job
-from icefabric.control.state import load_state, save_state
+from icefabric.control.daemon import api as api_mod
+from icefabric.control.daemon import paths
+from icefabric.control.daemon.api import (
+    ApiClient,
+    ApiServer,
+    ApiUnavailable,
+    encode_frame,
+    read_frame,
+)
+from icefabric.control.daemon.state import load_state, save_state
 
 JOB = parse_job(
     {

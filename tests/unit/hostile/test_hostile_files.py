@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from icefabric.icectl import main
 from icefabric.files import (
     DataFileError,
     UnsafeOutputError,
@@ -22,6 +21,7 @@ from icefabric.files import (
     read_input,
     write_output,
 )
+from icefabric.icectl import main
 
 ROOT = Path(__file__).resolve().parents[3]
 TOPO = ROOT / "topo" / "examples" / "leaf_spine_2x4.yaml"

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from icefabric.control import paths
-from icefabric.control.api import OperationFailed
 from icefabric.control.controller import Controller, StateWriteError
-from icefabric.control.daemon import api_handlers
+from icefabric.control.daemon import paths
+from icefabric.control.daemon.api import OperationFailed
+from icefabric.control.daemon.service import api_handlers
 from icefabric.control.fabric import entity_key
 from icefabric.control.p4rt import PipelineConfig
 from icefabric.topo.spec import load_topology

@@ -332,7 +332,7 @@ def test_refuses_to_replace_a_live_socket_or_a_file(tmp_path: Path) -> None:
 def test_another_users_processes_are_refused_both_ways(
     server: AgentServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from icefabric.control import paths
+    from icefabric.control.daemon import paths
 
     monkeypatch.setattr(paths, "peer_uid", lambda sock: 4242)
     monkeypatch.setattr(paths.os, "geteuid", lambda: 1000)

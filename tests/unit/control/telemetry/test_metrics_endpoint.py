@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from icefabric.control.api import ApiServer
 from icefabric.control.controller import Controller
-from icefabric.control.daemon import api_handlers
+from icefabric.control.daemon.api import ApiServer
+from icefabric.control.daemon.service import api_handlers
 from icefabric.control.fabric import entity_key
 from icefabric.control.p4rt import PipelineConfig
 from icefabric.control.telemetry.metrics import MetricsServer

@@ -20,7 +20,7 @@ from typing import Any
 
 from icefabric.control.agents.protocol import FlowKey, ProtocolError
 from icefabric.control.ccl.job import JobSpec, parse_job
-from icefabric.control.paths import read_private, write_private
+from icefabric.control.daemon.paths import read_private, write_private
 from icefabric.files import JsonError, parse_json
 from icefabric.topo.spec import SpecError
 

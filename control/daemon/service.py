@@ -18,14 +18,15 @@ from icefabric.control.agents.options import (
     start_agent_channel,
 )
 from icefabric.control.agents.server import AgentServerError
-from icefabric.control.api import (
+from icefabric.control.controller import Controller, JobRejected, StateWriteError
+from icefabric.control.daemon.api import (
     ApiServer,
     ApiUnavailable,
     Handler,
     OperationFailed,
     RequestError,
 )
-from icefabric.control.controller import Controller, JobRejected, StateWriteError
+from icefabric.control.daemon.paths import default_state_file, ensure_private_dir
 from icefabric.control.fabric import (
     MODES,
     TOFINO_CLONE_PACKET_LENGTH,
@@ -36,7 +37,6 @@ from icefabric.control.fabric import (
     FabricOptions,
 )
 from icefabric.control.ice_names import CPU_PORT
-from icefabric.control.paths import default_state_file, ensure_private_dir
 from icefabric.control.telemetry.metrics import MetricsServer
 from icefabric.control.telemetry.options import (
     TelemetryOptionError,

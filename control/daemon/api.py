@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from icefabric.control.paths import (
+from icefabric.control.daemon.paths import (
     PeerRejected,
     UnsafePathError,
     check_peer,
