@@ -17,7 +17,7 @@ BENCHMARKS: dict[str, str] = {
     "planner": "icefabric.control.planner.bench",
     "waterfill": "icefabric.control.congestion.bench",
     "nccl-log": "icefabric.control.ccl.nccl.bench",
-    "endpoint": "icefabric.traffic.bench",
+    "endpoint": "icefabric.experiment.bench",
     "sim": "icefabric.sim.bench",
 }
 

@@ -1,4 +1,4 @@
-"""Endpoint benchmark: ``python -m icefabric.traffic.bench`` (part of ``make bench``).
+"""Endpoint benchmark: ``python -m icefabric.experiment.bench`` (part of ``make bench``).
 
 Three figures, each the best of ``--repeat`` runs:
 
@@ -159,7 +159,7 @@ def realtime_veth_pps(nbytes: int) -> tuple[float, float] | None:
 def main(argv: list[str] | None = None) -> int:
     """Run the three measurements and print them."""
     ap = argparse.ArgumentParser(
-        prog="python -m icefabric.traffic.bench", description=__doc__.split("\n")[0]
+        prog="python -m icefabric.experiment.bench", description=__doc__.split("\n")[0]
     )
     ap.add_argument("--repeat", type=int_range(1, 100), default=3)
     ap.add_argument(
