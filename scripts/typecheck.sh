@@ -6,6 +6,6 @@ cd "$(dirname "$0")/.."
 root=build/typecheck/icefabric
 rm -rf build/typecheck && mkdir -p "$root"
 for f in icefabric/*.py; do ln -s "$PWD/$f" "$root/$(basename "$f")"; done
-for d in control target topo traffic sim p4src; do ln -s "$PWD/$d" "$root/$d"; done
+for d in control target topo traffic sim p4src experiment; do ln -s "$PWD/$d" "$root/$d"; done
 cd build/typecheck
 exec ../../.venv/bin/python -m mypy --config-file ../../pyproject.toml -p icefabric "$@"
