@@ -27,9 +27,9 @@ from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from icefabric.control import ice_names as n
 from icefabric.control.p4rt import LPM, CloneSessionEntry, Entity, Replica, TableEntry
 from icefabric.control.topology import FabricPath, Topology
+from icefabric.p4src import ice_p4 as n
 
 log = logging.getLogger(__name__)
 

@@ -14,12 +14,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from icefabric.control import ice_names as n
 from icefabric.control.ccl.demand import Flow
 from icefabric.control.fabric import TagMap, entity_key
 from icefabric.control.p4rt import Entity, TableEntry, Update
 from icefabric.control.planner.plan import Plan, PlannedFlow
 from icefabric.control.topology import Topology
+from icefabric.p4src import ice_p4 as n
 
 log = logging.getLogger(__name__)
 

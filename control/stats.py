@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from icefabric.control import ice_names as n
 from icefabric.control.p4rt import SwitchConnection
+from icefabric.p4src import ice_p4 as n
 
 
 def read_stats(conn: SwitchConnection, ports: Mapping[int, str]) -> dict[str, Any]:

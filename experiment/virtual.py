@@ -20,13 +20,13 @@ import math
 import time
 from typing import Any
 
-from icefabric.control import ice_names as n
 from icefabric.control.p4rt import PipelineConfig
 from icefabric.control.planner.planner import DEFAULT_WORK_BUDGET
 from icefabric.experiment.config import Experiment, Mode, run_topology
 from icefabric.experiment.measures import Observed
 from icefabric.experiment.options import cap_target, ice_params, mode_options
 from icefabric.experiment.runner import Progress
+from icefabric.p4src import ice_p4 as n
 from icefabric.traffic.workload import Message, Schedule, WorkloadExecutor
 
 log = logging.getLogger(__name__)

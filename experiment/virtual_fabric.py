@@ -36,17 +36,28 @@ from icefabric.control.agents.protocol import (
     decode_body,
 )
 from icefabric.control.fabric import switch_mac
+from icefabric.p4src.ice_p4 import (
+    CPU_PORT,
+    ETHERNET_BYTES,
+    ICE_FEEDBACK_BYTES,
+    ICE_SHIM_BYTES,
+    INT_HOP_BYTES,
+    INT_MAX_HOPS,
+    IPV4_BYTES,
+    UDP_BYTES,
+)
 from icefabric.topo.spec import TopologySpec
 from icefabric.traffic.agent import Agent, RateFactory
 from icefabric.traffic.endpoint import DEFAULT_MTU, Endpoint, FlowStats
-from icefabric.traffic.packets import ICE_SHIM_BYTES, INT_HOP_BYTES
 from icefabric.traffic.rate import DcqcnParams, IceParams, make_rate_control
 from icefabric.traffic.roce import ECN_CE, ETH_BYTES, FEEDBACK_PORT, HEADER_BYTES, ICRC_BYTES
 
 log = logging.getLogger(__name__)
 
-CPU_PORT = 255
-FEEDBACK_FRAME_BYTES = 14 + 20 + 8 + 36 + 5 * 36  # a feedback packet with a full path record
+# a feedback packet with a full path record
+FEEDBACK_FRAME_BYTES = (
+    ETHERNET_BYTES + IPV4_BYTES + UDP_BYTES + ICE_FEEDBACK_BYTES + INT_MAX_HOPS * INT_HOP_BYTES
+)
 
 MessageHook = Callable[[str, FlowKey, int, int, int], None]  # host, key, tag, nbytes, now_us
 CpuHook = Callable[[str, bytes, int], None]  # switch, packet_in header + payload, now_us

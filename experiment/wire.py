@@ -17,11 +17,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from icefabric.p4src.ice_p4 import CPU_PORT
 from icefabric.topo.spec import TopologySpec
 
 log = logging.getLogger(__name__)
-
-CPU_PORT = 255
 
 
 @dataclass(slots=True)

@@ -38,11 +38,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from icefabric.control import ice_names as names
 from icefabric.control.ccl.demand import Flow, flow_id, stand_in_qp, stand_in_sport
 from icefabric.control.planner.ecmp import EcmpModel, crc32_rows, hash_inputs
 from icefabric.control.planner.heuristic import greedy
 from icefabric.control.planner.state import PlanState
+from icefabric.p4src import ice_p4 as names
 from icefabric.sim.network import SimNetwork
 from icefabric.traffic.rate.vector import DcqcnArray, IceArray
 

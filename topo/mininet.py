@@ -37,13 +37,14 @@ from mininet.net import Mininet
 from mininet.node import Switch
 
 from icefabric.control.daemon.paths import default_log_dir, open_private_log
+from icefabric.p4src.ice_p4 import CPU_PORT
 from icefabric.topo.relay import TcpToUnixRelay
 from icefabric.topo.spec import SpecError, TopologySpec, load_topology
 
 log = logging.getLogger(__name__)
 
 TARGETS = ("embedded", "bmv2")
-DEFAULT_CPU_PORT = 255
+DEFAULT_CPU_PORT = CPU_PORT
 READY_TIMEOUT_S = 30.0
 
 

@@ -31,6 +31,7 @@ from icefabric.files import (  # re-exported: the readers of job and experiment 
     read_data_file,
     write_output,
 )
+from icefabric.p4src.ice_p4 import CPU_PORT  # ice-switch/BMv2 --cpu-port: no host or link on it
 
 SWITCH_ROLES = ("leaf", "spine", "core", "tor", "agg")
 # Tier of each role in the Clos: hosts attach to tier 0, paths go up then down.
@@ -44,7 +45,6 @@ MAX_HOSTS = 131_072  # ... and 12,996 hosts
 MAX_LINKS = 262_144
 MAX_NAME_LEN = 64  # LLDP carries the switch name in a 255-byte chassis id; logs and tables
 MAX_SWITCH_ID = (1 << 24) - 1  # the router MAC is 02:1c:e0 + 24 bits of switch id
-CPU_PORT = 255  # the switches' CPU port (ice-switch/BMv2 --cpu-port): no host or link on it
 MAX_PORT = 510
 ROUTER_MAC_PREFIX = "02:1c:e0:"
 

@@ -19,21 +19,19 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+# ice.p4's header sizes and ports, under the names this module has always used
+from icefabric.p4src.ice_p4 import BTH_BYTES, ETHERTYPE_IPV4, IPV4_BYTES, UDP_BYTES
+from icefabric.p4src.ice_p4 import ETHERNET_BYTES as ETH_BYTES
+from icefabric.p4src.ice_p4 import ICE_FEEDBACK_BYTES as FEEDBACK_BYTES
+from icefabric.p4src.ice_p4 import INT_HOP_BYTES as HOP_BYTES
+from icefabric.p4src.ice_p4 import IP_PROTO_UDP as IPPROTO_UDP
+from icefabric.p4src.ice_p4 import UDP_PORT_ICE_FEEDBACK as FEEDBACK_PORT
+from icefabric.p4src.ice_p4 import UDP_PORT_ROCEV2 as ROCE_PORT
 from icefabric.traffic.rate import HopSample
 
-ETH_BYTES = 14
-IPV4_BYTES = 20
-UDP_BYTES = 8
-BTH_BYTES = 12
 ICRC_BYTES = 4
 HEADER_BYTES = ETH_BYTES + IPV4_BYTES + UDP_BYTES + BTH_BYTES  # 54
 CNP_PAD_BYTES = 16
-FEEDBACK_BYTES = 36
-HOP_BYTES = 36
-ETHERTYPE_IPV4 = 0x0800
-IPPROTO_UDP = 17
-ROCE_PORT = 4791
-FEEDBACK_PORT = 4792
 MAX_QP = (1 << 24) - 1
 PSN_MOD = 1 << 24
 

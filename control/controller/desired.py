@@ -16,10 +16,10 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from icefabric.control import fabric
-from icefabric.control import ice_names as n
 from icefabric.control.fabric import FabricOptions, TagMap, entity_key
 from icefabric.control.install import ChangeReport, diff_updates, merge, plan_entries
 from icefabric.control.p4rt import Entity, TableEntry
+from icefabric.p4src import ice_p4 as n
 
 if TYPE_CHECKING:
     from icefabric.control.agents.hub import AgentHub

@@ -13,9 +13,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from icefabric.control import ice_names as n
 from icefabric.control.fabric import entity_key
 from icefabric.control.p4rt import ArbitrationUpdate, ConnectionEvent, PacketIn
+from icefabric.p4src import ice_p4 as n
 
 if TYPE_CHECKING:
     from icefabric.control.agents.hub import AgentHub

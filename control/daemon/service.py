@@ -36,7 +36,6 @@ from icefabric.control.fabric import (
     FabricError,
     FabricOptions,
 )
-from icefabric.control.ice_names import CPU_PORT
 from icefabric.control.telemetry.metrics import MetricsServer
 from icefabric.control.telemetry.options import (
     TelemetryOptionError,
@@ -44,6 +43,7 @@ from icefabric.control.telemetry.options import (
     start_metrics,
 )
 from icefabric.control.topology import TopologyError
+from icefabric.p4src.ice_p4 import CPU_PORT
 from icefabric.waiting import wait_until_stopped
 
 log = logging.getLogger(__name__)

@@ -34,11 +34,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from icefabric.control import ice_names as n
 from icefabric.control.ccl.demand import ROCE_UDP_PORT, SPORT_BASE, SPORT_SPAN, Flow
 from icefabric.control.fabric import bucket_tags
 from icefabric.control.planner.state import PlanState
 from icefabric.control.topology import Topology
+from icefabric.p4src import ice_p4 as n
 
 PROTO_UDP = 17
 SPORT_OFFSET = 9  # byte offset of udp_src_port in the hash input

@@ -7,10 +7,10 @@ import logging
 import threading
 from collections.abc import Callable, Mapping
 
-from icefabric.control import ice_names as n
 from icefabric.control.p4rt import SwitchConnection, SwitchPool
 from icefabric.control.telemetry.store import PollResult, TelemetryStore
 from icefabric.control.topology import Topology
+from icefabric.p4src import ice_p4 as n
 
 log = logging.getLogger(__name__)
 

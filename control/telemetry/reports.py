@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import threading
 import time
@@ -9,7 +10,8 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from icefabric.control import ice_names as n
+from icefabric.p4src import ice_p4 as n
+from icefabric.p4src import layout
 
 log = logging.getLogger(__name__)
 
@@ -17,36 +19,40 @@ REASONS = {1: "sampled", 2: "queue-alarm", 3: "sampled+queue-alarm"}
 
 
 def decode_report(payload: bytes, metadata: Mapping[str, int]) -> dict[str, Any]:
-    """One telemetry report packet-in as plain data (ValueError when it is not one)."""
-    from icefabric.traffic.packets import decode_report_payload
+    """One telemetry report packet-in as plain data (ValueError when it is not one).
 
+    Decoded by ice.p4's own header layouts (icefabric.p4src.layout): telemetry_report_t, then
+    hop_count int_hop_t records, the last hop's first."""
     reason = int(metadata.get("reason", n.PUNT_REASON_TELEMETRY))
     if reason != n.PUNT_REASON_TELEMETRY:
         raise ValueError(f"packet-in reason {reason} is not a telemetry report")
-    rep = decode_report_payload(payload)
+    rep = layout.unpack("telemetry_report_t", payload)
+    count = rep["hop_count"]
+    if count > n.INT_MAX_HOPS:
+        raise ValueError(f"telemetry report: {count} hop records, at most {n.INT_MAX_HOPS}")
     hops = [
         {
-            "switch_id": int(h.switch_id),
-            "ingress_port": int(h.ingress_port),
-            "egress_port": int(h.egress_port),
-            "qdepth": int(h.enq_qdepth),
-            "deq_qdepth": int(h.deq_qdepth),
-            "tx_bytes": int(h.tx_bytes),
-            "egress_ts": int(h.egress_ts),
-            "link_rate_mbps": int(h.link_rate_mbps),
+            "switch_id": h["switch_id"],
+            "ingress_port": h["ingress_port"],
+            "egress_port": h["egress_port"],
+            "qdepth": h["enq_qdepth"],
+            "deq_qdepth": h["deq_qdepth"],
+            "tx_bytes": h["tx_bytes"],
+            "egress_ts": h["egress_ts"],
+            "link_rate_mbps": h["link_rate_mbps"],
         }
-        for h in rep.hops
+        for h in layout.unpack_records(payload, n.TELEMETRY_REPORT_BYTES, count)
     ]
     return {
-        "reason": REASONS.get(int(rep.reason), str(int(rep.reason))),
-        "tag": int(rep.path_tag),
-        "switch_id": int(rep.switch_id),
-        "src_ip": str(rep.flow_src_addr),
-        "dst_ip": str(rep.flow_dst_addr),
-        "udp_sport": int(rep.flow_src_port),
-        "dst_qp": int(rep.flow_dst_qp),
-        "psn": int(rep.bth_psn),
-        "timestamp_us": int(rep.timestamp),
+        "reason": REASONS.get(rep["reason"], str(rep["reason"])),
+        "tag": rep["path_tag"],
+        "switch_id": rep["switch_id"],
+        "src_ip": str(ipaddress.IPv4Address(rep["flow_src_addr"])),
+        "dst_ip": str(ipaddress.IPv4Address(rep["flow_dst_addr"])),
+        "udp_sport": rep["flow_src_port"],
+        "dst_qp": rep["flow_dst_qp"],
+        "psn": rep["bth_psn"],
+        "timestamp_us": rep["timestamp"],
         "ingress_port": int(metadata.get("ingress_port", 0)),
         "host_port": int(metadata.get("egress_port", 0)),
         "hops": hops,

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from harness import wait_until
 
-from icefabric.control import ice_names as n
 from icefabric.control.agents.client import AgentClient, Backoff
 from icefabric.control.agents.protocol import FlowKey, FlowReport
 from icefabric.control.controller import Controller
 from icefabric.control.p4rt import PipelineConfig
 from icefabric.experiment.demo import interleaved_hosts, ring_job
 from icefabric.experiment.wire import InProcessFabric
+from icefabric.p4src import ice_p4 as n
 from icefabric.topo.spec import TopologySpec
 
 pytestmark = pytest.mark.dataplane

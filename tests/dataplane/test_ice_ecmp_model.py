@@ -20,7 +20,6 @@ import numpy as np
 import pytest
 from harness import Fabric, TargetUnavailable, make_fabric
 
-from icefabric.control import ice_names as n
 from icefabric.control.ccl.demand import Flow, demand_from_jobs
 from icefabric.control.ccl.job import load_job, parse_job
 from icefabric.control.fabric import FabricOptions, TagMap, allocate_tags, base_entries, switch_mac
@@ -29,6 +28,7 @@ from icefabric.control.planner.ecmp import EcmpModel, flow_ecmp_key
 from icefabric.control.planner.state import PlanState
 from icefabric.control.topology import Topology
 from icefabric.experiment.demo import interleaved_hosts, ring_job
+from icefabric.p4src import ice_p4 as n
 from icefabric.topo.spec import Link, TopologySpec, load_topology
 from icefabric.traffic import packets as P
 

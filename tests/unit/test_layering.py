@@ -31,8 +31,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 # Imports against the order that are known and owned by an open issue (each one names it).
 # The test fails when one of these is gone too, so the list only shrinks.
 KNOWN: dict[tuple[str, str], str] = {
-    ("control/telemetry/reports.py", "icefabric.traffic"): "issue 23: the telemetry report "
-    "layout (traffic/packets.py) moves into the module generated from ice.p4 under p4src/",
     ("topo/mininet.py", "icefabric.control"): "issue 23: the private log file helpers "
     "(control/daemon/paths.py) move below topo/",
     ("topo/mininet.py", "icefabric.experiment"): "issue 23: BMv2 tool discovery moves into "

@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 
 from icefabric.control import fabric
-from icefabric.control import ice_names as n
 from icefabric.control.ccl.demand import demand_from_job
 from icefabric.control.controller import Controller, JobRejected
 from icefabric.control.daemon.api import RequestError
 from icefabric.control.daemon.service import api_handlers
 from icefabric.control.fabric import entity_key
 from icefabric.control.p4rt import PipelineConfig, TableEntry
+from icefabric.p4src import ice_p4 as n
 from icefabric.topo.spec import load_topology
 
 ROOT = Path(__file__).resolve().parents[3]

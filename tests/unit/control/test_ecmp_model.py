@@ -9,7 +9,6 @@ import zlib
 import numpy as np
 import pytest
 
-from icefabric.control import ice_names as n
 from icefabric.control.ccl.demand import Flow, demand_from_job
 from icefabric.control.ccl.job import parse_job
 from icefabric.control.fabric import bucket_tags, path_weight
@@ -26,6 +25,7 @@ from icefabric.control.planner.ecmp import (
 from icefabric.control.planner.heuristic import fabric_mask
 from icefabric.control.planner.state import PlanState
 from icefabric.control.topology import Topology
+from icefabric.p4src import ice_p4 as n
 from icefabric.topo.generators import fat_tree, leaf_spine
 
 

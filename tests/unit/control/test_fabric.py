@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from icefabric.control import fabric
-from icefabric.control import ice_names as n
 from icefabric.control.p4rt import LPM, CloneSessionEntry, Entity, TableEntry
 from icefabric.control.topology import Topology
+from icefabric.p4src import ice_p4 as n
 from icefabric.topo.generators import fat_tree, leaf_spine
 from icefabric.topo.spec import load_topology
 

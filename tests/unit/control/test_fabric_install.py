@@ -6,13 +6,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from icefabric.control import fabric
-from icefabric.control import ice_names as n
 from icefabric.control.ccl.demand import Flow, demand_from_job
 from icefabric.control.ccl.job import parse_job
 from icefabric.control.install import diff_updates, explain, flow_key, flow_qp, plan_entries
 from icefabric.control.p4rt import TableEntry
 from icefabric.control.planner.planner import Planner
 from icefabric.control.topology import Topology
+from icefabric.p4src import ice_p4 as n
 from icefabric.topo.spec import load_topology
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 
 from icefabric.control import fabric
-from icefabric.control import ice_names as n
 from icefabric.control.ccl.demand import demand_from_job
 from icefabric.control.ccl.job import parse_job
 from icefabric.control.install import plan_entries
 from icefabric.control.p4rt import P4InfoIndex, encode_entity
 from icefabric.control.planner.planner import Planner
 from icefabric.control.topology import Topology
+from icefabric.p4src import ice_p4 as n
 from icefabric.topo.spec import load_topology
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -74,7 +74,7 @@ def test_every_base_and_plan_entity_encodes(p4info: P4InfoIndex) -> None:
 
 
 def test_constants_match_the_p4rt_name_generator(p4info: P4InfoIndex) -> None:
-    """ice_names uses the identifiers the P4Info name generator gives: regenerating is safe."""
+    """icefabric.p4src.ice_p4 uses the identifiers the P4Info name generator gives: regenerating is safe."""
     from icefabric.control.p4rt import generate_names_module
 
     generated: dict[str, object] = {}

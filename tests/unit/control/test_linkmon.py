@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from icefabric.control import ice_names as n
 from icefabric.control.linkmon import LinkEvent, LinkMonitor
 from icefabric.control.lldp import ETHERTYPE_LLDP, LldpError, LldpProbe
 from icefabric.control.p4rt import PacketIn, PacketOut
 from icefabric.control.topology import Topology
+from icefabric.p4src import ice_p4 as n
 from icefabric.topo.spec import load_topology
 
 ROOT = Path(__file__).resolve().parents[3]

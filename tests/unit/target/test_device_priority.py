@@ -212,9 +212,9 @@ def test_priority_queues_validation() -> None:
 def test_the_topology_spec_sets_queues_for_switches_and_controller_alike() -> None:
     """One number in the spec: launchers start that many queues, the controller raises control
     traffic only when there is more than one (simple_switch drops a priority >= its queues)."""
-    from icefabric.control import ice_names as n
     from icefabric.control.fabric import base_entries, queue_priorities
     from icefabric.control.topology import Topology
+    from icefabric.p4src import ice_p4 as n
     from icefabric.topo.generators import leaf_spine
 
     assert queue_priorities(1) is None

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from icefabric.control import fabric
-from icefabric.control import ice_names as n
 from icefabric.control.p4rt import CloneSessionEntry, TableEntry
 from icefabric.control.topology import Topology
+from icefabric.p4src import ice_p4 as n
 from icefabric.topo.sdk_ports import to_device_ports
 from icefabric.topo.spec import SpecError, parse_topology
 

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from icefabric.control import ice_names as n
 from icefabric.control.agents.client import AgentClient, Backoff
 from icefabric.control.agents.protocol import FlowKey, FlowReport
 from icefabric.control.controller import Controller
@@ -22,6 +21,7 @@ from icefabric.control.daemon.state import SharedState, encode_state, load_state
 from icefabric.control.fabric import entity_key
 from icefabric.control.install import flow_key
 from icefabric.control.p4rt import PipelineConfig, TableEntry
+from icefabric.p4src import ice_p4 as n
 from icefabric.topo.spec import load_topology
 from icefabric.waiting import poll_until
 
