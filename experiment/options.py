@@ -72,14 +72,19 @@ def cap_target(exp: Experiment, mode: Mode) -> float:
         return 1.0
     if not exp.ice.anchor:
         return DEFAULT_TARGET  # HPCC's rule everywhere: its headroom in the caps too
-    frame = HEADER_BYTES + exp.rates.mtu_bytes + ICRC_BYTES
-    o = ice_wire_overhead(
-        frame,
-        longest_path_switches(exp.topology),
+    return 1.0 / (1.0 + ice_overhead_for(exp.topology, exp.rates.mtu_bytes))
+
+
+def ice_overhead_for(spec: TopologySpec, mtu_bytes: int) -> float:
+    """:func:`ice_wire_overhead` of the ICE mode's options (INT and feedback sampling) on the
+    longest path of ``spec`` with ``mtu_bytes`` of payload per frame (the simulator's model of
+    ICE's bytes on the fabric links too: ``SimConfig.wire_overhead``)."""
+    return ice_wire_overhead(
+        HEADER_BYTES + mtu_bytes + ICRC_BYTES,
+        longest_path_switches(spec),
         int_every_n=1,
         feedback_every_n=FEEDBACK_EVERY_N,
     )
-    return 1.0 / (1.0 + o)
 
 
 def ice_params(exp: Experiment) -> IceParams:

@@ -61,6 +61,11 @@ class SimConfig:
     # controller knew the job before it started and pushed them one delay ahead; False: a job
     # learned as it starts (an NCCL log), its first caps one delay late too
     caps_ahead: bool = True
+    # ICE's own bytes on the fabric links (shim + INT records + feedback frames) per payload
+    # byte: the switch-to-switch links carry 1 / (1 + wire_overhead) of their rate as payload
+    # (0: payload only; sim.versus and icectl sim take ICE's from the packet model,
+    # experiment/options.py ice_wire_overhead, with the mode's INT sampling)
+    wire_overhead: float = 0.0
     dt_us: float | None = None  # time step; None: 200 KB at the fastest NIC (4 us at 400G)
     max_time_us: float = 10e6  # stop here even if flows remain (reported as unfinished)
     mtu_bytes: int = 4096  # RoCEv2 payload per packet (ECN marks count packets)
@@ -103,6 +108,8 @@ class SimConfig:
         ):
             if not getattr(self, name) > 0:
                 raise SimConfigError(f"{name}: expected > 0, got {getattr(self, name)!r}")
+        if not 0 <= self.wire_overhead < 1:
+            raise SimConfigError(f"wire_overhead: expected in [0, 1), got {self.wire_overhead!r}")
         if not self.cap_delay_us >= 0:
             raise SimConfigError(f"cap_delay_us: expected >= 0, got {self.cap_delay_us!r}")
         if not 0 <= self.ecn_kmin_kb <= self.ecn_kmax_kb:

@@ -83,6 +83,7 @@ class Simulator:
         self.work = workload
         self.cfg = config
         self.net = SimNetwork(topo)
+        self._payload_bps = self.net.cap_bps  # per link: what it carries of payload (run())
         self.state: PlanState | None = None  # the routing's plan state (flowlet moves use it)
         t0 = time.perf_counter()
         if routes is None and workload.windows:
@@ -130,6 +131,9 @@ class Simulator:
         nl = net.n_links + 1
         pad = net.pad
         cap_bps = net.cap_bps
+        if cfg.wire_overhead > 0:  # what the fabric links carry of payload
+            cap_bps = np.where(net.is_fabric, cap_bps / (1.0 + cfg.wire_overhead), cap_bps)
+        self._payload_bps = cap_bps
         scale100 = np.where(np.isfinite(cap_bps), cap_bps / 100e9, 0.0)
         kmin = cfg.ecn_kmin_kb * 1e3 * scale100
         kmax = cfg.ecn_kmax_kb * 1e3 * scale100
@@ -490,7 +494,7 @@ class Simulator:
         if moved:
             real[:] = r.path != self.net.pad
             hop_id[:] = np.where(real, r.path, -1)
-            link_bps[:] = self.net.cap_bps[r.path]
+            link_bps[:] = self._payload_bps[r.path]
         return moved
 
     def _result(

@@ -23,6 +23,7 @@ import numpy as np
 from icefabric.control.ccl.job import parse_job
 from icefabric.control.fabric import FabricOptions
 from icefabric.control.topology import Topology
+from icefabric.experiment.options import ice_overhead_for
 from icefabric.experiment.results import mode_paths
 from icefabric.sim.config import SimConfig
 from icefabric.sim.engine import Simulator
@@ -138,6 +139,8 @@ def compare(results_path: str | Path) -> dict[str, Any]:
             # 1 / scale like every time constant, the first ones ahead when the job was known
             cap_delay_us=control_delay / scale,
             caps_ahead=bool(modes["ice"].get("engine", {}).get("caps_ahead", True)),
+            # ICE's shim, INT records and feedback frames take their share of the fabric links
+            wire_overhead=ice_overhead_for(spec, mtu) if control == "ice" else 0.0,
         )
         net = SimNetwork(topo)
         if routing == "ecmp":

@@ -230,3 +230,23 @@ def test_caps_reach_the_senders_one_control_delay_after_they_are_computed(delay_
     assert peak(delay_us, ahead=True) <= 300e9 / 8 * 1e-6
     with pytest.raises(SimConfigError, match="cap_delay_us"):
         SimConfig(cap_delay_us=-1.0)
+
+
+def test_wire_overhead_takes_its_share_of_the_fabric_links_only() -> None:
+    # four flows of 20 MB over one 100G uplink: 6.4 ms of payload; with ICE's bytes at 25 % of
+    # the payload the uplink carries 80 % payload (8 ms); a host link alone is not slowed
+    spec = leaf_spine(leaves=2, spines=1, hosts_per_leaf=4, uplink_rate_gbps=100.0)
+    hosts = [h.name for h in spec.hosts]
+    flows = [flow(k, hosts[k], hosts[4 + k], 20 * MB) for k in range(4)]
+
+    def finish(o: float, fl: list[Flow]) -> float:
+        cfg = SimConfig(routing="ice", control="none", caps=False, dt_us=1.0, wire_overhead=o)
+        res = Simulator(Topology(spec), flows_workload(fl), cfg).run()
+        assert res.unfinished == 0
+        return float(np.nanmax(res.flow_finish_us))
+
+    assert finish(0.25, flows) == pytest.approx(1.25 * finish(0.0, flows), rel=0.01)
+    same_leaf = [flow(0, hosts[0], hosts[1], 20 * MB)]
+    assert finish(0.25, same_leaf) == pytest.approx(finish(0.0, same_leaf))
+    with pytest.raises(SimConfigError, match="wire_overhead"):
+        SimConfig(wire_overhead=1.0)
