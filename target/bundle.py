@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from icefabric.files import JsonError, parse_json
+from icefabric.files import DataFileError, JsonError, parse_json, read_text
 
 FORMAT = "icefabric-p4/1"
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
@@ -40,9 +40,9 @@ def make_bundle(main_path: Path | str) -> bytes:
         if rel in files:
             continue
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise BundleError(f"{path}: cannot read: {exc}") from exc
+            text = read_text(path, limit=4 << 20, what="a P4 source file")
+        except DataFileError as exc:
+            raise BundleError(str(exc).splitlines()[0]) from None
         files[rel] = text
         for m in _INCLUDE.finditer(text):
             target = (path.parent / m.group(1)).resolve()

@@ -11,7 +11,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from icefabric.files import write_output
+from icefabric.files import read_input, write_output
+from icefabric.target.compiler.program import MAX_SOURCE_BYTES
 from icefabric.target.device import Device
 from icefabric.target.ports import RawPort, parse_port_spec
 from icefabric.target.queues import MAX_PRIORITY_QUEUES
@@ -264,8 +265,9 @@ def run(args: argparse.Namespace, stop: threading.Event) -> int:
         if program is not None:
             try:
                 config = make_bundle(p4file)  # type: ignore[arg-type]
-            except BundleError:
-                config = p4file.read_bytes()  # type: ignore[union-attr]
+            except BundleError:  # load() above read it already, within its bounds
+                assert p4file is not None
+                config = read_input(p4file, limit=MAX_SOURCE_BYTES, what="a P4 program")
         try:
             # the program is committed before the first call: a client never sees an empty switch
             server, bound, service = serve(

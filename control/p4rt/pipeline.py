@@ -11,6 +11,8 @@ from typing import Literal
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
+from icefabric.files import DataFileError, read_input
+
 from .errors import P4RtError
 from .p4info import P4InfoIndex, load_p4info
 
@@ -18,6 +20,9 @@ TargetKind = Literal["bmv2", "embedded", "tofino"]
 
 # Where bf-p4c --p4runtime-files usually puts the P4Info inside its output folder.
 TOFINO_P4INFO_NAMES = ("p4info.txt", "p4info.txtpb", "p4info.pb.txt")
+
+
+MAX_BMV2_JSON_BYTES = 512 * 1024 * 1024  # p4c's BMv2 JSON (ice.p4's: about 1 MiB)
 
 
 class PipelineConfigError(P4RtError, ValueError):
@@ -49,9 +54,12 @@ class PipelineConfig:
         """p4c's BMv2 JSON as device config, with the P4Info p4c wrote beside it."""
         jp = Path(json_path)
         try:
-            device_config = jp.read_bytes()
-        except OSError as exc:
-            raise PipelineConfigError(f"{jp}: cannot read the BMv2 JSON: {exc.strerror}") from exc
+            device_config = read_input(jp, limit=MAX_BMV2_JSON_BYTES, what="p4c's BMv2 JSON")
+        except DataFileError as exc:
+            msg = str(exc).splitlines()[0]
+            raise PipelineConfigError(
+                msg.replace(": cannot read:", ": cannot read the BMv2 JSON:", 1)
+            ) from None
         p4info = load_p4info(p4info_path)
         return cls(
             p4info=p4info,

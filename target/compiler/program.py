@@ -11,6 +11,7 @@ from pathlib import Path
 from types import CodeType
 from typing import Any
 
+from icefabric.files import DataFileError, read_input
 from icefabric.target.compiler.compile import Compiled, Compiler
 from icefabric.target.compiler.expr import add_base
 from icefabric.target.compiler.pipeline import Pipeline, PipelineEnv
@@ -128,6 +129,9 @@ def compile_source(
     return prog
 
 
+MAX_SOURCE_BYTES = 4 << 20  # a P4 main file (preprocessed output is bounded the same)
+
+
 def load_program(
     path: str | Path,
     *,
@@ -136,10 +140,9 @@ def load_program(
 ) -> Program:
     """Read and compile a P4 main file (its #include "..." files are read relative to it)."""
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise P4CompileError(
-            f"cannot read the file: {exc.strerror}", SourceLoc(str(p), 0, 0)
-        ) from None
+    try:  # bounded like its preprocessed output; a device or FIFO is refused, not read
+        text = read_input(p, limit=MAX_SOURCE_BYTES, what="a P4 program").decode("utf-8")
+    except DataFileError as exc:
+        why = str(exc).splitlines()[0].removeprefix(f"{p}: ")
+        raise P4CompileError(why, SourceLoc(str(p), 0, 0)) from None
     return compile_source(text, filename=str(p), defines=defines, include_dirs=include_dirs)

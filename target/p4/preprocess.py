@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from icefabric.files import DataFileError, read_text
 from icefabric.target.p4.errors import P4CompileError, SourceLoc
 
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
@@ -99,10 +100,10 @@ class Preprocessor:
             paths.append(own)
         for path in paths:
             if path.is_file():
-                try:
-                    return path.read_text(encoding="utf-8"), str(path)
-                except (OSError, UnicodeDecodeError) as exc:
-                    why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+                try:  # bounded like the output; a FIFO swapped in is refused, not waited on
+                    return read_text(path, limit=MAX_OUTPUT_CHARS, what="a P4 include"), str(path)
+                except DataFileError as exc:
+                    why = str(exc).splitlines()[0].removeprefix(f"{path}: ")
                     raise P4CompileError(f"cannot read include file '{name}': {why}", loc) from None
         if quoted and name in ("core.p4", "v1model.p4"):  # as p4c: its own copy comes last
             return (INCLUDE_DIR / name).read_text(encoding="utf-8"), f"<{name}>"

@@ -241,6 +241,67 @@ def test_every_user_named_writer_goes_through_write_output() -> None:
     assert left == []
 
 
+def test_every_reader_of_a_user_named_file_goes_through_the_loader() -> None:
+    """No module reads a file by itself (read_text, read_bytes, open): each goes through
+    icefabric.files (bounded by bytes read and time, devices and FIFOs refused)."""
+    allowed = {  # files of the package itself, the runtime dir, /sys, or a run's own mkdtemp
+        "control/paths.py",  # read_private: the state file, O_NOFOLLOW, owner-checked, bounded
+        "control/p4rt/names.py",  # the generated names module of the package
+        "topo/mininet.py",  # the tail of a switch log in the private runtime dir
+        "traffic/host.py",  # /sys/class/net/IFACE/address
+        "sim/scale.py",  # the README table it regenerates
+        "target/p4/preprocess.py",  # core.p4/v1model.p4 of the package (includes: bounded)
+        "experiment/mininet.py",  # the hosts' logs and stats in the run's own mkdtemp folder
+        "experiment/bmv2.py",  # hashes the package's P4 sources for its build cache
+        "p4src/api.py",  # the package's own P4 sources
+        "icefabric/files.py",
+    }
+    offenders = []
+    for folder in ("control", "sim", "topo", "traffic", "target", "experiment", "icefabric"):
+        for py in (ROOT / folder).rglob("*.py"):
+            rel = str(py.relative_to(ROOT))
+            if rel in allowed:
+                continue
+            for i, line in enumerate(py.read_text(encoding="utf-8").splitlines(), 1):
+                code = line.split("#", 1)[0]
+                if any(t in code for t in (".read_text(", ".read_bytes(", " open(", ".open(")):
+                    if "os.open(" in code or ".popen(" in code or "urlopen(" in code:
+                        continue
+                    offenders.append(f"{rel}:{i}: {line.strip()}")
+    assert offenders == []
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["topo", "show", "/dev/zero"],
+        ["plan", "--topo", str(TOPO), "--job", "/dev/urandom"],
+        ["sim", "run", "--topo", "/dev/zero", "--job", str(JOB)],
+        ["experiment", "run", "/dev/zero"],
+    ],
+)
+def test_icectl_refuses_devices_as_inputs(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    try:
+        code, out, err = icectl(capsys, *argv)
+    except SystemExit as exc:
+        code, (out, err) = int(exc.code or 0), capsys.readouterr()
+    one_line_error(code, out, err, "/dev/")
+
+
+def test_p4_programs_and_pipelines_are_read_bounded(tmp_path: Path) -> None:
+    from icefabric.control.p4rt import PipelineConfig
+    from icefabric.control.p4rt.pipeline import PipelineConfigError
+    from icefabric.target.compiler import load_program
+    from icefabric.target.p4.errors import P4CompileError
+
+    with pytest.raises(P4CompileError, match="character device"):
+        load_program("/dev/zero")
+    with pytest.raises(PipelineConfigError, match="character device"):
+        PipelineConfig.for_bmv2("/dev/zero", tmp_path / "x.txtpb")
+
+
 # --------------------------------------------------------------------------- whose rights
 
 
