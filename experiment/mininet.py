@@ -49,6 +49,7 @@ from icefabric.experiment.config import Experiment, Mode
 from icefabric.experiment.measures import Observed
 from icefabric.experiment.options import mode_options
 from icefabric.experiment.runner import Progress
+from icefabric.files import parse_json
 from icefabric.topo.spec import TopologySpec
 from icefabric.traffic.workload import Schedule, WorkloadExecutor
 
@@ -299,7 +300,7 @@ class MininetEngine:
             if not path.exists():
                 error = error or f"host {h.name} wrote no stats"
                 continue
-            st = json.loads(path.read_text())
+            st = parse_json(path.read_text())  # bounded nesting and integers
             shift = (float(st["clock_origin_unix"]) - start_at) * 1e6  # onto start_at = 0
             for k, v in st.get("posted_us", {}).items():
                 ex.posted_us[int(k)] = float(v) + shift

@@ -147,7 +147,9 @@ def read_private(path: Path, max_bytes: int) -> bytes | None:
     """The contents of ``path`` (None when missing), refusing symlinks, files another user owns,
     group/other-writable files and files over ``max_bytes``."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+        # O_NONBLOCK: a FIFO at the path is refused by check_owned below instead of hanging here
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(path, flags)
     except FileNotFoundError:
         return None
     except OSError as exc:

@@ -196,3 +196,13 @@ def test_state_files_are_private_on_a_tmpfs_too(tmp_path: Path) -> None:
     paths.write_private(link, b"{}")
     assert not link.is_symlink() and target.read_bytes() == b"keep"
     assert link.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_fifo_as_the_state_file_is_reported_not_waited_on(tmp_path: Path) -> None:
+    """A takeover reading a FIFO planted at the state path hung in open()."""
+    from icefabric.control.state import load_state
+
+    fifo = tmp_path / "state.json"
+    os.mkfifo(fifo, 0o600)
+    state = load_state(fifo, "leaf-spine-2x4")
+    assert state.jobs == [] and "not a regular file" in state.errors[0]
