@@ -200,7 +200,7 @@ def test_state_files_are_private_on_a_tmpfs_too(tmp_path: Path) -> None:
 
 def test_a_fifo_as_the_state_file_is_reported_not_waited_on(tmp_path: Path) -> None:
     """A takeover reading a FIFO planted at the state path hung in open()."""
-    from icefabric.control.state import load_state
+    from icefabric.control.daemon.state import load_state
 
     fifo = tmp_path / "state.json"
     os.mkfifo(fifo, 0o600)
