@@ -271,6 +271,42 @@ def test_every_reader_of_a_user_named_file_goes_through_the_loader() -> None:
     assert offenders == []
 
 
+def test_every_json_decoder_and_http_server_is_the_bounded_one() -> None:
+    """JSON is decoded only by icefabric.files.parse_json (nesting and integer length bounded
+    before Python's RecursionError / 4300-digit ValueError), and HTTP is served only by
+    icefabric.httpserve (a worker pool and timeouts, not a thread per connection)."""
+    rules = {
+        "json.loads(": "icefabric/files.py",
+        "json.load(": "icefabric/files.py",
+        "ThreadingWSGIServer": "icefabric/httpserve.py",
+        "ThreadingHTTPServer": "icefabric/httpserve.py",
+        "ThreadingMixIn": "icefabric/httpserve.py",
+        "start_http_server(": "icefabric/httpserve.py",
+        "start_wsgi_server(": "icefabric/httpserve.py",
+    }
+    offenders = []
+    for folder in (
+        "control",
+        "sim",
+        "topo",
+        "traffic",
+        "target",
+        "experiment",
+        "icefabric",
+        "p4src",
+    ):
+        for py in (ROOT / folder).rglob("*.py"):
+            rel = str(py.relative_to(ROOT))
+            for i, line in enumerate(py.read_text(encoding="utf-8").splitlines(), 1):
+                code = line.split("#", 1)[0]
+                offenders += [
+                    f"{rel}:{i}: {needle}"
+                    for needle, home in rules.items()
+                    if needle in code and rel != home
+                ]
+    assert offenders == []
+
+
 @pytest.mark.parametrize(
     "argv",
     [
