@@ -459,7 +459,14 @@ _UniqueKeyLoader.add_constructor(
 
 
 class UnsafeOutputError(OSError):
-    """An output path the project refuses to write (a symlink, another user's file ...)."""
+    """An output path the project refuses to write (a symlink, another user's file ...):
+    ``strerror`` is the reason, ``filename`` the path, ``str()`` both as one line."""
+
+    def __init__(self, path: str | Path, why: str) -> None:
+        super().__init__(errno.EPERM, why, str(path))
+
+    def __str__(self) -> str:
+        return f"{self.filename}: {self.strerror}"
 
 
 def check_output_dir(path: str | Path) -> Path:
@@ -471,11 +478,11 @@ def check_output_dir(path: str | Path) -> Path:
     if stat.S_ISLNK(st.st_mode):
         if st.st_uid not in (os.geteuid(), 0):
             raise UnsafeOutputError(
-                f"{p}: a symlink owned by uid {st.st_uid}; refusing to write through it"
+                p, f"a symlink owned by uid {st.st_uid}; refusing to write through it"
             )
         st = os.stat(p)
     if not stat.S_ISDIR(st.st_mode):
-        raise UnsafeOutputError(f"{p}: exists and is not a folder")
+        raise UnsafeOutputError(p, "exists and is not a folder")
     return p
 
 
@@ -492,12 +499,12 @@ def write_output(path: str | Path, data: bytes | str, *, mode: int = 0o644) -> N
         st = None
     if st is not None:
         if stat.S_ISLNK(st.st_mode):
-            raise UnsafeOutputError(f"{p}: is a symlink; refusing to write through it")
+            raise UnsafeOutputError(p, "is a symlink; refusing to write through it")
         if not stat.S_ISREG(st.st_mode):
-            raise UnsafeOutputError(f"{p}: exists and is a {_kind_of(st.st_mode)}; not replaced")
+            raise UnsafeOutputError(p, f"exists and is a {_kind_of(st.st_mode)}; not replaced")
         if st.st_uid != os.geteuid():
             raise UnsafeOutputError(
-                f"{p}: belongs to uid {st.st_uid}, not to you (uid {os.geteuid()}); not replaced"
+                p, f"belongs to uid {st.st_uid}, not to you (uid {os.geteuid()}); not replaced"
             )
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     tmp = p.with_name(f".{p.name}.{secrets.token_hex(8)}.tmp")

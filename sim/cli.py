@@ -179,7 +179,8 @@ def _write(out: str | None, results: list[SimResult], title: str) -> None:
             r.write_json(d / f"{r.label}.json")
         plot_results(results, d / "sim.png", title=title)
     except OSError as e:
-        raise CliError(f"icectl sim: --out: {e.strerror or e}", EXIT_RUNTIME) from None
+        where = f"{e.filename}: " if e.filename else ""
+        raise CliError(f"icectl sim: --out: {where}{e.strerror or e}", EXIT_RUNTIME) from None
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
