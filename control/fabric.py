@@ -39,6 +39,7 @@ MODES: Mapping[str, int] = {
     "ecmp": n.LB_MODE_ECMP,
 }
 ALL_PATH_KINDS = (n.PATH_KIND_PLANNED, n.PATH_KIND_FLOWLET, n.PATH_KIND_ECMP)
+MAX_INT_SAMPLE_N = 1 << 23  # psn_mask is 24 bits
 MAX_TAG = 0xFFFF
 
 
@@ -58,6 +59,31 @@ TOFINO_ECN_KMIN_CELLS = 65
 TOFINO_ECN_KMAX_CELLS = 65 + 255
 
 
+@dataclass(slots=True, frozen=True)
+class IntSampling:
+    """INT hop records on 1 in ``every_n`` packets of a flow, decided at its first leaf.
+
+    ``every_n`` is a power of two (1: every packet, the program's default); the switch samples a
+    packet when ``((psn ^ (psn >> 6)) & (every_n - 1)) == 0`` (p4src/README.md, "INT
+    sampling"), so with ``feedback_every_n = 1`` the last hop returns feedback (and offers a
+    report) for exactly the sampled packets.  ``entry()`` is the write: the default action of
+    ``IceIngress.path_select.int_sampling`` on a leaf.
+    """
+
+    every_n: int = 1
+
+    def __post_init__(self) -> None:
+        n_ = self.every_n
+        if isinstance(n_, bool) or not isinstance(n_, int) or not 1 <= n_ <= MAX_INT_SAMPLE_N:
+            raise FabricError(f"int sampling: expected 1..{MAX_INT_SAMPLE_N}, got {n_!r}")
+        if n_ & (n_ - 1):
+            raise FabricError(f"int sampling: expected a power of two, got {n_}")
+
+    def entry(self) -> TableEntry:
+        """The table write that sets this sampling on one switch (a keyless table's default)."""
+        return _default(n.TABLE_INT_SAMPLING, n.ACTION_SET_INT_SAMPLING, psn_mask=self.every_n - 1)
+
+
 @dataclass(slots=True, frozen=True, kw_only=True)
 class FabricOptions:
     """Knobs of base forwarding; the defaults are what ``icectl run`` installs."""
@@ -68,6 +94,8 @@ class FabricOptions:
     hop_limit: int = 0  # 0: the program's default (ICE_DEFAULT_HOP_LIMIT)
     int_kinds: tuple[int, ...] | None = None  # PATH_KIND_* with INT; None: all unless "ecmp"
     feedback_every_n: int = 1  # last hop returns feedback every Nth packet of a flow (0: never)
+    # first leaf: INT records on 1 in N packets of a flow (a power of two; IntSampling)
+    int_sample_every_n: int = 1
     report_enabled: bool = True
     report_every_n: int = 1  # sample 1 in N packets to the controller (0: no sampling)
     report_qdepth_threshold: int = 0  # always report above this queue depth (0: no alarm)
@@ -83,6 +111,7 @@ class FabricOptions:
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise FabricError(f"mode: expected one of {', '.join(MODES)}, got {self.mode!r}")
+        IntSampling(self.int_sample_every_n)  # raises FabricError when it is not valid
         if not 0 <= self.ecn_kmin <= self.ecn_kmax:
             raise FabricError(
                 f"ecn: expected 0 <= kmin <= kmax, got kmin={self.ecn_kmin} kmax={self.ecn_kmax}"
@@ -219,7 +248,8 @@ def _default(table: str, action: str, **params: int | str) -> TableEntry:
 
 
 def mode_entries(topo: Topology, options: FabricOptions) -> dict[str, list[Entity]]:
-    """Only the entries a mode change rewrites: lb_config and int_policy of every leaf."""
+    """Only the entries a mode change rewrites: lb_config, int_policy and int_sampling of
+    every leaf."""
     out: dict[str, list[Entity]] = {}
     kinds = set(options.int_path_kinds())
     for leaf in topo.leaves:
@@ -239,6 +269,7 @@ def mode_entries(topo: Topology, options: FabricOptions) -> dict[str, list[Entit
                 )
                 for kind in ALL_PATH_KINDS
             ),
+            IntSampling(options.int_sample_every_n).entry(),
         ]
     return out
 

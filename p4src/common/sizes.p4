@@ -10,6 +10,8 @@
 // constant range (portable to Tofino); the controller realises path weights by how many of the
 // buckets it gives each path.
 #define PATH_BUCKETS 64
+// log2(PATH_BUCKETS): INT sampling mixes the PSN bits above the spray bucket into the sample.
+#define PATH_BUCKET_BITS 6
 
 // Register arrays.
 #define PORT_SLOTS        512

@@ -101,6 +101,7 @@ struct ice_ingress_metadata_t {
     bool          dst_leaf_hit;
     leaf_id_t     dst_leaf;
     bit<8>        path_bucket;
+    bit<24>       int_sample_mask;
     bool          routed;
     bool          strip_shim;
     // Last-hop mirror.

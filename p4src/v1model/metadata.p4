@@ -78,6 +78,7 @@ struct local_metadata_t {
     bool          dst_leaf_hit;
     leaf_id_t     dst_leaf;
     bit<8>        path_bucket;
+    bit<24>       int_sample_mask;    // IceIngress.path_select.int_sampling: N - 1
     bool          routed;
     bool          strip_shim;         // last hop: the egress removes shim and INT
     drop_reason_t drop_reason;

@@ -13,7 +13,7 @@ from harness import (
     program_path,
     target_name,
 )
-from leaf_spine import LeafSpine, Options, build_leaf_spine
+from leaf_spine import LeafSpine, Options, build_first_leaf, build_leaf_spine
 
 from icefabric.control.p4rt import PipelineConfig
 from icefabric.experiment.virtual import VirtualEngine
@@ -69,12 +69,14 @@ def fab(spec: TopologySpec) -> Iterator[InProcessFabric]:
 
 @pytest.fixture
 def leaf_spine_factory() -> Iterator[object]:
-    """Build leaf-spine fabrics with given Options; every one is torn down after the test."""
+    """Build leaf-spine fabrics (or the first leaf alone) with given Options; every one is torn
+    down after the test."""
     built: list[LeafSpine] = []
 
-    def build(opts: Options | None = None) -> LeafSpine:
+    def build(opts: Options | None = None, *, first_leaf_only: bool = False) -> LeafSpine:
+        # first_leaf_only: L1 alone, uplinks unlinked (leaf_spine.build_first_leaf)
         try:
-            ls = build_leaf_spine(opts)
+            ls = build_first_leaf(opts) if first_leaf_only else build_leaf_spine(opts)
         except TargetUnavailable as exc:
             pytest.skip(str(exc))
         built.append(ls)

@@ -16,7 +16,7 @@ from typing import Any
 
 from harness import PRIORITY_QUEUES, Fabric, make_fabric
 
-from icefabric.control.fabric import queue_priorities
+from icefabric.control.fabric import IntSampling, bucket_tags, queue_priorities
 from icefabric.control.p4rt import LPM, Exact
 from icefabric.traffic import packets as P
 
@@ -97,6 +97,12 @@ class Options:
     report_qdepth_threshold: int = 0
     ecn: tuple[int, int, int] | None = None  # (kmin, kmax, pmax_mask) for every port
     s1_buckets: int = 32  # buckets of PATH_BUCKETS that go via S1 (the rest via S2)
+    # The two paths' buckets interleaved as the controller lays them out (control.fabric
+    # bucket_tags: S1, S2, S1, ...) instead of the first s1_buckets via S1.
+    interleaved_buckets: bool = False
+    # INT sampling at the first leaf (control.fabric.IntSampling): None leaves the table at its
+    # default (every packet of a path kind with INT carries records).
+    int_sample_n: int | None = None
     hop_limit: int = 0
     # Egress queues per port the switches run with; IceIngress.queue_config is always written
     # for PRIORITY_QUEUES, as the controller does for the spec (fewer: a mismatched switch).
@@ -201,13 +207,17 @@ def _leaf_entries(leaf: str, opts: Options) -> list[Any]:
     )
     up_s1, up_s2 = (TAG_L1_L2_S1, TAG_L1_L2_S2) if leaf == "L1" else (TAG_L2_L1_S1, TAG_L2_L1_S2)
     in_s1, in_s2 = (TAG_L2_L1_S1, TAG_L2_L1_S2) if leaf == "L1" else (TAG_L1_L2_S1, TAG_L1_L2_S2)
-    for bucket in range(P.PATH_BUCKETS):
+    if opts.interleaved_buckets:
+        layout = bucket_tags([up_s1, up_s2], [1.0, 1.0], P.PATH_BUCKETS)
+    else:
+        layout = [up_s1 if b < opts.s1_buckets else up_s2 for b in range(P.PATH_BUCKETS)]
+    for bucket, tag in enumerate(layout):
         out.append(
             TableEntry(
                 table=T_PATH_CANDIDATE,
                 match={"leaf_id": LEAF_IDS[other], "bucket": bucket},
                 action="IceIngress.path_select.set_candidate_path",
-                params={"path_tag": up_s1 if bucket < opts.s1_buckets else up_s2},
+                params={"path_tag": tag},
             )
         )
     out += [
@@ -338,6 +348,39 @@ def program_switch_common(
     )
 
 
+def program_leaf(fab: Fabric, leaf: str, opts: Options) -> None:
+    """Everything a leaf gets: keyless config, its entries, feedback MACs, clone sessions."""
+    program_switch_common(fab, leaf, P.SWITCH_ROLE_LEAF, opts, (*LEAF_HOST_PORTS, *UPLINK.values()))
+    sw = fab[leaf]
+    sw.insert(_leaf_entries(leaf, opts))
+    if opts.int_sample_n is not None:  # the controller's write: a keyless table's default
+        sw.conn.modify(IntSampling(opts.int_sample_n).entry())
+    sw.set_default(
+        T_FEEDBACK_CONFIG,
+        "IceEgress.feedback.set_feedback_config",
+        src_mac=SWITCH_MACS[leaf],
+        dst_mac=SWITCH_MACS["S1"],
+    )
+    sw.clone_session(P.ICE_SESSION_FEEDBACK, [UPLINK["S1"]])
+    sw.clone_session(P.ICE_SESSION_FEEDBACK_REPORT, [UPLINK["S1"], P.CPU_PORT])
+    sw.clone_session(P.ICE_SESSION_REPORT, [P.CPU_PORT])
+
+
+def build_first_leaf(opts: Options | None = None) -> LeafSpine:
+    """L1 alone, programmed as in the leaf-spine fabric, its uplinks unlinked: what it sends
+    towards the spines is read with ``fabric.received("L1", UPLINK[...])``."""
+    opts = opts or Options()
+    fab = make_fabric(opts.switch_queues)
+    try:
+        fab.add_switch("L1", (*LEAF_HOST_PORTS, *UPLINK.values()))
+        fab.start()
+        program_leaf(fab, "L1", opts)
+    except BaseException:
+        fab.close()
+        raise
+    return LeafSpine(fab, opts)
+
+
 def build_leaf_spine(opts: Options | None = None) -> LeafSpine:
     """Create and program the fabric on the target ICE_TARGET selects."""
     opts = opts or Options()
@@ -352,20 +395,7 @@ def build_leaf_spine(opts: Options | None = None) -> LeafSpine:
                 fab.link(leaf, up, spine, SPINE_DOWN[leaf])
         fab.start()
         for leaf in ("L1", "L2"):
-            program_switch_common(
-                fab, leaf, P.SWITCH_ROLE_LEAF, opts, (*LEAF_HOST_PORTS, *UPLINK.values())
-            )
-            sw = fab[leaf]
-            sw.insert(_leaf_entries(leaf, opts))
-            sw.set_default(
-                T_FEEDBACK_CONFIG,
-                "IceEgress.feedback.set_feedback_config",
-                src_mac=SWITCH_MACS[leaf],
-                dst_mac=SWITCH_MACS["S1"],
-            )
-            sw.clone_session(P.ICE_SESSION_FEEDBACK, [UPLINK["S1"]])
-            sw.clone_session(P.ICE_SESSION_FEEDBACK_REPORT, [UPLINK["S1"], P.CPU_PORT])
-            sw.clone_session(P.ICE_SESSION_REPORT, [P.CPU_PORT])
+            program_leaf(fab, leaf, opts)
         for spine in ("S1", "S2"):
             program_switch_common(
                 fab, spine, P.SWITCH_ROLE_SPINE, opts, (*SPINE_DOWN.values(), SPINE_TEST_PORT)

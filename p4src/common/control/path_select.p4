@@ -3,7 +3,8 @@
 
 // First hop of a RoCEv2 packet from a host: choose the path tag.  Order: the controller's
 // planned path for this flow, else a candidate path of the destination leaf chosen by
-// LoadBalance.  No dst_leaf entry (e.g. the destination hangs off this leaf) means no tag:
+// LoadBalance.  Then whether this packet carries INT hop records: its path kind must have INT
+// (int_policy) and the packet must be sampled (int_sampling).  No dst_leaf entry (e.g. the destination hangs off this leaf) means no tag:
 // the packet is routed as plain IPv4.
 //
 // Shared by both architectures; LoadBalance (flowlet registers, hashes) is each one's own
@@ -94,6 +95,27 @@ control PathSelect(in ice_ingress_headers_t hdr,
         size = INT_POLICY_TABLE_SIZE;
     }
 
+    action set_int_sampling(bit<24> psn_mask) {
+        md.int_sample_mask = psn_mask;
+    }
+
+    // Keyless: INT records on 1 in N packets of a flow only, psn_mask = N - 1 (N a power of
+    // two; the default, no entry or mask 0, samples every packet).  A packet is sampled when
+    // ((psn ^ (psn >> PATH_BUCKET_BITS)) & psn_mask) == 0: exactly one in N of every
+    // PATH_BUCKETS consecutive PSNs of an aligned block (N <= PATH_BUCKETS), and the sampled
+    // offset moves by one from one block to the next, so that a choice of path by PSN mod
+    // PATH_BUCKETS (spray) still sees every path sampled in turn.  Unsampled packets carry the
+    // shim with int_enabled 0 and no record, and make neither feedback nor reports.
+    table int_sampling {
+        key = { }
+        actions = {
+            set_int_sampling;
+            NoAction;
+        }
+        default_action = NoAction();
+        size = 1;
+    }
+
     apply {
         if (md.lb_mode != LB_MODE_ECMP) {
             flow_path.apply();
@@ -108,6 +130,13 @@ control PathSelect(in ice_ingress_headers_t hdr,
         if (md.has_path) {
             md.push_shim = true;
             int_policy.apply();
+            if (md.int_enabled == 1) {
+                int_sampling.apply();
+                if (((hdr.bth.psn ^ (hdr.bth.psn >> PATH_BUCKET_BITS)) & md.int_sample_mask)
+                        != 0) {
+                    md.int_enabled = 0;
+                }
+            }
         }
     }
 }

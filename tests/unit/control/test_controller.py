@@ -120,7 +120,8 @@ def test_link_failure_moves_flows_off_the_link_and_fixes_groups(ctl: Controller)
 
 def test_mode_switch_rewrites_lb_config_of_leaves(ctl: Controller) -> None:
     res = ctl.set_mode("ecmp")
-    assert res["entries"] == 4 * (1 + 3)  # lb_config + three int_policy entries per leaf
+    # per leaf: lb_config and one int_policy entry per path kind (int_sampling is unchanged)
+    assert res["entries"] == 4 * (1 + len(fabric.ALL_PATH_KINDS))
     lb = [
         e
         for e in ctl.installed["leaf2"].values()

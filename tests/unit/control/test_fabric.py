@@ -290,3 +290,20 @@ def test_bucket_weights_follow_bottleneck_rates() -> None:
     tags = [int(e.params["path_tag"]) for e in _table(out["leaf1"], n.TABLE_PATH_CANDIDATE)]
     via = {t: fabric.allocate_tags(topo).path(t).hops[1].switch for t in set(tags)}
     assert sum(1 for t in tags if via[t] == "spine1") == 48
+
+
+def test_int_sampling_is_a_validated_power_of_two_written_on_every_leaf() -> None:
+    entry = fabric.IntSampling(8).entry()
+    assert entry.table == n.TABLE_INT_SAMPLING and entry.is_default_action
+    assert entry.action == n.ACTION_SET_INT_SAMPLING and entry.params == {"psn_mask": 7}
+    assert fabric.IntSampling().entry().params == {"psn_mask": 0}  # every packet
+    for bad in (0, 3, 12, -4, 1 << 24, True):
+        with pytest.raises(fabric.FabricError, match="int sampling"):
+            fabric.IntSampling(bad)
+    with pytest.raises(fabric.FabricError, match="power of two"):
+        fabric.FabricOptions(int_sample_every_n=6)
+    topo = Topology(load_topology(ROOT / "topo" / "examples" / "leaf_spine_2x4.yaml"))
+    out = fabric.base_entries(topo, fabric.FabricOptions(int_sample_every_n=16))
+    for leaf in topo.leaves:
+        (sampling,) = _table(out[leaf], n.TABLE_INT_SAMPLING)
+        assert sampling.params == {"psn_mask": 15}
