@@ -24,12 +24,17 @@ capacity (max-min fair over the planned paths), so a flow with a cap sends at th
 relative to the cap: HPCC's headroom would only leave planned capacity idle) and reads INT for
 what the plan did not foresee: a hop whose queue stands over two consecutive records
 (``min(q, q') > anchor_queue_bdp x B x T``).  Then HPCC's rule above takes over, starting from
-the cap as its reference, until its rate is back at the cap with no standing queue on the path.
+the cap as its reference, until the queue is gone (no hop's queue stood over the two records);
+from there the flow ramps back to its cap by
+R_AI per reference update (HPCC's multiplicative step would approach the cap only
+geometrically on a link the plan fills) and is anchored again once there.
 R_AI of a capped flow is derived from the plan: HPCC bounds the additive steps of the N flows on
 a link by its headroom, N x W_AI <= (1 - eta) B; the plan's caps of a link's flows sum to at
 most B, so W_AI = (1 - eta) x cap meets the bound for every flow without guessing N, and HPCC's
-steady state ``U = eta R / (R - W_AI)`` is then U = 1 exactly at R = cap: once the unplanned
-traffic is gone the rule climbs back to the plan's rate by itself.  Flows without a cap (no plan)
+steady state ``U = eta R / (R - W_AI)`` is then U = 1 exactly at R = cap; and the planned
+flows of a link ramping back together add at most (1 - eta) B per RTT, half the standing queue
+that ends the anchored regime, so a persisting unplanned flow is met again before its queue
+grows far past it.  Flows without a cap (no plan)
 keep HPCC's W_AI = (1 - eta) B / N with N = ``ai_flows``.
 """
 
@@ -165,6 +170,7 @@ class IceRate:
         u_max = -1.0
         tau = t
         queued = False  # a hop's queue stood over both records (more than anchor_queue_bdp)
+        drained = True  # no hop's queue stood over both records at all
         for i, hop in enumerate(hops):
             prev = self._prev.get(i)
             self._prev[i] = hop
@@ -182,6 +188,8 @@ class IceRate:
             q_term = queue * 8.0 / (hop.link_bps * t * 1e-6)
             if q_term > p.anchor_queue_bdp:
                 queued = True
+            if queue > 0:
+                drained = False
             u = q_term + tx_bps / hop.link_bps
             if u > u_max:
                 u_max = u
@@ -208,7 +216,8 @@ class IceRate:
                 update_ref = sent_us >= last
             else:
                 update_ref = now_us - last >= t
-        self._compute(update_ref)
+        # a capped flow whose queue is gone ramps back to its cap by W_AI per reference update
+        self._compute(update_ref, ramp=p.anchor and self._cap is not None and drained)
         if update_ref:
             self._last_ref_update_us = now_us
         if p.anchor and self._cap is not None and not queued and self._rate >= self._ceiling():
@@ -245,10 +254,14 @@ class IceRate:
         line = self.params.line_rate_bps
         return line if self._cap is None else min(line, self._cap)
 
-    def _compute(self, update_ref: bool) -> None:
+    def _compute(self, update_ref: bool, *, ramp: bool = False) -> None:
         p = self.params
         ai = p.ai_rate_bps if self._cap is None else p.capped_ai_bps(self._ceiling())
-        if self._u >= p.eta or self._stage >= p.max_stage:
+        if ramp:
+            rate = self._ref + ai
+            if update_ref:
+                self._stage = 0
+        elif self._u >= p.eta or self._stage >= p.max_stage:
             rate = self._ref / max(self._u / p.eta, 1e-9) + ai
             if update_ref:
                 self._stage = 0

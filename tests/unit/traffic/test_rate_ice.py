@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from fluid import FluidBottleneck, FluidFlow
 
@@ -260,10 +262,12 @@ def test_back_at_the_cap_once_the_queue_is_gone() -> None:
         if r.anchored:
             break
     assert r.anchored and r.rate_bps() == 50e9
-    # additive steps of (1 - eta) x cap = 2.5 Gbit/s before the multiplicative ones
-    assert steps[0] == pytest.approx(low + 2.5e9)
-    assert steps[1] == pytest.approx(low + 5e9)
-    assert len(steps) < 10
+    # the queue is gone: a ramp of (1 - eta) x cap = 2.5 Gbit/s per RTT, back at the cap in
+    # (cap - low) / 2.5 G steps (HPCC's multiplicative rule, U / eta > 1 on a full link, would
+    # approach the cap only geometrically)
+    for k in range(len(steps) - 1):
+        assert steps[k] == pytest.approx(low + (k + 1) * 2.5e9)
+    assert len(steps) == math.ceil((50e9 - low) / 2.5e9)
 
 
 def test_the_capped_additive_step_is_derived_from_the_cap() -> None:
@@ -292,12 +296,13 @@ def test_planned_flows_give_way_to_unplanned_traffic_and_return_to_their_caps() 
     assert max(model.queue_trace) == 0.0
     model.run(401 * T)
     # the end side makes room: the planned flows leave their caps whenever a queue stands (a
-    # cycle of 40 RTTs: back at the cap, a queue over 10 % of the BDP, HPCC's cut), the queue
-    # stays under 15 % of the BDP (10 % + one RTT of feedback delay) and drains in every cycle, the guest gets its share of the
-    # room and the link stays full
+    # cycle: HPCC's cut, the queue drains, a ramp of 5 % of the link per RTT back towards the
+    # caps until a queue over 10 % of the BDP stands again); the queue stays under a quarter
+    # of the BDP (10 % + the ramp's excess over the two records and one RTT of feedback
+    # delay) and drains in every cycle, the guest gets its share and the link stays full
     bdp = LINE * T * 1e-6 / 8
     shared = model.queue_trace[round(250 * T) :]
-    assert max(shared) < 0.15 * bdp
+    assert max(shared) < 0.25 * bdp
     assert all(
         min(shared[i : i + round(50 * T)]) == 0.0 for i in range(0, len(shared), round(50 * T))
     )
