@@ -24,8 +24,8 @@ capacity (max-min fair over the planned paths), so a flow with a cap sends at th
 relative to the cap: HPCC's headroom would only leave planned capacity idle) and reads INT for
 what the plan did not foresee: a hop whose queue stands over two consecutive records
 (``min(q, q') > anchor_queue_bdp x B x T``).  Then HPCC's rule above takes over, starting from
-the cap as its reference, until the queue is gone (no hop's queue stood over the two records);
-from there the flow ramps back to its cap by
+the cap as its reference, until the queue is gone (no hop's queue stood over the two records
+above the threshold); from there the flow ramps back to its cap by
 R_AI per reference update (HPCC's multiplicative step would approach the cap only
 geometrically on a link the plan fills) and is anchored again once there.
 R_AI of a capped flow is derived from the plan: HPCC bounds the additive steps of the N flows on
@@ -170,7 +170,6 @@ class IceRate:
         u_max = -1.0
         tau = t
         queued = False  # a hop's queue stood over both records (more than anchor_queue_bdp)
-        drained = True  # no hop's queue stood over both records at all
         for i, hop in enumerate(hops):
             prev = self._prev.get(i)
             self._prev[i] = hop
@@ -188,8 +187,6 @@ class IceRate:
             q_term = queue * 8.0 / (hop.link_bps * t * 1e-6)
             if q_term > p.anchor_queue_bdp:
                 queued = True
-            if queue > 0:
-                drained = False
             u = q_term + tx_bps / hop.link_bps
             if u > u_max:
                 u_max = u
@@ -216,8 +213,11 @@ class IceRate:
                 update_ref = sent_us >= last
             else:
                 update_ref = now_us - last >= t
-        # a capped flow whose queue is gone ramps back to its cap by W_AI per reference update
-        self._compute(update_ref, ramp=p.anchor and self._cap is not None and drained)
+        # a capped flow whose queue is gone ramps back to its cap by W_AI per RTT elapsed
+        ramp = p.anchor and self._cap is not None and not queued
+        last = self._last_ref_update_us
+        rtts = 1.0 if last is None else max(1.0, (now_us - last) / t)
+        self._compute(update_ref, ramp=ramp, rtts=rtts)
         if update_ref:
             self._last_ref_update_us = now_us
         if p.anchor and self._cap is not None and not queued and self._rate >= self._ceiling():
@@ -254,11 +254,11 @@ class IceRate:
         line = self.params.line_rate_bps
         return line if self._cap is None else min(line, self._cap)
 
-    def _compute(self, update_ref: bool, *, ramp: bool = False) -> None:
+    def _compute(self, update_ref: bool, *, ramp: bool = False, rtts: float = 1.0) -> None:
         p = self.params
         ai = p.ai_rate_bps if self._cap is None else p.capped_ai_bps(self._ceiling())
-        if ramp:
-            rate = self._ref + ai
+        if ramp:  # W_AI per RTT: feedback of a slow flow may come less often than once per T
+            rate = self._ref + ai * rtts
             if update_ref:
                 self._stage = 0
         elif self._u >= p.eta or self._stage >= p.max_stage:

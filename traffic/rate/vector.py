@@ -234,7 +234,6 @@ class IceArray:
             u = q_term + tx_bps / link_bps
         u[~ok] = -1.0
         queued_all = np.any(ok & (q_term > p.anchor_queue_bdp), axis=1)
-        drained_all = ~np.any(ok & (queue > 0), axis=1)
         # remember this record (every present hop; absent hops forget theirs, as the scalar)
         self.prev_hop[sel] = np.where(present, hop_id, -1)
         self.prev_tx[sel] = np.where(present, tx_bytes, 0.0)
@@ -249,7 +248,6 @@ class IceArray:
         tau = np.where(ok[k, best], dt[k, best], t)
         r = rows[upd]
         queued = queued_all[upd]
-        drained = drained_all[upd]
         self.feedbacks[r] += 1
         tau = np.minimum(tau[upd], t)
         self.u[r] = (1.0 - tau / t) * self.u[r] + (tau / t) * u_max[upd]
@@ -261,11 +259,11 @@ class IceArray:
         go = ~was | leave
         r = r[go]
         queued = queued[go]
-        drained = drained[go]
         last = self.last_ref_update[r]
         update_ref = leave[go] | np.isnan(last) | (now_us - last >= t)
-        ramp = np.isfinite(self.cap[r]) & drained if p.anchor else np.zeros(r.size, dtype=bool)
-        self._compute(r, update_ref, ramp)
+        ramp = np.isfinite(self.cap[r]) & ~queued if p.anchor else np.zeros(r.size, dtype=bool)
+        rtts = np.where(np.isnan(last), 1.0, np.maximum(1.0, (now_us - last) / t))
+        self._compute(r, update_ref, ramp, rtts)
         self.last_ref_update[r[update_ref]] = now_us
         if p.anchor:  # back at the plan's rate with no queue left
             c = np.minimum(p.line_rate_bps, self.cap[r])
@@ -274,7 +272,9 @@ class IceArray:
             self.ref[back] = self.rate[back]
             self.stage[back] = 0
 
-    def _compute(self, r: IntArray, update_ref: BoolArray, ramp: BoolArray) -> None:
+    def _compute(
+        self, r: IntArray, update_ref: BoolArray, ramp: BoolArray, rtts: FloatArray
+    ) -> None:
         p = self.params
         u = self.u[r]
         c = np.minimum(p.line_rate_bps, self.cap[r])
@@ -284,7 +284,7 @@ class IceArray:
         rate = np.where(
             mult,
             self.ref[r] / np.maximum(u / p.eta, 1e-9) + ai,
-            self.ref[r] + ai,
+            self.ref[r] + np.where(ramp, ai * rtts, ai),
         )
         stage = self.stage[r]
         self.stage[r] = np.where(update_ref, np.where(mult | ramp, 0, stage + 1), stage)

@@ -314,3 +314,20 @@ def test_planned_flows_give_way_to_unplanned_traffic_and_return_to_their_caps() 
     # the guest left: both planned flows are back at their caps, anchored, queue empty
     assert all(f.rates[-1] == cap and f.control.anchored for f in planned)  # type: ignore[attr-defined]
     assert max(model.queue_trace[-50:]) == 0.0
+
+
+def test_the_ramp_is_w_ai_per_rtt_elapsed_when_feedback_is_sparse() -> None:
+    # a slow flow's sampled feedback may come several RTTs apart: the ramp back to the cap
+    # still adds W_AI per RTT of elapsed time
+    r = _ice()
+    r.set_cap(10e9)
+    ts, tx = 0.0, 0
+    r.on_feedback(ts, [_hop(tx, ts)])
+    for _ in range(2):
+        ts, tx = _steady(r, 1.0, ts, tx, q=60_000)
+    assert not r.anchored
+    low = r.rate_bps()
+    ts += 3 * T  # the next record comes three RTTs later, the queue gone
+    tx += _bytes_at(0.9, 3 * T)
+    r.on_feedback(ts, [_hop(tx, ts)])
+    assert r.rate_bps() == pytest.approx(min(10e9, low + 3 * 0.05 * 10e9))
