@@ -37,8 +37,11 @@ MODES: Mapping[str, int] = {
     "ice": n.LB_MODE_PLANNED_FLOWLET,
     "planned-ecmp": n.LB_MODE_PLANNED_ECMP,
     "ecmp": n.LB_MODE_ECMP,
+    # per packet at the first leaf (bucket = BTH PSN mod PATH_BUCKETS), plans ignored: the
+    # receivers must tolerate reordering (p4src/README.md, "Spray")
+    "spray": n.LB_MODE_SPRAY,
 }
-ALL_PATH_KINDS = (n.PATH_KIND_PLANNED, n.PATH_KIND_FLOWLET, n.PATH_KIND_ECMP)
+ALL_PATH_KINDS = (n.PATH_KIND_PLANNED, n.PATH_KIND_FLOWLET, n.PATH_KIND_ECMP, n.PATH_KIND_SPRAY)
 MAX_INT_SAMPLE_N = 1 << 23  # psn_mask is 24 bits
 MAX_TAG = 0xFFFF
 
@@ -88,7 +91,7 @@ class IntSampling:
 class FabricOptions:
     """Knobs of base forwarding; the defaults are what ``icectl run`` installs."""
 
-    mode: str = "ice"  # "ice" (planned, else flowlet), "planned-ecmp", "ecmp" (baseline)
+    mode: str = "ice"  # "ice" (planned, else flowlet), "planned-ecmp", "ecmp" (baseline), "spray"
     use_qp_in_hash: bool = True  # E-ECMP: hash the BTH destination QP too
     flowlet_timeout_us: int = 100
     hop_limit: int = 0  # 0: the program's default (ICE_DEFAULT_HOP_LIMIT)

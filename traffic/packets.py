@@ -69,12 +69,14 @@ from icefabric.p4src.ice_p4 import (  # re-exported: packets.X is the same objec
     LB_MODE_ECMP,
     LB_MODE_PLANNED_ECMP,
     LB_MODE_PLANNED_FLOWLET,
+    LB_MODE_SPRAY,
     PACKET_IN_BYTES,
     PACKET_OUT_BYTES,
     PATH_BUCKETS,
     PATH_KIND_ECMP,
     PATH_KIND_FLOWLET,
     PATH_KIND_PLANNED,
+    PATH_KIND_SPRAY,
     PORT_KIND_FABRIC,
     PORT_KIND_HOST,
     PORT_KIND_UNSET,
@@ -93,7 +95,12 @@ from icefabric.p4src.ice_p4 import (  # re-exported: packets.X is the same objec
     UDP_PORT_ROCEV2,
 )
 
-_PATH_KINDS = {PATH_KIND_PLANNED: "planned", PATH_KIND_FLOWLET: "flowlet", PATH_KIND_ECMP: "ecmp"}
+_PATH_KINDS = {
+    PATH_KIND_PLANNED: "planned",
+    PATH_KIND_FLOWLET: "flowlet",
+    PATH_KIND_ECMP: "ecmp",
+    PATH_KIND_SPRAY: "spray",
+}
 _PUNT_REASONS = {
     PUNT_REASON_ARP: "arp",
     PUNT_REASON_TELEMETRY: "telemetry",
@@ -346,12 +353,14 @@ __all__ = [
     "LB_MODE_ECMP",
     "LB_MODE_PLANNED_ECMP",
     "LB_MODE_PLANNED_FLOWLET",
+    "LB_MODE_SPRAY",
     "PACKET_IN_BYTES",
     "PACKET_OUT_BYTES",
     "PATH_BUCKETS",
     "PATH_KIND_ECMP",
     "PATH_KIND_FLOWLET",
     "PATH_KIND_PLANNED",
+    "PATH_KIND_SPRAY",
     "PORT_KIND_FABRIC",
     "PORT_KIND_HOST",
     "PORT_KIND_UNSET",

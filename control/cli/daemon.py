@@ -22,6 +22,7 @@ from icefabric.control.cli.common import (
     api_client,
 )
 from icefabric.control.cli.topo import load_topology_arg
+from icefabric.control.fabric import MODES
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -482,8 +483,10 @@ def register(verbs: Verbs) -> None:
     verbs.add_socket(tel)
     tel.set_defaults(func=cmd_int)
 
-    mode = verbs.add("mode", help="switch every first hop to ICE or the ECMP baseline")
-    mode.add_argument("mode", choices=("ice", "planned-ecmp", "ecmp"))
+    mode = verbs.add(
+        "mode", help="switch every first hop to ICE, the ECMP baseline or per-packet spray"
+    )
+    mode.add_argument("mode", choices=tuple(MODES))
     verbs.add_socket(mode)
     mode.set_defaults(func=cmd_mode)
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from icefabric.control import render
 from icefabric.control.cli.common import EXIT_OK, EXIT_RUNTIME, Verbs, int_range
+from icefabric.control.fabric import MODES
 from icefabric.control.p4rt.tofino import TOFINO_FORMATS
 
 # ECMP's distribution: one float per draw and a CRC per flow and draw (1e6 draws: 8 MB, seconds).
@@ -329,9 +330,10 @@ def _add_run(verbs: Verbs) -> None:
     )
     p.add_argument(
         "--mode",
-        choices=("ice", "planned-ecmp", "ecmp"),
+        choices=tuple(MODES),
         default="ice",
-        help="ice: planned paths, else flowlets; planned-ecmp; ecmp: the baseline (default ice)",
+        help="ice: planned paths, else flowlets; planned-ecmp; ecmp: the baseline; spray: a path "
+        "per packet from its PSN, plans ignored (default ice)",
     )
     p.add_argument("--job", action="append", default=[], help="job to plan at start (repeat)")
     p.add_argument(

@@ -152,7 +152,7 @@ class DesiredState:
         return rep
 
     def set_mode(self, mode: str) -> dict[str, Any]:
-        """Switch every leaf to ICE ("ice", "planned-ecmp") or the ECMP baseline ("ecmp")."""
+        """Switch every leaf to ICE ("ice", "planned-ecmp"), the ECMP baseline ("ecmp") or spray."""
         with self.lock:
             self.options = replace(self.options, mode=mode)
             t0 = time.perf_counter()

@@ -77,11 +77,13 @@ const bit<8> PORT_KIND_FABRIC = 2;
 const bit<8> LB_MODE_ECMP            = 0;  // baseline: 5-tuple ECMP over candidates only
 const bit<8> LB_MODE_PLANNED_ECMP    = 1;  // planned path, else ECMP
 const bit<8> LB_MODE_PLANNED_FLOWLET = 2;  // planned path, else flowlet, (ECMP never)
+const bit<8> LB_MODE_SPRAY           = 3;  // per packet: bucket = BTH PSN mod PATH_BUCKETS (no plans)
 
 // How the first hop chose the path (carried in the shim and in feedback/report).
 const bit<2> PATH_KIND_PLANNED = 0;
 const bit<2> PATH_KIND_FLOWLET = 1;
 const bit<2> PATH_KIND_ECMP    = 2;
+const bit<2> PATH_KIND_SPRAY   = 3;
 
 // packet_in.reason
 const punt_reason_t PUNT_REASON_ARP       = 1;

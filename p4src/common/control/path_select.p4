@@ -3,7 +3,7 @@
 
 // First hop of a RoCEv2 packet from a host: choose the path tag.  Order: the controller's
 // planned path for this flow, else a candidate path of the destination leaf chosen by
-// LoadBalance.  Then whether this packet carries INT hop records: its path kind must have INT
+// LoadBalance, or by the PSN in spray mode (a path per packet; plans ignored, as in ECMP mode).  Then whether this packet carries INT hop records: its path kind must have INT
 // (int_policy) and the packet must be sampled (int_sampling).  No dst_leaf entry (e.g. the destination hangs off this leaf) means no tag:
 // the packet is routed as plain IPv4.
 //
@@ -117,13 +117,20 @@ control PathSelect(in ice_ingress_headers_t hdr,
     }
 
     apply {
-        if (md.lb_mode != LB_MODE_ECMP) {
+        if (md.lb_mode != LB_MODE_ECMP && md.lb_mode != LB_MODE_SPRAY) {
             flow_path.apply();
         }
         if (!md.has_path) {
             dst_leaf.apply();
             if (md.dst_leaf_hit) {
-                load_balance.apply(hdr, md);
+                if (md.lb_mode == LB_MODE_SPRAY) {
+                    // Per packet: consecutive PSNs take consecutive buckets, which the
+                    // controller's layout (weighted round robin) spreads over the paths.
+                    md.path_bucket = (bit<8>)(hdr.bth.psn & (PATH_BUCKETS - 1));
+                    md.path_kind = PATH_KIND_SPRAY;
+                } else {
+                    load_balance.apply(hdr, md);
+                }
                 path_candidate.apply();
             }
         }

@@ -307,3 +307,15 @@ def test_int_sampling_is_a_validated_power_of_two_written_on_every_leaf() -> Non
     for leaf in topo.leaves:
         (sampling,) = _table(out[leaf], n.TABLE_INT_SAMPLING)
         assert sampling.params == {"psn_mask": 15}
+
+
+def test_spray_mode_sets_lb_mode_3_and_int_on_sprayed_packets() -> None:
+    topo = Topology(load_topology(ROOT / "topo" / "examples" / "leaf_spine_2x4.yaml"))
+    out = fabric.mode_entries(topo, fabric.FabricOptions(mode="spray"))
+    for leaf in topo.leaves:
+        (lb,) = _table(out[leaf], n.TABLE_LB_CONFIG)
+        assert lb.params["mode"] == n.LB_MODE_SPRAY == 3
+        policy = {
+            int(e.match["path_kind"]): e.action for e in _table(out[leaf], n.TABLE_INT_POLICY)
+        }
+        assert policy[n.PATH_KIND_SPRAY] == n.ACTION_ENABLE_INT
