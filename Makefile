@@ -2,10 +2,7 @@
 VENV    ?= .venv
 PY      := $(VENV)/bin/python
 PYTEST  := $(PY) -m pytest
-P4C     ?= p4c-bm2-ss
 BUILD   := build
-P4SRC   := $(wildcard p4src/*.p4 p4src/common/*.p4 p4src/common/control/*.p4 p4src/v1model/*.p4 \
-			p4src/v1model/control/*.p4)
 
 .PHONY: setup test test-unit test-hostile test-dataplane test-e2e demo bench p4 p4-tna lint clean
 
@@ -35,18 +32,10 @@ demo: setup
 bench: setup
 	$(PY) -m icefabric.bench
 
-# Compile p4src/ with real p4c when it is installed; the embedded target needs no compile step.
-p4:
-	@if command -v $(P4C) >/dev/null 2>&1; then \
-		$(MAKE) --no-print-directory $(BUILD)/ice.json; \
-	else \
-		echo "p4: $(P4C) not on PATH; skipping (the embedded target runs p4src/ from source)"; \
-	fi
-
-$(BUILD)/%.json $(BUILD)/%.p4info.txtpb: p4src/%.p4 $(P4SRC)
-	@mkdir -p $(BUILD)
-	$(P4C) --arch v1model --std p4-16 -o $(BUILD)/$*.json \
-		--p4runtime-files $(BUILD)/$*.p4info.txtpb $<
+# Compile p4src/ with real p4c when it is installed (target/bmv2.py: the build cache shared with
+# --target bmv2 and ICE_TARGET=bmv2, copied to build/); the embedded target needs no compile step.
+p4: setup
+	$(PY) -m icefabric.target.bmv2 build p4src/ice.p4 --out $(BUILD) --if-available
 
 # Check the Tofino program (p4src/tna/ice.p4) for Tofino 1 and 2 with p4test and the TNA headers
 # in $(ICE_TNA_INCLUDE); compile it with bf-p4c into build/tna/ when bf-p4c is installed.

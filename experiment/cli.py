@@ -155,8 +155,8 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
 
     exp = load_for_run(args)
     if exp.target == "bmv2":  # before the run: a missing tool is a usage error, not a failed mode
-        from icefabric.experiment.bmv2 import Bmv2Unavailable, build_pipeline, check_tools
         from icefabric.p4src import ICE_P4
+        from icefabric.target.bmv2 import Bmv2Unavailable, build_pipeline, check_tools
 
         try:
             check_tools()

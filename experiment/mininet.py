@@ -6,9 +6,15 @@ with one switch process per switch, every egress queue drained at the port's lin
 
 * ``embedded`` (default): ``ice-switch`` with ``--queue-rate-bps PORT:BPS``;
 * ``bmv2``: BMv2's ``simple_switch_grpc``, each in a network namespace of its own, running
-  ``ice.p4`` as compiled by p4c-bm2-ss (built on demand into a cache, ``bmv2.py``); once the
-  pipeline is pushed, every port's queue rate is set in packets/s through ``simple_switch_CLI
-  set_queue_rate`` (bytes/s / the full data frame, ``mtu_bytes`` + 58; see ``bmv2.py``).
+  ``ice.p4`` as compiled by p4c-bm2-ss (built on demand into a cache, ``target/bmv2.py``); once
+  the pipeline is pushed, every port's queue rate is set in packets/s through
+  ``simple_switch_CLI set_queue_rate`` (``queue_pps``, below).
+
+BMv2 drains an egress queue in packets, not bytes (``set_queue_rate``): a link of B bytes/s
+becomes ``B / (mtu_bytes + 58)`` packets/s, 58 being the RoCEv2 headers (Ethernet 14, IPv4 20,
+UDP 8, BTH 12, ICRC 4) of a full data frame as the hosts send it. Smaller frames (ACKs, CNPs,
+INT feedback) therefore take a whole packet's share, and the bytes ice.p4 adds in the fabric
+(8-byte shim, INT records) are not counted.
 
 A :class:`Controller` in this process connects over P4Runtime, pushes ``p4src/ice.p4`` and base
 forwarding in the mode's load-balancing mode; for planned modes it plans the job and listens on
@@ -51,6 +57,7 @@ from icefabric.experiment.options import mode_options
 from icefabric.experiment.runner import Progress
 from icefabric.files import parse_json
 from icefabric.topo.spec import TopologySpec
+from icefabric.traffic.roce import HEADER_BYTES, ICRC_BYTES
 from icefabric.traffic.workload import Schedule, WorkloadExecutor
 
 log = logging.getLogger(__name__)
@@ -58,6 +65,7 @@ log = logging.getLogger(__name__)
 READY_S_PER_HOST = 2.5  # hosts start together at launch + 8 s + this per host (imports, QPs)
 REPORT_EVERY_N = 16
 TARGETS = ("embedded", "bmv2")
+FRAME_OVERHEAD_BYTES = HEADER_BYTES + ICRC_BYTES  # 58: a full data frame = mtu_bytes + this
 
 
 class MininetEngineError(RuntimeError):
@@ -108,10 +116,18 @@ def queue_rate_args(spec: TopologySpec, scale: float) -> list[str]:
     return args
 
 
+def frame_bytes(mtu_bytes: int) -> int:
+    """The full data frame the pps rates assume: RoCEv2 headers + ``mtu_bytes`` payload."""
+    return mtu_bytes + FRAME_OVERHEAD_BYTES
+
+
+def queue_pps(bps: float, mtu_bytes: int) -> int:
+    """Packets per second that drain ``bps`` bits/s of full data frames (at least 1)."""
+    return max(1, round(bps / 8 / frame_bytes(mtu_bytes)))
+
+
 def queue_rate_commands(spec: TopologySpec, scale: float, mtu_bytes: int) -> dict[str, str]:
     """Per switch, the ``simple_switch_CLI`` lines that set its ports' BMv2 queue rates."""
-    from icefabric.experiment.bmv2 import queue_pps
-
     out: dict[str, str] = {}
     for (sw, port), bps in sorted(port_rates(spec, scale).items()):
         out[sw] = out.get(sw, "") + f"set_queue_rate {queue_pps(bps, mtu_bytes)} {port}\n"
@@ -135,7 +151,7 @@ class MininetEngine:
 
         if self._pipeline is None:
             if self.target == "bmv2":
-                from icefabric.experiment.bmv2 import build_pipeline, check_tools
+                from icefabric.target.bmv2 import build_pipeline, check_tools
 
                 check_tools()
                 self._pipeline = PipelineConfig.for_bmv2(*build_pipeline(ICE_P4))

@@ -231,7 +231,7 @@ class BMv2Switch(_P4RuntimeSwitchMixin, Switch):  # type: ignore[misc]
         exe = shutil.which("simple_switch_grpc")
         if exe is None:
             raise SwitchStartError("simple_switch_grpc is not on PATH (install BMv2)")
-        from icefabric.experiment.bmv2 import Bmv2Unavailable, realtime_prefix
+        from icefabric.target.bmv2 import Bmv2Unavailable, realtime_prefix
 
         try:
             prefix = realtime_prefix()  # $ICE_BMV2_RT_PRIORITY: SCHED_FIFO (module docstring)

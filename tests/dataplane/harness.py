@@ -4,7 +4,8 @@
   :class:`icefabric.target.device.Device` on one shared :class:`ManualClock`, each with the
   embedded P4Runtime server on ``127.0.0.1:0``.  Switches are chained in-process: what leaves a
   linked port is injected into the peer switch.
-* ``ICE_TARGET=bmv2``: p4c-bm2-ss compiles ``p4src/ice.p4`` once; every switch is a
+* ``ICE_TARGET=bmv2``: p4c-bm2-ss compiles ``p4src/ice.p4`` once (into the build cache of
+  ``target/bmv2.py``, shared with ``make p4`` and ``--target bmv2``); every switch is a
   ``simple_switch_grpc`` process in a private network namespace, links and host ports are veth
   pairs there, packets are sent and captured on the host ends with AF_PACKET sockets, and the
   P4Runtime server listens on a Unix socket (reachable from outside the namespace).
@@ -49,6 +50,7 @@ from icefabric.control.p4rt import (
     TableEntry,
 )
 from icefabric.p4src import ICE_P4
+from icefabric.target import bmv2
 from icefabric.traffic.packets import CPU_PORT
 from icefabric.waiting import poll_until
 
@@ -378,11 +380,7 @@ ETH_P_ALL = 0x0003
 
 def bmv2_unavailable_reason() -> str | None:
     """Why the BMv2 target cannot run here, or None when it can."""
-    missing = [
-        t
-        for t in ("p4c-bm2-ss", "simple_switch_grpc", "simple_switch_CLI", "ip")
-        if not shutil.which(t)
-    ]
+    missing = bmv2.missing_tools(("ip",))
     if missing:
         return f"ICE_TARGET=bmv2 needs {', '.join(missing)} on PATH"
     if os.geteuid() != 0:
@@ -400,25 +398,8 @@ def _run(cmd: list[str], what: str) -> None:
 
 @functools.lru_cache(maxsize=2)
 def _bmv2_build(path: str, mtime: float) -> tuple[Path, Path]:
-    """Compile the program with p4c-bm2-ss once; (json, p4info) paths."""
-    out = Path(tempfile.mkdtemp(prefix="ice-p4c-"))
-    json_path, p4info = out / "ice.json", out / "ice.p4info.txtpb"
-    _run(
-        [
-            "p4c-bm2-ss",
-            "--arch",
-            "v1model",
-            "--std",
-            "p4-16",
-            "-o",
-            str(json_path),
-            "--p4runtime-files",
-            str(p4info),
-            path,
-        ],
-        "p4c",
-    )
-    return json_path, p4info
+    """The program compiled with p4c-bm2-ss (target/bmv2.py's build cache); (json, p4info)."""
+    return bmv2.build_pipeline(Path(path), purpose="ICE_TARGET=bmv2")
 
 
 class _NetnsSockets:

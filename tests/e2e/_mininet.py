@@ -75,8 +75,8 @@ def target_args() -> list[str]:
     (the experiment engine's build cache, compiled when missing)."""
     args = ["--target", TARGET]
     if TARGET == "bmv2":
-        from icefabric.experiment.bmv2 import build_pipeline
         from icefabric.p4src import ICE_P4
+        from icefabric.target.bmv2 import build_pipeline
 
         bmv2_json, p4info = build_pipeline(ICE_P4)
         args += ["--bmv2-json", str(bmv2_json), "--p4info", str(p4info)]

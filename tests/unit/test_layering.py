@@ -33,8 +33,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 KNOWN: dict[tuple[str, str], str] = {
     ("topo/mininet.py", "icefabric.control"): "issue 23: the private log file helpers "
     "(control/daemon/paths.py) move below topo/",
-    ("topo/mininet.py", "icefabric.experiment"): "issue 23: BMv2 tool discovery moves into "
-    "one BMv2 build/tool module in target/",
 }
 
 

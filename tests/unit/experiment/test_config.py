@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -205,8 +204,7 @@ def test_mininet_queue_rates_from_the_link_rates() -> None:
 def test_bmv2_queue_rates_per_switch_in_full_data_frames() -> None:
     """BMv2 sets each switch's ports on their own (no one-rate-per-port-number limit), in
     packets/s of mtu_bytes + 58-byte frames."""
-    from icefabric.experiment.bmv2 import frame_bytes, queue_pps
-    from icefabric.experiment.mininet import queue_rate_commands
+    from icefabric.experiment.mininet import frame_bytes, queue_pps, queue_rate_commands
     from icefabric.topo.generators import leaf_spine
 
     assert frame_bytes(1024) == 1082
@@ -220,68 +218,6 @@ def test_bmv2_queue_rates_per_switch_in_full_data_frames() -> None:
     assert f"set_queue_rate 578 {host_port}" in leaf
     assert sum(1 for ln in leaf if ln.startswith("set_queue_rate 289 ")) == 2  # two uplinks
     assert all(ln.startswith("set_queue_rate 289 ") for ln in cmds["spine1"].splitlines())
-
-
-def test_bmv2_realtime_prefix_from_the_environment(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """$ICE_BMV2_RT_PRIORITY=N puts ``chrt -f N`` before simple_switch_grpc; unset: nothing;
-    a value outside 1..99 or a missing chrt is a usage error naming the variable."""
-    from icefabric.experiment.bmv2 import RT_PRIORITY_ENV, Bmv2Unavailable, realtime_prefix
-
-    chrt = tmp_path / "chrt"
-    chrt.write_text("#!/bin/sh\n")
-    chrt.chmod(0o755)
-    monkeypatch.setenv("PATH", str(tmp_path))
-    assert realtime_prefix({}) == []
-    assert realtime_prefix({RT_PRIORITY_ENV: " "}) == []
-    assert realtime_prefix({RT_PRIORITY_ENV: "10"}) == [str(chrt), "-f", "10"]
-    assert realtime_prefix({RT_PRIORITY_ENV: "99"})[-1] == "99"
-    for bad in ("0", "100", "-3", "high", "1.5"):
-        with pytest.raises(Bmv2Unavailable, match=rf"^{RT_PRIORITY_ENV}='{re.escape(bad)}': "):
-            realtime_prefix({RT_PRIORITY_ENV: bad})
-    monkeypatch.setenv("PATH", str(tmp_path / "none"))
-    with pytest.raises(Bmv2Unavailable, match="chrt is not on PATH"):
-        realtime_prefix({RT_PRIORITY_ENV: "10"})
-
-
-def test_bmv2_build_is_cached_and_rebuilt_when_the_program_changes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """build_pipeline compiles into the cache once, reuses it, and compiles again (removing the
-    old build) when a source file changes; no p4c-bm2-ss: Bmv2Unavailable naming it."""
-    import shutil as sh
-
-    from icefabric.experiment import bmv2
-
-    prog = tmp_path / "src" / "t.p4"
-    prog.parent.mkdir()
-    prog.write_text("// v1\n")
-    fake = tmp_path / "bin" / bmv2.P4C
-    fake.parent.mkdir()
-    fake.write_text(
-        "#!/bin/sh\n"
-        'if [ "$1" = --version ]; then echo fake 1.0; exit 0; fi\n'
-        'echo "$@" >> "${0%/*}/calls"\n'
-        'while [ $# -gt 1 ]; do case "$1" in -o) echo {} > "$2";; '
-        '--p4runtime-files) echo pkg_info {} > "$2";; esac; shift; done\n'
-    )
-    fake.chmod(0o755)
-    monkeypatch.setenv("PATH", str(fake.parent))
-    cache = tmp_path / "cache"
-    j1, p1 = bmv2.build_pipeline(prog, cache)
-    assert j1.read_text().strip() == "{}" and p1.parent == j1.parent
-    j2, _ = bmv2.build_pipeline(prog, cache)
-    calls = (fake.parent / "calls").read_text().splitlines()
-    assert j2 == j1 and len(calls) == 1  # reused
-    (prog.parent / "inc.p4").write_text("// new include\n")
-    j3, _ = bmv2.build_pipeline(prog, cache)
-    assert j3 != j1 and not j1.exists() and j3.is_file()
-    assert len((fake.parent / "calls").read_text().splitlines()) == 2
-    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    assert sh.which(bmv2.P4C) is None
-    with pytest.raises(bmv2.Bmv2Unavailable, match="needs p4c-bm2-ss on PATH"):
-        bmv2.build_pipeline(prog, cache)
 
 
 def test_icectl_target_bmv2_usage_errors_are_one_line_exit_2(

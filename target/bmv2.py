@@ -1,5 +1,7 @@
-"""BMv2 for the Mininet engine: ``p4src/ice.p4`` compiled on demand into a build cache, and
-link rates as BMv2 egress queue rates (packets per second).
+"""BMv2, the one place that builds for it and finds its tools: ``p4src/ice.p4`` (or any v1model
+program) compiled by p4c-bm2-ss on demand into a build cache, the tools' check, and the real-time
+priority the switches start under. ``make p4``, the Mininet engine (``--target bmv2``), Mininet
+bring-up and the BMv2 test tiers all use it (``python -m icefabric.target.bmv2 build``).
 
 The cache is ``$ICE_BUILD_DIR`` when set, else ``build/bmv2/`` of the source checkout the
 program comes from (ignored by git), else ``$XDG_CACHE_HOME/icefabric/bmv2`` (``~/.cache``).
@@ -7,19 +9,13 @@ Each build lives in ``ice-<key>/`` (``ice.json`` + ``ice.p4info.txtpb``), where 
 every ``.p4`` file under ``p4src/`` and ``p4c-bm2-ss --version``: an edited program or another
 compiler makes a new build, and older ones are removed once it succeeded.
 
-BMv2 drains an egress queue in packets, not bytes (``set_queue_rate``): a link of B bytes/s
-becomes ``B / (mtu_bytes + 58)`` packets/s, 58 being the RoCEv2 headers (Ethernet 14, IPv4 20,
-UDP 8, BTH 12, ICRC 4) of a full data frame as the hosts send it. Smaller frames (ACKs, CNPs,
-INT feedback) therefore take a whole packet's share, and the bytes ice.p4 adds in the fabric
-(8-byte shim, INT records) are not counted.
-
 Scheduling: BMv2 hands every packet through several threads (receive, ingress, an egress
 worker, transmit), each a wake-up that waits its turn for a CPU.  On a host whose cores are
 busy (other work, the Python hosts), a switch then forwards nothing for tens of milliseconds
 while packets keep arriving: latency INT does not show, and a backlog that enters the egress
 queue at once (a queue peak, ECN marks).  ``$ICE_BMV2_RT_PRIORITY=N`` (1..99) starts every
 ``simple_switch_grpc`` under ``chrt -f N`` (SCHED_FIFO, threads inherit it), so switches
-forward as soon as a packet is there, like hardware (traffic/README.md: measured).
+forward as soon as a packet is there, like hardware (experiment/README.md, "The real-time engine": measured).
 """
 
 from __future__ import annotations
@@ -34,8 +30,6 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from icefabric.traffic.roce import HEADER_BYTES, ICRC_BYTES
-
 log = logging.getLogger(__name__)
 
 P4C = "p4c-bm2-ss"
@@ -44,30 +38,25 @@ CLI = "simple_switch_CLI"
 BUILD_DIR_ENV = "ICE_BUILD_DIR"
 RT_PRIORITY_ENV = "ICE_BMV2_RT_PRIORITY"
 RT_PRIORITY_MAX = 99  # SCHED_FIFO priorities are 1..99
-FRAME_OVERHEAD_BYTES = HEADER_BYTES + ICRC_BYTES  # 58: a full data frame = mtu_bytes + this
 
 
 class Bmv2Unavailable(RuntimeError):
     """The BMv2 target cannot run here (a tool missing, the program does not compile)."""
 
 
-def frame_bytes(mtu_bytes: int) -> int:
-    """The full data frame the pps rates assume: RoCEv2 headers + ``mtu_bytes`` payload."""
-    return mtu_bytes + FRAME_OVERHEAD_BYTES
+def missing_tools(extra: tuple[str, ...] = ()) -> list[str]:
+    """The BMv2 tools (p4c-bm2-ss, simple_switch_grpc, simple_switch_CLI, then ``extra``) that
+    are not on PATH."""
+    return [t for t in (P4C, SWITCH, CLI, *extra) if shutil.which(t) is None]
 
 
-def queue_pps(bps: float, mtu_bytes: int) -> int:
-    """Packets per second that drain ``bps`` bits/s of full data frames (at least 1)."""
-    return max(1, round(bps / 8 / frame_bytes(mtu_bytes)))
-
-
-def check_tools() -> None:
+def check_tools(purpose: str = "--target bmv2") -> None:
     """Bmv2Unavailable naming every BMv2 tool missing from PATH (or a bad
-    ``$ICE_BMV2_RT_PRIORITY``)."""
-    missing = [t for t in (P4C, SWITCH, CLI) if shutil.which(t) is None]
+    ``$ICE_BMV2_RT_PRIORITY``); ``purpose`` starts the message."""
+    missing = missing_tools()
     if missing:
         raise Bmv2Unavailable(
-            f"--target bmv2 needs {', '.join(missing)} on PATH (install BMv2 and p4c)"
+            f"{purpose} needs {', '.join(missing)} on PATH (install BMv2 and p4c)"
         )
     realtime_prefix()
 
@@ -127,12 +116,14 @@ def build_key(program: Path, p4c: str) -> str:
     return h.hexdigest()[:16]
 
 
-def build_pipeline(program: Path, build_dir: Path | None = None) -> tuple[Path, Path]:
+def build_pipeline(
+    program: Path, build_dir: Path | None = None, *, purpose: str = "--target bmv2"
+) -> tuple[Path, Path]:
     """``(ice.json, ice.p4info.txtpb)`` of ``program`` for BMv2: the cached build when it is
     current, else compiled now with p4c-bm2-ss (Bmv2Unavailable: no compiler, or it failed)."""
     p4c = shutil.which(P4C)
     if p4c is None:
-        raise Bmv2Unavailable(f"--target bmv2 needs {P4C} on PATH to compile {program.name}")
+        raise Bmv2Unavailable(f"{purpose} needs {P4C} on PATH to compile {program.name}")
     cache = build_dir if build_dir is not None else default_build_dir(program)
     key = build_key(program, p4c)
     stem = program.stem
@@ -166,3 +157,52 @@ def build_pipeline(program: Path, build_dir: Path | None = None) -> tuple[Path, 
             with contextlib.suppress(OSError):
                 shutil.rmtree(old)
     return json_path, p4info
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m icefabric.target.bmv2 build PROGRAM [--out DIR] [--if-available]``."""
+    import argparse
+    import sys
+
+    ap = argparse.ArgumentParser(
+        prog="python -m icefabric.target.bmv2",
+        description="Compile a v1model program for BMv2 with p4c-bm2-ss into the build cache.",
+    )
+    sub = ap.add_subparsers(dest="command", required=True)
+    b = sub.add_parser("build", help="compile (or take the current cached build) and print it")
+    b.add_argument("program", type=Path, help="the v1model program, e.g. p4src/ice.p4")
+    b.add_argument(
+        "--out", type=Path, default=None, help="also copy NAME.json and NAME.p4info.txtpb here"
+    )
+    b.add_argument(
+        "--if-available",
+        action="store_true",
+        help=f"exit 0 with a note when {P4C} is not on PATH (make p4)",
+    )
+    args = ap.parse_args(argv)
+    if not args.program.is_file():
+        print(f"{args.program}: no such P4 program", file=sys.stderr)
+        return 2
+    if args.if_available and shutil.which(P4C) is None:
+        print(f"p4: {P4C} not on PATH; skipping (the embedded target runs p4src/ from source)")
+        return 0
+    try:
+        json_path, p4info = build_pipeline(args.program, purpose="building for BMv2")
+    except Bmv2Unavailable as exc:
+        print(f"{args.program}: {exc}", file=sys.stderr)
+        return 1
+    if args.out is not None:
+        try:
+            args.out.mkdir(parents=True, exist_ok=True)
+            for f in (json_path, p4info):
+                shutil.copyfile(f, args.out / f.name)
+        except OSError as e:
+            print(f"{args.out}: cannot write the build: {e.strerror}", file=sys.stderr)
+            return 1
+        json_path, p4info = args.out / json_path.name, args.out / p4info.name
+    print(f"{json_path}\n{p4info}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
