@@ -36,8 +36,8 @@ from typing import Any
 from mininet.net import Mininet
 from mininet.node import Switch
 
-from icefabric.control.daemon.paths import default_log_dir, open_private_log
 from icefabric.p4src.ice_p4 import CPU_PORT
+from icefabric.private import default_log_dir, open_private_log
 from icefabric.topo.relay import TcpToUnixRelay
 from icefabric.topo.spec import SpecError, TopologySpec, load_topology
 

@@ -17,8 +17,8 @@ import numpy as np
 
 from icefabric.control.ccl.demand import demand_from_job
 from icefabric.control.ccl.job import check_hosts
-from icefabric.control.daemon.paths import write_private
 from icefabric.control.daemon.state import StateWriteError, encode_state, load_state
+from icefabric.private import write_private
 
 if TYPE_CHECKING:
     from icefabric.control.agents.hub import AgentHub

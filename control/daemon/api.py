@@ -29,16 +29,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from icefabric.control.daemon.paths import (
-    PeerRejected,
-    UnsafePathError,
-    check_peer,
-    default_socket,
-    ensure_private_dir,
-    is_listening,
-    runtime_dir,
-)
+from icefabric.control.daemon.paths import PeerRejected, check_peer, default_socket, is_listening
 from icefabric.files import JsonError, parse_json
+from icefabric.private import UnsafePathError, ensure_private_dir, runtime_dir
 
 log = logging.getLogger(__name__)
 

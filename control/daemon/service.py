@@ -26,7 +26,7 @@ from icefabric.control.daemon.api import (
     OperationFailed,
     RequestError,
 )
-from icefabric.control.daemon.paths import default_state_file, ensure_private_dir
+from icefabric.control.daemon.paths import default_state_file
 from icefabric.control.fabric import (
     MODES,
     TOFINO_CLONE_PACKET_LENGTH,
@@ -44,6 +44,7 @@ from icefabric.control.telemetry.options import (
 )
 from icefabric.control.topology import TopologyError
 from icefabric.p4src.ice_p4 import CPU_PORT
+from icefabric.private import ensure_private_dir
 from icefabric.waiting import wait_until_stopped
 
 log = logging.getLogger(__name__)

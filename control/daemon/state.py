@@ -1,12 +1,12 @@
 """The state file a primary and its backup share: running jobs, failed links and the real flow
 keys agents reported, written
-atomically (a fresh 0600 temp file renamed into place, see ``paths.write_private``), so a standby
+atomically (a fresh 0600 temp file renamed into place, see ``icefabric.private.write_private``), so a standby
 that takes over plans exactly what the primary planned.
 
 A state file that is missing is empty state. One that cannot be read (truncated, not JSON, a job
 that no longer validates) is reported in ``SharedState.errors`` and whatever could be read is
 returned, so a takeover never stops at a bad file. A file another user owns, a symlink or a file
-over ``MAX_STATE_BYTES`` is refused the same way (``paths.read_private``).
+over ``MAX_STATE_BYTES`` is refused the same way (``icefabric.private.read_private``).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Any
 
 from icefabric.control.agents.protocol import FlowKey, ProtocolError
 from icefabric.control.ccl.job import JobSpec, parse_job
-from icefabric.control.daemon.paths import read_private, write_private
 from icefabric.files import JsonError, parse_json
+from icefabric.private import read_private, write_private
 from icefabric.topo.spec import SpecError
 
 log = logging.getLogger(__name__)

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from icefabric import private
 from icefabric.control.ccl.job import parse_job
 from icefabric.control.daemon import api as api_mod
 from icefabric.control.daemon import paths
@@ -44,20 +45,20 @@ JOB = parse_job(
 def test_runtime_dir_is_private_and_not_tmp(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.delenv(paths.ENV_DIR, raising=False)
-    assert paths.runtime_dir() != Path("/tmp")
-    assert paths.default_state_file("fab").parent == paths.runtime_dir()
-    assert paths.default_socket().parent == paths.runtime_dir()
-    monkeypatch.setenv(paths.ENV_DIR, str(tmp_path / "rt"))
-    d = paths.ensure_private_dir()
+    monkeypatch.delenv(private.ENV_DIR, raising=False)
+    assert private.runtime_dir() != Path("/tmp")
+    assert paths.default_state_file("fab").parent == private.runtime_dir()
+    assert paths.default_socket().parent == private.runtime_dir()
+    monkeypatch.setenv(private.ENV_DIR, str(tmp_path / "rt"))
+    d = private.ensure_private_dir()
     assert d == tmp_path / "rt" and stat.S_IMODE(os.lstat(d).st_mode) == 0o700
 
 
 def test_private_dir_refuses_a_symlink(tmp_path: Path) -> None:
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "rt").symlink_to(tmp_path / "elsewhere")
-    with pytest.raises(paths.UnsafePathError, match="symlink"):
-        paths.ensure_private_dir(tmp_path / "rt")
+    with pytest.raises(private.UnsafePathError, match="symlink"):
+        private.ensure_private_dir(tmp_path / "rt")
 
 
 def test_state_write_does_not_follow_a_planted_symlink(tmp_path: Path) -> None:
@@ -352,8 +353,8 @@ def test_deeply_nested_api_frame_gets_a_usage_error(tmp_path: Path) -> None:
 def test_switch_logs_default_to_the_private_dir(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv(paths.ENV_DIR, str(tmp_path / "rt"))
-    d = paths.default_log_dir()
+    monkeypatch.setenv(private.ENV_DIR, str(tmp_path / "rt"))
+    d = private.default_log_dir()
     assert d == tmp_path / "rt" / "logs"
     assert stat.S_IMODE(os.lstat(d).st_mode) == 0o700
     assert stat.S_IMODE(os.lstat(d.parent).st_mode) == 0o700
@@ -364,14 +365,14 @@ def test_log_is_never_written_through_a_planted_symlink(tmp_path: Path) -> None:
     victim.write_text("precious\n")
     log = tmp_path / "ice-leaf1.log"
     log.symlink_to(victim)
-    with pytest.raises(paths.UnsafePathError, match="symlink"):
-        paths.open_private_log(log)
+    with pytest.raises(private.UnsafePathError, match="symlink"):
+        private.open_private_log(log)
     assert victim.read_text() == "precious\n"
     fresh = tmp_path / "ice-leaf2.log"
-    with paths.open_private_log(fresh) as f:
+    with private.open_private_log(fresh) as f:
         f.write(b"started\n")
     assert stat.S_IMODE(os.lstat(fresh).st_mode) == 0o600
-    with paths.open_private_log(fresh) as f:  # truncated, as a new run's log
+    with private.open_private_log(fresh) as f:  # truncated, as a new run's log
         f.write(b"again\n")
     assert fresh.read_bytes() == b"again\n"
 

@@ -245,7 +245,7 @@ def test_every_reader_of_a_user_named_file_goes_through_the_loader() -> None:
     """No module reads a file by itself (read_text, read_bytes, open): each goes through
     icefabric.files (bounded by bytes read and time, devices and FIFOs refused)."""
     allowed = {  # files of the package itself, the runtime dir, /sys, or a run's own mkdtemp
-        "control/paths.py",  # read_private: the state file, O_NOFOLLOW, owner-checked, bounded
+        "icefabric/private.py",  # read_private: the state file, O_NOFOLLOW, owner-checked, bounded
         "control/p4rt/names.py",  # the generated names module of the package
         "topo/mininet.py",  # the tail of a switch log in the private runtime dir
         "traffic/host.py",  # /sys/class/net/IFACE/address

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from icefabric import private
 from icefabric.control.controller import Controller, StateWriteError
-from icefabric.control.daemon import paths
 from icefabric.control.daemon.api import OperationFailed
 from icefabric.control.daemon.service import api_handlers
 from icefabric.control.fabric import entity_key
@@ -193,7 +193,7 @@ def test_state_files_are_private_on_a_tmpfs_too(tmp_path: Path) -> None:
     target.write_bytes(b"keep")
     link = tmp_path / "state.json"
     link.symlink_to(target)
-    paths.write_private(link, b"{}")
+    private.write_private(link, b"{}")
     assert not link.is_symlink() and target.read_bytes() == b"keep"
     assert link.stat().st_mode & 0o777 == 0o600
 

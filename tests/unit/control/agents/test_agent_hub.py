@@ -15,13 +15,13 @@ from icefabric.control.agents.client import AgentClient, Backoff
 from icefabric.control.agents.protocol import FlowKey, FlowReport
 from icefabric.control.controller import Controller
 from icefabric.control.daemon.api import RequestError
-from icefabric.control.daemon.paths import write_private
 from icefabric.control.daemon.service import api_handlers
 from icefabric.control.daemon.state import SharedState, encode_state, load_state
 from icefabric.control.fabric import entity_key
 from icefabric.control.install import flow_key
 from icefabric.control.p4rt import PipelineConfig, TableEntry
 from icefabric.p4src import ice_p4 as n
+from icefabric.private import write_private
 from icefabric.topo.spec import load_topology
 from icefabric.waiting import poll_until
 
