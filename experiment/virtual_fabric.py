@@ -36,6 +36,7 @@ from icefabric.control.agents.protocol import (
     decode_body,
 )
 from icefabric.control.fabric import switch_mac
+from icefabric.experiment.wire import link_ports
 from icefabric.p4src.ice_p4 import (
     CPU_PORT,
     ETHERNET_BYTES,
@@ -460,15 +461,11 @@ class VirtualFabric:
     # ---- links --------------------------------------------------------------------------------
     def cut_link(self, a: str, b: str) -> None:
         """Drop everything on the link(s) between switches ``a`` and ``b``, both ways."""
-        for ln in self.spec.links:
-            if {ln.a.node, ln.b.node} == {a, b}:
-                self._cut.update({(ln.a.node, ln.a.port), (ln.b.node, ln.b.port)})
+        self._cut.update(link_ports(self.spec, a, b))
 
     def heal_link(self, a: str, b: str) -> None:
         """Undo :meth:`cut_link`."""
-        for ln in self.spec.links:
-            if {ln.a.node, ln.b.node} == {a, b}:
-                self._cut.difference_update({(ln.a.node, ln.a.port), (ln.b.node, ln.b.port)})
+        self._cut.difference_update(link_ports(self.spec, a, b))
 
     # ---- internals --------------------------------------------------------------------------
     def _make_host(self, h: Any) -> VirtualHost:
