@@ -15,7 +15,7 @@ from icefabric.control.agents.client import AgentClient, Backoff
 from icefabric.control.agents.protocol import FlowKey, FlowReport
 from icefabric.control.controller import Controller
 from icefabric.control.p4rt import PipelineConfig
-from icefabric.experiment.demo import interleaved_hosts, ring_job
+from icefabric.experiment.linkdemo import interleaved_hosts, ring_job
 from icefabric.experiment.wire import InProcessFabric
 from icefabric.p4src import ice_p4 as n
 from icefabric.topo.spec import TopologySpec

@@ -27,7 +27,7 @@ from icefabric.control.p4rt import TableEntry
 from icefabric.control.planner.ecmp import EcmpModel, flow_ecmp_key
 from icefabric.control.planner.state import PlanState
 from icefabric.control.topology import Topology
-from icefabric.experiment.demo import interleaved_hosts, ring_job
+from icefabric.experiment.linkdemo import interleaved_hosts, ring_job
 from icefabric.p4src import ice_p4 as n
 from icefabric.topo.spec import Link, TopologySpec, load_topology
 from icefabric.traffic import packets as P

@@ -22,7 +22,7 @@ from icefabric.control.controller import Controller
 from icefabric.control.fabric import ALL_PATH_KINDS, FabricOptions
 from icefabric.control.linkmon import LinkEvent
 from icefabric.control.p4rt import PipelineConfig
-from icefabric.experiment.demo import Demo, interleaved_hosts, ring_job
+from icefabric.experiment.linkdemo import Demo, interleaved_hosts, ring_job
 from icefabric.experiment.wire import InProcessFabric
 from icefabric.p4src import ice_p4 as n
 from icefabric.topo.spec import TopologySpec

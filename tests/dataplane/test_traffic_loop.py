@@ -138,7 +138,7 @@ def test_caps_are_obeyed(build: Build, kind: str) -> None:
 
 
 def test_a_flow_reported_with_its_real_key_moves_onto_its_planned_path(build: Build) -> None:
-    from icefabric.experiment.demo import interleaved_hosts, ring_job
+    from icefabric.experiment.linkdemo import interleaved_hosts, ring_job
     from icefabric.traffic.packets import PATH_KIND_FLOWLET, PATH_KIND_PLANNED
 
     vf, ctl = build("ice")

@@ -21,7 +21,7 @@ from _mininet import controller, free_port_base, icectl_json, require_mininet  #
 require_mininet()
 
 from icefabric.control.ccl.job import parse_job  # noqa: E402
-from icefabric.experiment.demo import ring_job  # noqa: E402
+from icefabric.experiment.linkdemo import ring_job  # noqa: E402
 from icefabric.topo.generators import leaf_spine  # noqa: E402
 from icefabric.topo.mininet import start_network  # noqa: E402
 from icefabric.topo.spec import save_topology  # noqa: E402

@@ -30,7 +30,7 @@ require_mininet()
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc  # noqa: E402
 
 from icefabric.control.fabric import switch_mac  # noqa: E402
-from icefabric.experiment.demo import ring_job  # noqa: E402
+from icefabric.experiment.linkdemo import ring_job  # noqa: E402
 from icefabric.topo.generators import leaf_spine  # noqa: E402
 from icefabric.topo.mininet import start_network  # noqa: E402
 from icefabric.topo.spec import save_topology  # noqa: E402
