@@ -33,9 +33,16 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from icefabric.control.linkstate import (
+    DirectionState,
+    LinkEvent,
+    LinkState,
+    Miswire,
+    MonitorOptions,
+    ProbeCounters,
+)
 from icefabric.control.lldp import LldpError, LldpProbe
 from icefabric.control.p4rt import PacketOut
 from icefabric.control.topology import Topology
@@ -45,118 +52,6 @@ log = logging.getLogger(__name__)
 DEFAULT_INTERVAL_S = 0.1
 DEFAULT_MISSES = 3
 EVENTS_KEPT = 100
-
-
-# ---------------------------------------------------------------------------------------------
-# events and per-link state
-
-
-@dataclass(slots=True, kw_only=True)
-class LinkEvent:
-    """A link declared down or up by the monitor, and what the controller did about it."""
-
-    link: str  # "leaf1:3-spine1:1"
-    lid: int  # directed id a -> b (even)
-    a: str
-    b: str
-    kind: str  # "down" | "up"
-    at: float  # monitor clock when declared
-    wall: float  # time.time() when declared
-    detection_ms: (
-        float | None
-    )  # down: last probe seen -> declared; up: first probe back -> declared
-    reason: str  # which direction missed, or "probes back in both directions"
-    moved: int | None = None
-    plan_ms: float | None = None
-    install_ms: float | None = None  # planned flows (flow_path) written
-    base_ms: float | None = None  # candidate groups and routes rewritten after that
-    paths_installed_at: float | None = None  # monitor clock when the moved flows were installed
-    done_at: float | None = None  # monitor clock when the whole change was installed
-    note: str | None = None  # why nothing was changed, or the error
-
-    @property
-    def total_ms(self) -> float | None:
-        """Declared -> new paths installed (the controller's reaction, queueing included)."""
-        if self.paths_installed_at is None:
-            return None
-        return (self.paths_installed_at - self.at) * 1e3
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain data for icectl."""
-        return {
-            "link": self.link,
-            "kind": self.kind,
-            "time": self.wall,
-            "detection_ms": self.detection_ms,
-            "reason": self.reason,
-            "moved": self.moved,
-            "plan_ms": self.plan_ms,
-            "install_ms": self.install_ms,
-            "base_ms": self.base_ms,
-            "reaction_ms": self.total_ms,
-            "note": self.note,
-        }
-
-
-@dataclass(slots=True)
-class _Direction:
-    """One direction of a link as the probes see it."""
-
-    lid: int
-    name: str  # "leaf1:3->spine1:1"
-    src: str
-    dst: str
-    seen: bool = False  # a probe arrived since the last tick
-    round_count: int = 0  # probes of this direction since the last tick
-    missed: int = 0  # consecutive intervals without a probe
-    streak: int = 0  # consecutive intervals with probes
-    last_seen: float | None = None
-    first_back: float | None = None  # first probe of the current streak
-    received: int = 0
-
-
-@dataclass(slots=True)
-class _Link:
-    """One physical link: both directions, the declared state, its events."""
-
-    name: str
-    lid: int
-    a: str
-    a_port: int
-    b: str
-    b_port: int
-    dirs: tuple[_Direction, _Direction]
-    state: str = "up"  # "up" | "down"
-    frozen: bool = False  # an end switch is unreachable: no evidence either way
-    since: float = 0.0
-    events: int = 0
-
-
-@dataclass(slots=True)
-class _Miswire:
-    seen: str
-    expected: str
-    count: int = 0
-    first: float = 0.0
-    last: float = 0.0
-
-
-@dataclass(slots=True)
-class _Counters:
-    ticks: int = 0
-    sent: int = 0
-    send_errors: int = 0
-    received: int = 0
-    undecodable: int = 0
-    late_ticks: int = 0  # ticks that started more than one interval late (overloaded host)
-    stalled: int = 0  # rounds not counted: no probe came back at all, or the round ran late
-
-
-@dataclass(slots=True)
-class _Options:
-    interval_s: float
-    misses: int
-    ttl_s: int
 
 
 # ---------------------------------------------------------------------------------------------
@@ -184,7 +79,7 @@ class LinkMonitor:
         if misses < 1:
             raise ValueError(f"probe misses: expected >= 1, got {misses}")
         self.topo = topo
-        self.opts = _Options(
+        self.opts = MonitorOptions(
             interval_s=interval_s,
             misses=misses,
             ttl_s=max(1, math.ceil(interval_s * (misses + 1))),
@@ -196,18 +91,18 @@ class LinkMonitor:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self.counters = _Counters()
-        self._links: list[_Link] = []
-        self._by_dir: dict[tuple[str, int, str, int], tuple[_Link, _Direction]] = {}
+        self.counters = ProbeCounters()
+        self._links: list[LinkState] = []
+        self._by_dir: dict[tuple[str, int, str, int], tuple[LinkState, DirectionState]] = {}
         self._peer: dict[tuple[str, int], tuple[str, int]] = {}
         down_at_start = {lid & ~1 for lid in initially_down}
         for ln in topo.links:
             if ln.kind != "fabric" or ln.id % 2:
                 continue
             back = topo.links[ln.id + 1]
-            fwd = _Direction(ln.id, topo.link_name(ln.id), ln.src, ln.dst)
-            rev = _Direction(back.id, topo.link_name(back.id), back.src, back.dst)
-            link = _Link(
+            fwd = DirectionState(ln.id, topo.link_name(ln.id), ln.src, ln.dst)
+            rev = DirectionState(back.id, topo.link_name(back.id), back.src, back.dst)
+            link = LinkState(
                 name=f"{ln.src}:{ln.src_port}-{ln.dst}:{ln.dst_port}",
                 lid=ln.id,
                 a=ln.src,
@@ -252,7 +147,7 @@ class LinkMonitor:
         self._degree: dict[str, int] = {}
         for sw, _port in self._peer:
             self._degree[sw] = self._degree.get(sw, 0) + 1
-        self._miswired: dict[tuple[str, str], _Miswire] = {}
+        self._miswired: dict[tuple[str, str], Miswire] = {}
         self._foreign: dict[str, int] = {}
         self._events: deque[LinkEvent] = deque(maxlen=EVENTS_KEPT)
 
@@ -350,7 +245,7 @@ class LinkMonitor:
         return fired
 
     def _evaluate(
-        self, link: _Link, reach: Mapping[str, bool], now: float, *, stalled: bool = False
+        self, link: LinkState, reach: Mapping[str, bool], now: float, *, stalled: bool = False
     ) -> LinkEvent | None:
         ends = (link.a, link.b)
         if not all(reach[s] and self._was_reachable.get(s, False) for s in ends):
@@ -395,7 +290,7 @@ class LinkMonitor:
             )
         return None
 
-    def _has_evidence(self, d: _Direction) -> bool:
+    def _has_evidence(self, d: DirectionState) -> bool:
         """Whether a missing probe of ``d`` this round says something about the link.
 
         The receiver must have passed other probes to the controller and the sender's other
@@ -409,7 +304,7 @@ class LinkMonitor:
         return rx_ok and tx_ok
 
     def _declare(
-        self, link: _Link, kind: str, now: float, *, detection_ms: float | None, reason: str
+        self, link: LinkState, kind: str, now: float, *, detection_ms: float | None, reason: str
     ) -> LinkEvent:
         link.state = kind
         link.since = now
@@ -524,7 +419,7 @@ class LinkMonitor:
         """Record a probe the topology does not explain (caller holds the lock)."""
         rec = self._miswired.get((seen, expected))
         if rec is None:
-            rec = self._miswired[(seen, expected)] = _Miswire(seen, expected, first=now)
+            rec = self._miswired[(seen, expected)] = Miswire(seen, expected, first=now)
             log.warning("miswiring: %s (topology: %s)", seen, expected)
         rec.count += 1
         rec.last = now

@@ -25,7 +25,7 @@ from icefabric.control import render
 from icefabric.control.controller import Controller
 from icefabric.control.fabric import ALL_PATH_KINDS, FabricOptions, switch_mac
 from icefabric.control.install import flow_key
-from icefabric.control.linkmon import LinkEvent
+from icefabric.control.linkstate import LinkEvent
 from icefabric.control.p4rt import PipelineConfig
 from icefabric.control.topology import Topology
 from icefabric.experiment.wire import InProcessFabric

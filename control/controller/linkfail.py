@@ -19,7 +19,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from icefabric.control import fabric
-from icefabric.control.linkmon import LinkEvent, LinkMonitor, disabled_status
+from icefabric.control.linkmon import LinkMonitor, disabled_status
+from icefabric.control.linkstate import LinkEvent
 
 if TYPE_CHECKING:
     from icefabric.control.install import ChangeReport

@@ -20,7 +20,7 @@ from rich.console import Console
 
 from icefabric.control.controller import Controller
 from icefabric.control.fabric import ALL_PATH_KINDS, FabricOptions
-from icefabric.control.linkmon import LinkEvent
+from icefabric.control.linkstate import LinkEvent
 from icefabric.control.p4rt import PipelineConfig
 from icefabric.experiment.linkdemo import Demo, interleaved_hosts, ring_job
 from icefabric.experiment.wire import InProcessFabric

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from icefabric.control.linkmon import LinkEvent, LinkMonitor
+from icefabric.control.linkmon import LinkMonitor
+from icefabric.control.linkstate import LinkEvent
 from icefabric.control.lldp import ETHERTYPE_LLDP, LldpError, LldpProbe
 from icefabric.control.p4rt import PacketIn, PacketOut
 from icefabric.control.topology import Topology
