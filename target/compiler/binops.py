@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from icefabric.target.compiler.expr import norm_const, wrap
+from icefabric.target.compiler.exprcore import norm_const, wrap
 from icefabric.target.compiler.types import BOOL, INT, Bits, BoolT, EnumT, IntInfT, T
 from icefabric.target.compiler.unit import err
 from icefabric.target.compiler.values import V

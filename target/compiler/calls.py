@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from icefabric.target.compiler.expr import ExprGen, add_base, wrap
+from icefabric.target.compiler.expr import ExprGen
+from icefabric.target.compiler.exprcore import add_base, wrap
 from icefabric.target.compiler.types import (
     BOOL,
     INT,

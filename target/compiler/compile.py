@@ -234,7 +234,7 @@ class Compiler(ControlGen):
                 self.parser_prologue.extend(pro.lines)
                 return
             base = self.unit.alloc(t)
-            from icefabric.target.compiler.expr import slot_v
+            from icefabric.target.compiler.exprcore import slot_v
 
             self.scopes[-1][local.name] = (
                 slot_v(str(base), t) if is_scalar(t) else Ref(str(base), t, base)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from icefabric.target.compiler.expr import add_base
+from icefabric.target.compiler.exprcore import add_base
 from icefabric.target.compiler.stmt import StmtGen
 from icefabric.target.compiler.types import (
     BOOL,

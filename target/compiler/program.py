@@ -13,7 +13,7 @@ from typing import Any
 
 from icefabric.files import DataFileError, read_input
 from icefabric.target.compiler.compile import Compiled, Compiler
-from icefabric.target.compiler.expr import add_base
+from icefabric.target.compiler.exprcore import add_base
 from icefabric.target.compiler.pipeline import Pipeline, PipelineEnv
 from icefabric.target.compiler.types import StructT, bit_width
 from icefabric.target.p4.errors import P4CompileError, SourceLoc

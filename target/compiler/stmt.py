@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from icefabric.target.compiler.calls import R_LEN_DELTA, CallGen
-from icefabric.target.compiler.expr import add_base, slot_v
+from icefabric.target.compiler.exprcore import add_base, slot_v
 from icefabric.target.compiler.model import TableInfo
 from icefabric.target.compiler.types import BOOL, BoolT, StructT, TupleT, is_scalar
 from icefabric.target.compiler.unit import err
