@@ -16,31 +16,13 @@ from typing import Any
 
 from icefabric.control.ccl.demand import Flow
 from icefabric.control.fabric import TagMap, entity_key
+from icefabric.control.flowkey import FlowKey
 from icefabric.control.p4rt import Entity, TableEntry, Update
 from icefabric.control.planner.plan import Plan, PlannedFlow
 from icefabric.control.topology import Topology
 from icefabric.p4src import ice_p4 as n
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(slots=True, frozen=True, kw_only=True)
-class FlowKey:
-    """The first hop's flow_path match: the RoCEv2 packet fields that name one QP's traffic."""
-
-    src_ip: str
-    dst_ip: str
-    udp_sport: int
-    dst_qp: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain data for JSON."""
-        return {
-            "src_ip": self.src_ip,
-            "dst_ip": self.dst_ip,
-            "udp_sport": self.udp_sport,
-            "dst_qp": self.dst_qp,
-        }
 
 
 def flow_qp(flow: Flow) -> int:
@@ -55,9 +37,7 @@ def flow_key(topo: Topology, flow: Flow, keys: Mapping[str, FlowKey] | None = No
         real = keys.get(flow.flow_id)
         if real is not None:
             return real
-    src = topo.spec.host(flow.src_host).address
-    dst = topo.spec.host(flow.dst_host).address
-    return FlowKey(src_ip=src, dst_ip=dst, udp_sport=flow.entropy_sport(), dst_qp=flow_qp(flow))
+    return FlowKey.of_flow(topo, flow)
 
 
 def flow_path_entry(key: FlowKey, tag: int) -> TableEntry:
@@ -144,7 +124,7 @@ def explain(
                 "path_index": pf.path_index,
                 "path": list(pf.nodes),
                 "bytes": pf.bytes,
-                "key": flow_key(topo, flow, keys).to_dict() if flow is not None else None,
+                "key": flow_key(topo, flow, keys).match_dict() if flow is not None else None,
                 "key_source": _key_source(flow, keys),
             }
         )

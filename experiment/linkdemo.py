@@ -24,6 +24,7 @@ from rich.console import Console
 from icefabric.control import render
 from icefabric.control.controller import Controller
 from icefabric.control.fabric import ALL_PATH_KINDS, FabricOptions, switch_mac
+from icefabric.control.flowkey import ROCE_UDP_PORT
 from icefabric.control.install import flow_key
 from icefabric.control.linkstate import LinkEvent
 from icefabric.control.p4rt import PipelineConfig
@@ -33,7 +34,6 @@ from icefabric.waiting import poll_until
 
 log = logging.getLogger(__name__)
 
-ROCE_PORT = 4791
 FEEDBACK_PORT = 4792
 
 
@@ -159,7 +159,7 @@ class Demo:
         def data_count() -> int:
             for h in frames:
                 frames[h].extend(self.fab.inbox.take(h))
-            return sum(1 for fs in frames.values() for fr in fs if _udp_dport(fr) == ROCE_PORT)
+            return sum(1 for fs in frames.values() for fr in fs if _udp_dport(fr) == ROCE_UDP_PORT)
 
         self.fab.inbox.wait_for(lambda: data_count() >= sent, timeout=self.delivery_wait_s)
         delivered = data_count()

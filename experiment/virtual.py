@@ -20,6 +20,7 @@ import math
 import time
 from typing import Any
 
+from icefabric.control.flowkey import FlowKey
 from icefabric.control.p4rt import PipelineConfig
 from icefabric.control.planner.planner import DEFAULT_WORK_BUDGET
 from icefabric.experiment.config import Experiment, Mode, run_topology
@@ -105,7 +106,7 @@ class VirtualEngine:
         caps = PhaseCaps(ctl, fab, schedule, exp.rates.scale, delay) if mode.caps else None
         names = {s.switch_id: s.name for s in spec_switches(exp)}
         paths: dict[str, list[str]] = {}
-        by_key = {(k.src_ip, k.dst_ip, k.sport, k.qp): fid for fid, k in keys.items()}
+        by_key = {k: fid for fid, k in keys.items()}
 
         def on_cpu(switch: str, data: bytes, now_us: int) -> None:
             if len(data) < 5 or data[4] != n.PUNT_REASON_TELEMETRY:
@@ -116,7 +117,14 @@ class VirtualEngine:
                 rep = decode_report(data[5:], {"reason": data[4]})
             except Exception:  # a malformed report is counted by nobody here: skip it
                 return
-            fid = by_key.get((rep["src_ip"], rep["dst_ip"], rep["udp_sport"], rep["dst_qp"]))
+            fid = by_key.get(
+                FlowKey(
+                    src_ip=rep["src_ip"],
+                    dst_ip=rep["dst_ip"],
+                    udp_sport=rep["udp_sport"],
+                    dst_qp=rep["dst_qp"],
+                )
+            )
             if fid is not None and fid not in paths:
                 paths[fid] = [
                     names.get(h["switch_id"], str(h["switch_id"])) for h in reversed(rep["hops"])
@@ -203,7 +211,7 @@ def ecmp_model_check(
 
     topo = Topology(exp.topology)
     flows = [
-        replace(f, udp_sport=keys[f.flow_id].sport, qp=keys[f.flow_id].qp)
+        replace(f, udp_sport=keys[f.flow_id].udp_sport, qp=keys[f.flow_id].dst_qp)
         for f in demand_from_job(exp.job)
         if f.flow_id in keys
     ]

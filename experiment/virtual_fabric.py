@@ -29,13 +29,13 @@ from typing import Any
 from icefabric.control.agents.protocol import (
     Caps,
     CapsAssembler,
-    FlowKey,
     FrameReader,
     ProtocolError,
     caps_frames,
     decode_body,
 )
 from icefabric.control.fabric import switch_mac
+from icefabric.control.flowkey import FlowKey
 from icefabric.experiment.wire import link_ports
 from icefabric.p4src.ice_p4 import (
     CPU_PORT,

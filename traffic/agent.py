@@ -18,9 +18,10 @@ import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from icefabric.control.agents.protocol import FlowKey, FlowReport, FlowState
+from icefabric.control.agents.protocol import FlowReport, FlowState
+from icefabric.control.flowkey import ROCE_UDP_PORT, FlowKey
 from icefabric.traffic.rate import HopSample, RateControl, make_rate_control
-from icefabric.traffic.roce import MAX_QP, ROCE_PORT
+from icefabric.traffic.roce import MAX_QP
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +112,11 @@ class Agent:
         qp = self._next_qp
         self._next_qp += 1
         key = FlowKey(
-            src_ip=self.host_ip, dst_ip=dst_ip, sport=rdma_udp_sport(qp, qp), dport=ROCE_PORT, qp=qp
+            src_ip=self.host_ip,
+            dst_ip=dst_ip,
+            udp_sport=rdma_udp_sport(qp, qp),
+            udp_dport=ROCE_UDP_PORT,
+            dst_qp=qp,
         )
         flow = AgentFlow(key=key, job=job, flow_id=flow_id, control=self._factory())
         self.flows[key] = flow
@@ -132,7 +137,7 @@ class Agent:
     def find(self, *, dst_ip: str, qp: int) -> AgentFlow | None:
         """The local flow to ``dst_ip`` on QP ``qp`` (how a CNP names its flow)."""
         for flow in self.flows.values():
-            if flow.key.qp == qp and flow.key.dst_ip == dst_ip:
+            if flow.key.dst_qp == qp and flow.key.dst_ip == dst_ip:
                 return flow
         return None
 

@@ -29,7 +29,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from icefabric.control.agents.protocol import FlowKey
+from icefabric.control.flowkey import ROCE_UDP_PORT, FlowKey
 from icefabric.traffic.agent import Agent
 from icefabric.traffic.roce import (
     BTH_BYTES,
@@ -43,7 +43,6 @@ from icefabric.traffic.roce import (
     OP_SEND_FIRST,
     OP_SEND_MIDDLE,
     PSN_MOD,
-    ROCE_PORT,
     UDP_BYTES,
     FrameBuilder,
     MalformedFrame,
@@ -223,8 +222,8 @@ class Endpoint:
             dst_mac=self.gateway_mac,
             src_ip=self.ip,
             dst_ip=dst_ip,
-            sport=key.sport,
-            qp=key.qp,
+            sport=key.udp_sport,
+            qp=key.dst_qp,
             max_payload=self.mtu + IMM_BYTES,
         )
         self.tx[key] = _TxFlow(key=key, builder=builder, stats=FlowStats(key=key))
@@ -341,7 +340,7 @@ class Endpoint:
     def receive(self, now_us: float, frame: bytes) -> list[bytes]:
         """Take one frame off the wire; returns the frames to send in reply (CNPs)."""
         port = udp_dport(frame)
-        if port == ROCE_PORT:
+        if port == ROCE_UDP_PORT:
             return self._receive_roce(now_us, frame)
         if port == FEEDBACK_PORT:
             self._receive_feedback(now_us, frame)
@@ -373,7 +372,13 @@ class Endpoint:
             if len(self.rx) >= MAX_RX_FLOWS:
                 self.rx.popitem(last=False)
                 self.counters.rx_evicted += 1
-            key = FlowKey(src_ip=h.src_ip, dst_ip=h.dst_ip, sport=h.sport, dport=h.dport, qp=h.qp)
+            key = FlowKey(
+                src_ip=h.src_ip,
+                dst_ip=h.dst_ip,
+                udp_sport=h.sport,
+                udp_dport=h.dport,
+                dst_qp=h.qp,
+            )
             rx = self.rx[rkey] = _RxFlow(stats=FlowStats(key=key))
         else:
             self.rx.move_to_end(rkey)
@@ -438,9 +443,9 @@ class Endpoint:
         key = FlowKey(
             src_ip=fb.flow_src_ip,
             dst_ip=fb.flow_dst_ip,
-            sport=fb.flow_sport,
-            dport=fb.flow_dport,
-            qp=fb.flow_qp,
+            udp_sport=fb.flow_sport,
+            udp_dport=fb.flow_dport,
+            dst_qp=fb.flow_qp,
         )
         flow = self.tx.get(key)
         if flow is None:

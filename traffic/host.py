@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from icefabric.control.agents.protocol import FlowKey
+from icefabric.control.flowkey import FlowKey
 from icefabric.traffic.agent import Agent
 from icefabric.traffic.endpoint import DEFAULT_MTU, Endpoint
 from icefabric.traffic.rate import RATE_KINDS, DcqcnParams
@@ -247,7 +247,7 @@ class RealTimeHost:
                 {"src_ip": ip, "tag": tag, "bytes": n, "at_us": t}
                 for ip, tag, n, t in self.messages
             ],
-            "rates_bps": {str(k.qp): self.agent.rate_bps(k) for k in self.agent.flows},
+            "rates_bps": {str(k.dst_qp): self.agent.rate_bps(k) for k in self.agent.flows},
             "counters": asdict(ep.counters),
             "agent": asdict(self.agent.stats),
             "send_errors": self.send_errors,

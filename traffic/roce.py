@@ -19,6 +19,8 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from icefabric.control.flowkey import ROCE_UDP_PORT
+
 # ice.p4's header sizes and ports, under the names this module has always used
 from icefabric.p4src.ice_p4 import BTH_BYTES, ETHERTYPE_IPV4, IPV4_BYTES, UDP_BYTES
 from icefabric.p4src.ice_p4 import ETHERNET_BYTES as ETH_BYTES
@@ -26,7 +28,6 @@ from icefabric.p4src.ice_p4 import ICE_FEEDBACK_BYTES as FEEDBACK_BYTES
 from icefabric.p4src.ice_p4 import INT_HOP_BYTES as HOP_BYTES
 from icefabric.p4src.ice_p4 import IP_PROTO_UDP as IPPROTO_UDP
 from icefabric.p4src.ice_p4 import UDP_PORT_ICE_FEEDBACK as FEEDBACK_PORT
-from icefabric.p4src.ice_p4 import UDP_PORT_ROCEV2 as ROCE_PORT
 from icefabric.traffic.rate import HopSample
 
 ICRC_BYTES = 4
@@ -171,7 +172,7 @@ class FrameBuilder:
             ip_bytes(src_ip),
             ip_bytes(dst_ip),
         )
-        _UDP.pack_into(self._buf, ETH_BYTES + IPV4_BYTES, sport, ROCE_PORT, 0, 0)
+        _UDP.pack_into(self._buf, ETH_BYTES + IPV4_BYTES, sport, ROCE_UDP_PORT, 0, 0)
         _BTH.pack_into(
             self._buf,
             ETH_BYTES + IPV4_BYTES + UDP_BYTES,
@@ -235,7 +236,7 @@ def build_cnp(
     src_ip: str,
     dst_ip: str,
     qp: int,
-    sport: int = ROCE_PORT,
+    sport: int = ROCE_UDP_PORT,
     ttl: int = 64,
 ) -> bytes:
     """A RoCEv2 CNP to ``dst_ip``'s QP ``qp`` (opcode 0x81, BECN, 16 reserved bytes, ICRC).
@@ -264,7 +265,7 @@ def build_cnp(
     struct.pack_into(
         "!H", buf, ETH_BYTES + 10, _checksum(memoryview(buf)[ETH_BYTES : ETH_BYTES + IPV4_BYTES])
     )
-    _UDP.pack_into(buf, ETH_BYTES + IPV4_BYTES, sport, ROCE_PORT, ip_len - IPV4_BYTES, 0)
+    _UDP.pack_into(buf, ETH_BYTES + IPV4_BYTES, sport, ROCE_UDP_PORT, ip_len - IPV4_BYTES, 0)
     _BTH.pack_into(
         buf,
         ETH_BYTES + IPV4_BYTES + UDP_BYTES,
@@ -318,8 +319,8 @@ def parse_roce(frame: bytes) -> RoceHeader:
     """Decode a RoCEv2 frame's headers (MalformedFrame when it is not one)."""
     ip, udp = _ip_udp(frame, "RoCEv2")
     sport, dport, _udp_len, _ = _UDP.unpack_from(frame, udp)
-    if dport != ROCE_PORT:
-        raise MalformedFrame(f"RoCEv2: UDP destination port {dport}, expected {ROCE_PORT}")
+    if dport != ROCE_UDP_PORT:
+        raise MalformedFrame(f"RoCEv2: UDP destination port {dport}, expected {ROCE_UDP_PORT}")
     bth = udp + UDP_BYTES
     if len(frame) < bth + BTH_BYTES + ICRC_BYTES:
         raise MalformedFrame(f"RoCEv2: {len(frame)}-byte frame ends inside BTH/ICRC")

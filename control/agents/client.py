@@ -29,7 +29,6 @@ from icefabric.control.agents.protocol import (
     Bye,
     Caps,
     CapsAssembler,
-    FlowKey,
     FlowReport,
     Flows,
     FrameReader,
@@ -43,6 +42,7 @@ from icefabric.control.agents.protocol import (
     parse_address,
 )
 from icefabric.control.daemon.paths import PeerRejected, check_peer
+from icefabric.control.flowkey import FlowKey
 
 log = logging.getLogger(__name__)
 

@@ -25,10 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from icefabric.control.agents.protocol import AgentAddress, FlowKey
-from icefabric.control.agents.registry import AgentFlows, agent_key
+from icefabric.control.agents.protocol import AgentAddress
+from icefabric.control.agents.registry import AgentFlows
 from icefabric.control.agents.server import AgentServer, EventKind
 from icefabric.control.daemon.state import StateWriteError
+from icefabric.control.flowkey import FlowKey
 from icefabric.control.install import flow_key
 from icefabric.control.telemetry.metrics import LatencyTally
 
@@ -158,11 +159,9 @@ class AgentHub:
         log.info("%s: %d entries written in %.1f ms", why, written, ms)
         return written
 
-    def flow_of(self, src: str, dst: str, sport: int, qp: int) -> str | None:
+    def flow_of(self, key: FlowKey) -> str | None:
         """The flow whose real key this is (telemetry names its reports with it)."""
-        from icefabric.control.install import FlowKey as MatchKey
-
-        return self.flows.flow_of(MatchKey(src_ip=src, dst_ip=dst, udp_sport=sport, dst_qp=qp))
+        return self.flows.flow_of(key)
 
     # -- jobs and phases -------------------------------------------------------------------
 
@@ -247,7 +246,7 @@ class AgentHub:
             f = self.ctl.flows.get(fid)
             if f is None:
                 continue
-            out.setdefault(f.src_host, {})[agent_key(flow_key(self.ctl.topo, f, keys))] = bps
+            out.setdefault(f.src_host, {})[flow_key(self.ctl.topo, f, keys)] = bps
         return out
 
     def push(self, caps: Mapping[str, dict[FlowKey, float]]) -> int:
@@ -323,7 +322,7 @@ class AgentHub:
                         "host": f.src_host,
                         "cap_bps": bps,
                         "pushed": f.src_host in connected and f.src_host in self.pushed,
-                        "key": agent_key(flow_key(ctl.topo, f, keys)).to_dict(),
+                        "key": flow_key(ctl.topo, f, keys).to_dict(),
                         "key_source": "agent" if fid in keys else "planned",
                         "agent_state": rep.state if rep else None,
                         "agent_rate_bps": rep.rate_bps if rep else None,

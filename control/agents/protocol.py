@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from icefabric.control.flowkey import FlowKey
 from icefabric.files import JsonError, parse_json
 
 PROTOCOL_VERSION = 1
@@ -45,7 +46,6 @@ MAX_FRAME = 4 * 1024 * 1024
 MAX_DEPTH = 8
 MAX_FLOWS_PER_FRAME = 4096  # with the longest names about 2 MiB; larger sets go in several frames
 MAX_NAME = 255  # host, job and flow id strings
-ROCE_UDP_PORT = 4791
 _HEADER = struct.Struct("!I")
 
 FLOW_STATES = ("pending", "active", "done")
@@ -61,41 +61,18 @@ class FrameTooLarge(ProtocolError):
     """A frame longer than the bound: the connection must be closed."""
 
 
-@dataclass(slots=True, frozen=True, kw_only=True)
-class FlowKey:
-    """What names one RoCEv2 queue pair's traffic on the wire: the 5-tuple and the destination QP."""
-
-    src_ip: str
-    dst_ip: str
-    sport: int
-    dport: int = ROCE_UDP_PORT
-    qp: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain data for JSON."""
-        return {
-            "src_ip": self.src_ip,
-            "dst_ip": self.dst_ip,
-            "sport": self.sport,
-            "dport": self.dport,
-            "qp": self.qp,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Any, *, where: str = "key") -> FlowKey:
-        """Validate and build a key (ProtocolError naming the field otherwise)."""
-        if not isinstance(data, dict):
-            raise ProtocolError(f"{where}: expected an object, got {type(data).__name__}")
-        return cls(
-            src_ip=_ipv4(data, "src_ip", where),
-            dst_ip=_ipv4(data, "dst_ip", where),
-            sport=_int(data, "sport", where, 0, 0xFFFF),
-            dport=_int(data, "dport", where, 0, 0xFFFF),
-            qp=_int(data, "qp", where, 0, (1 << 24) - 1),
-        )
-
-    def __str__(self) -> str:
-        return f"{self.src_ip}:{self.sport}->{self.dst_ip}:{self.dport} qp {self.qp}"
+def key_from_dict(data: Any, *, where: str = "key") -> FlowKey:
+    """Validate and build a flow key from its wire form (``FlowKey.to_dict``); ProtocolError
+    naming the field otherwise."""
+    if not isinstance(data, dict):
+        raise ProtocolError(f"{where}: expected an object, got {type(data).__name__}")
+    return FlowKey(
+        src_ip=_ipv4(data, "src_ip", where),
+        dst_ip=_ipv4(data, "dst_ip", where),
+        udp_sport=_int(data, "sport", where, 0, 0xFFFF),
+        udp_dport=_int(data, "dport", where, 0, 0xFFFF),
+        dst_qp=_int(data, "qp", where, 0, (1 << 24) - 1),
+    )
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)
@@ -134,7 +111,7 @@ class FlowReport:
         return cls(
             job=_name(data, "job", where, allow_empty=True),
             flow_id=_name(data, "flow_id", where, allow_empty=True),
-            key=FlowKey.from_dict(data.get("key"), where=f"{where}.key"),
+            key=key_from_dict(data.get("key"), where=f"{where}.key"),
             state=state,
             rate_bps=rate,
             bytes_sent=_int(data, "bytes_sent", where, 0, 1 << 62, default=0),
@@ -257,7 +234,7 @@ def from_dict(data: Any) -> Message:
             where = f"caps.caps[{i}]"
             if not isinstance(c, dict):
                 raise ProtocolError(f"{where}: expected an object, got {type(c).__name__}")
-            caps[FlowKey.from_dict(c.get("key"), where=f"{where}.key")] = _rate(
+            caps[key_from_dict(c.get("key"), where=f"{where}.key")] = _rate(
                 c.get("bps"), f"{where}.bps"
             )
         more = data.get("more", False)

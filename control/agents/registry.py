@@ -11,29 +11,13 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from icefabric.control import install
-from icefabric.control.agents.protocol import ROCE_UDP_PORT, FlowKey, FlowReport
+from icefabric.control.agents.protocol import FlowReport
 from icefabric.control.ccl.demand import Flow
+from icefabric.control.flowkey import ROCE_UDP_PORT, FlowKey
 
 log = logging.getLogger(__name__)
 
 MAX_REJECTED_SHOWN = 20  # per host, in views
-
-
-def install_key(key: FlowKey) -> install.FlowKey:
-    """The first hop's flow_path match of an agent's flow key."""
-    return install.FlowKey(src_ip=key.src_ip, dst_ip=key.dst_ip, udp_sport=key.sport, dst_qp=key.qp)
-
-
-def agent_key(key: install.FlowKey) -> FlowKey:
-    """The agent-protocol key of a planned match key (RoCEv2 destination port)."""
-    return FlowKey(
-        src_ip=key.src_ip,
-        dst_ip=key.dst_ip,
-        sport=key.udp_sport,
-        dport=ROCE_UDP_PORT,
-        qp=key.dst_qp,
-    )
 
 
 @dataclass(slots=True)
@@ -44,7 +28,7 @@ class AgentFlows:
     reported: dict[str, dict[str, FlowReport]] = field(default_factory=dict)  # host -> id -> rep
     lost: set[str] = field(default_factory=set)  # hosts whose agent went away
     rejected: dict[str, list[str]] = field(default_factory=dict)  # host -> one-line reasons
-    by_key: dict[install.FlowKey, str] = field(default_factory=dict)  # match key -> flow id
+    by_key: dict[FlowKey, str] = field(default_factory=dict)  # real key -> flow id
     unplanned: dict[str, int] = field(default_factory=dict)  # host -> flows of no job
 
     def update(
@@ -104,7 +88,7 @@ class AgentFlows:
         for fid in gone:
             old = self.keys.pop(fid, None)
             if old is not None:
-                self.by_key.pop(install_key(old), None)
+                self.by_key.pop(old, None)
         for reps in self.reported.values():
             for fid in gone & reps.keys():
                 del reps[fid]
@@ -113,17 +97,17 @@ class AgentFlows:
         """Record the real key of a flow (from a report or the state file)."""
         old = self.keys.get(flow_id)
         if old is not None:
-            self.by_key.pop(install_key(old), None)
+            self.by_key.pop(old, None)
         self.keys[flow_id] = key
-        self.by_key[install_key(key)] = flow_id
+        self.by_key[key] = flow_id
 
-    def flow_of(self, key: install.FlowKey) -> str | None:
+    def flow_of(self, key: FlowKey) -> str | None:
         """The flow whose real key is ``key``."""
         return self.by_key.get(key)
 
-    def install_keys(self) -> dict[str, install.FlowKey]:
-        """Every known real key as a flow_path match key, by flow id."""
-        return {fid: install_key(k) for fid, k in self.keys.items()}
+    def install_keys(self) -> dict[str, FlowKey]:
+        """Every known real key (what the flow_path entries match), by flow id."""
+        return dict(self.keys)
 
     def report_of(self, flow_id: str) -> FlowReport | None:
         """The current report of a flow by a connected agent, if any."""
@@ -157,6 +141,6 @@ def _mismatch(
     src, dst = address(flow.src_host), address(flow.dst_host)
     if r.key.src_ip != src or r.key.dst_ip != dst:
         return f"expected addresses {src} -> {dst}"
-    if r.key.dport != ROCE_UDP_PORT:
+    if r.key.udp_dport != ROCE_UDP_PORT:
         return f"expected UDP destination port {ROCE_UDP_PORT} (RoCEv2)"
     return None

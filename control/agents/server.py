@@ -29,7 +29,6 @@ from icefabric.control.agents.protocol import (
     MAX_FRAME,
     AgentAddress,
     Bye,
-    FlowKey,
     FlowReport,
     Flows,
     FrameReader,
@@ -44,6 +43,7 @@ from icefabric.control.agents.protocol import (
     parse_address,
 )
 from icefabric.control.daemon.paths import PeerRejected, check_peer, is_listening
+from icefabric.control.flowkey import FlowKey
 
 log = logging.getLogger(__name__)
 

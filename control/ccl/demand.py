@@ -26,7 +26,6 @@ from typing import Any
 
 from icefabric.control.ccl.job import JobSpec, Phase
 
-ROCE_UDP_PORT = 4791
 SPORT_BASE = 49152  # stand-in UDP source ports: SPORT_BASE + crc32(flow_id) % SPORT_SPAN
 SPORT_SPAN = 16384
 QP_BASE = 0x100  # QP numbers below this are special (0: SMI, 1: GSI) or low in practice

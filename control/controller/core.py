@@ -29,6 +29,7 @@ from icefabric.control.controller.linkfail import LinkFailures
 from icefabric.control.controller.statefile import StateFile, StateWriteError
 from icefabric.control.controller.views import ControllerViews
 from icefabric.control.fabric import FabricOptions, TagMap, entity_key
+from icefabric.control.flowkey import FlowKey
 from icefabric.control.install import ChangeReport, flow_key
 from icefabric.control.linkmon import DEFAULT_INTERVAL_S, DEFAULT_MISSES, LinkMonitor
 from icefabric.control.p4rt import Entity, PipelineConfig, SwitchConnection, SwitchPool
@@ -86,7 +87,7 @@ class Controller(
         self.planner = Planner(self.topo, method=method, work_budget=plan_work_budget)
         self.jobs: dict[str, JobSpec] = {}
         self.flows: dict[str, Flow] = {}
-        self._keys: dict[tuple[str, str, int, int], str] = {}
+        self._keys: dict[FlowKey, str] = {}  # planned key -> flow id
         self.installed: dict[str, dict[tuple[object, ...], Entity]] = {
             s.name: {} for s in spec.switches
         }
@@ -318,5 +319,4 @@ class Controller(
         self.jobs[job.name] = job
         for f in flows:
             self.flows[f.flow_id] = f
-            k = flow_key(self.topo, f)
-            self._keys[(k.src_ip, k.dst_ip, k.udp_sport, k.dst_qp)] = f.flow_id
+            self._keys[flow_key(self.topo, f)] = f.flow_id

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from icefabric.control.fabric import entity_key
+from icefabric.control.flowkey import FlowKey
 from icefabric.control.p4rt import ArbitrationUpdate, ConnectionEvent, PacketIn
 from icefabric.p4src import ice_p4 as n
 
@@ -46,7 +47,7 @@ class SwitchEvents:
     connect_timeout: float
     switch_dead_s: float | None
     takeover_retry_s: float
-    _keys: dict[tuple[str, str, int, int], str]
+    _keys: dict[FlowKey, str]
     _events: queue.Queue[Callable[[], None] | None]
     _worker: threading.Thread | None
     _down_since: dict[str, float]
@@ -166,8 +167,8 @@ class SwitchEvents:
                 "%s: packet-in reason %d (%d bytes) ignored", switch, reason, len(pkt.payload)
             )
 
-    def _flow_of_key(self, src: str, dst: str, sport: int, qp: int) -> str | None:
-        return self.agents.flow_of(src, dst, sport, qp) or self._keys.get((src, dst, sport, qp))
+    def _flow_of_key(self, key: FlowKey) -> str | None:
+        return self.agents.flow_of(key) or self._keys.get(key)
 
     def post(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` on the controller's worker thread (events from other threads)."""

@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from icefabric.control.agents.protocol import FlowKey, ProtocolError
+from icefabric.control.agents.protocol import ProtocolError, key_from_dict
 from icefabric.control.ccl.job import JobSpec, parse_job
+from icefabric.control.flowkey import FlowKey
 from icefabric.files import JsonError, parse_json
 from icefabric.private import read_private, write_private
 from icefabric.topo.spec import SpecError
@@ -130,7 +131,7 @@ def load_state(path: Path, topology: str) -> SharedState:
     if isinstance(keys, dict):
         for fid, kd in keys.items():
             try:
-                state.flow_keys[str(fid)] = FlowKey.from_dict(kd, where=f"flow_keys[{fid!r}]")
+                state.flow_keys[str(fid)] = key_from_dict(kd, where=f"flow_keys[{fid!r}]")
             except ProtocolError as exc:
                 state.errors.append(f"{path}: {exc}")
     else:

@@ -2,14 +2,12 @@
 
 from icefabric.control.planner.ecmp import (
     EcmpDraws,
-    EcmpKey,
     EcmpModel,
     ecmp_bucket,
     ecmp_choice,
     ecmp_hash,
     ecmp_loads,
     ecmp_paths,
-    flow_ecmp_key,
 )
 from icefabric.control.planner.exact import (
     ExactSolveError,
@@ -40,7 +38,6 @@ __all__ = [
     "METHODS",
     "Budget",
     "EcmpDraws",
-    "EcmpKey",
     "EcmpModel",
     "ExactSolveError",
     "Explanation",
@@ -57,7 +54,6 @@ __all__ = [
     "ecmp_loads",
     "ecmp_paths",
     "fabric_mask",
-    "flow_ecmp_key",
     "greedy",
     "improve",
     "improve_within",

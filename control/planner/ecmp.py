@@ -34,13 +34,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from icefabric.control.ccl.demand import ROCE_UDP_PORT, SPORT_BASE, SPORT_SPAN, Flow
+from icefabric.control.ccl.demand import SPORT_BASE, SPORT_SPAN, Flow
 from icefabric.control.fabric import bucket_tags
+from icefabric.control.flowkey import PROTO_UDP, ROCE_UDP_PORT, FlowKey
 from icefabric.control.planner.state import PlanState
 from icefabric.control.topology import Topology
 from icefabric.p4src import ice_p4 as n
 
-PROTO_UDP = 17
 SPORT_OFFSET = 9  # byte offset of udp_src_port in the hash input
 MODEL_NAME = "ice.p4 ECMP"
 MODEL_DESCRIPTION = (
@@ -54,49 +54,14 @@ def model_description(use_qp_in_hash: bool) -> str:
     return MODEL_DESCRIPTION.format(qp=", dst_qp" if use_qp_in_hash else "")
 
 
-@dataclass(slots=True, frozen=True, kw_only=True)
-class EcmpKey:
-    """The packet fields ice.p4's ECMP hash reads."""
-
-    src_ip: str
-    dst_ip: str
-    udp_sport: int
-    dst_qp: int
-    udp_dport: int = ROCE_UDP_PORT
-    protocol: int = PROTO_UDP
-
-    def hash_input(self, *, use_qp_in_hash: bool) -> bytes:
-        """The bytes crc32 runs over: the fields packed big-endian in the program's order."""
-        out = (
-            int(ipaddress.IPv4Address(self.src_ip)).to_bytes(4, "big")
-            + int(ipaddress.IPv4Address(self.dst_ip)).to_bytes(4, "big")
-            + (self.protocol & 0xFF).to_bytes(1, "big")
-            + (self.udp_sport & 0xFFFF).to_bytes(2, "big")
-            + (self.udp_dport & 0xFFFF).to_bytes(2, "big")
-        )
-        if use_qp_in_hash:
-            out += (self.dst_qp & 0xFFFFFF).to_bytes(3, "big")
-        return out
-
-
-def ecmp_hash(key: EcmpKey, *, use_qp_in_hash: bool = True) -> int:
+def ecmp_hash(key: FlowKey, *, use_qp_in_hash: bool = True) -> int:
     """ice.p4's ECMP hash of one key (crc32, before the modulo)."""
     return zlib.crc32(key.hash_input(use_qp_in_hash=use_qp_in_hash)) & 0xFFFFFFFF
 
 
-def ecmp_bucket(key: EcmpKey, *, use_qp_in_hash: bool = True) -> int:
+def ecmp_bucket(key: FlowKey, *, use_qp_in_hash: bool = True) -> int:
     """The path_candidate bucket ice.p4 computes for ``key``."""
     return ecmp_hash(key, use_qp_in_hash=use_qp_in_hash) % n.PATH_BUCKETS
-
-
-def flow_ecmp_key(topo: Topology, flow: Flow) -> EcmpKey:
-    """The key of ``flow``: host addresses, real UDP source port and QP, else the stand-ins."""
-    return EcmpKey(
-        src_ip=topo.spec.hosts[topo.host_index[flow.src_host]].address,
-        dst_ip=topo.spec.hosts[topo.host_index[flow.dst_host]].address,
-        udp_sport=flow.entropy_sport(),
-        dst_qp=flow.entropy_qp(),
-    )
 
 
 # ---------------------------------------------------------------------- vectorised CRC-32
@@ -244,7 +209,7 @@ class EcmpModel:
         self._members[key] = out
         return out
 
-    def path_index(self, src_leaf: str, dst_leaf: str, key: EcmpKey) -> int:
+    def path_index(self, src_leaf: str, dst_leaf: str, key: FlowKey) -> int:
         """The stable candidate index ice.p4 sends ``key`` along (-1: no live candidate)."""
         m = self.members(src_leaf, dst_leaf)
         if m.size == 0:
@@ -255,7 +220,7 @@ class EcmpModel:
         """The candidate index of ``flow`` under ECMP (its real key, else the stand-ins)."""
         t = self.topo
         return self.path_index(
-            t.leaf_of[flow.src_host], t.leaf_of[flow.dst_host], flow_ecmp_key(t, flow)
+            t.leaf_of[flow.src_host], t.leaf_of[flow.dst_host], FlowKey.of_flow(t, flow)
         )
 
     # ------------------------------------------------------------ many flows at once

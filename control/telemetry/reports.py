@@ -10,6 +10,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from icefabric.control.flowkey import FlowKey
 from icefabric.p4src import ice_p4 as n
 from icefabric.p4src import layout
 
@@ -66,7 +67,7 @@ class ReportLog:
         self,
         size: int = 1000,
         *,
-        flow_of: Callable[[str, str, int, int], str | None] | None = None,
+        flow_of: Callable[[FlowKey], str | None] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._buf: deque[dict[str, Any]] = deque(maxlen=size)
@@ -91,7 +92,14 @@ class ReportLog:
         rep["time"] = self._clock()
         flow = None
         if self._flow_of is not None:
-            flow = self._flow_of(rep["src_ip"], rep["dst_ip"], rep["udp_sport"], rep["dst_qp"])
+            flow = self._flow_of(
+                FlowKey(
+                    src_ip=rep["src_ip"],
+                    dst_ip=rep["dst_ip"],
+                    udp_sport=rep["udp_sport"],
+                    dst_qp=rep["dst_qp"],
+                )
+            )
         rep["flow"] = (
             flow or f"{rep['src_ip']}:{rep['udp_sport']}->{rep['dst_ip']} qp {rep['dst_qp']}"
         )

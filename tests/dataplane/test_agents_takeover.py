@@ -12,8 +12,9 @@ import pytest
 from harness import wait_until
 
 from icefabric.control.agents.client import AgentClient, Backoff
-from icefabric.control.agents.protocol import FlowKey, FlowReport
+from icefabric.control.agents.protocol import FlowReport
 from icefabric.control.controller import Controller
+from icefabric.control.flowkey import FlowKey
 from icefabric.control.p4rt import PipelineConfig
 from icefabric.experiment.linkdemo import interleaved_hosts, ring_job
 from icefabric.experiment.wire import InProcessFabric
@@ -68,7 +69,7 @@ def test_a_real_key_survives_a_takeover_and_the_agent_follows(
     flow = next(f for f in primary.flows.values() if f.src_host == "h1")
     src = primary.spec.host(flow.src_host).address
     dst = primary.spec.host(flow.dst_host).address
-    key = FlowKey(src_ip=src, dst_ip=dst, sport=50123, qp=0x4321)
+    key = FlowKey(src_ip=src, dst_ip=dst, udp_sport=50123, dst_qp=0x4321)
     caps: list[dict[FlowKey, float]] = []
     client = AgentClient(
         [tmp_path / "primary-agents.sock", tmp_path / "backup-agents.sock"],

@@ -23,8 +23,9 @@ from harness import Fabric, TargetUnavailable, make_fabric
 from icefabric.control.ccl.demand import Flow, demand_from_jobs
 from icefabric.control.ccl.job import load_job, parse_job
 from icefabric.control.fabric import FabricOptions, TagMap, allocate_tags, base_entries, switch_mac
+from icefabric.control.flowkey import FlowKey
 from icefabric.control.p4rt import TableEntry
-from icefabric.control.planner.ecmp import EcmpModel, flow_ecmp_key
+from icefabric.control.planner.ecmp import EcmpModel
 from icefabric.control.planner.state import PlanState
 from icefabric.control.topology import Topology
 from icefabric.experiment.linkdemo import interleaved_hosts, ring_job
@@ -75,7 +76,7 @@ class EcmpFabric:
         """Send one packet of ``flow``; the tag its first leaf forwarded it with."""
         src = self.spec.host(flow.src_host)
         dst = self.spec.host(flow.dst_host)
-        key = flow_ecmp_key(self.topo, flow)
+        key = FlowKey.of_flow(self.topo, flow)
         leaf = self.fab[src.leaf]
         before = leaf.direct_counters(n.TABLE_TAG_FORWARD, "path_tag")
         pkt = P.rocev2_packet(

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from icefabric.control.agents.protocol import FlowKey
 from icefabric.control.controller import Controller
 from icefabric.control.fabric import FabricOptions
+from icefabric.control.flowkey import FlowKey
 from icefabric.control.p4rt import PipelineConfig
 from icefabric.experiment.virtual_fabric import VirtualConfig, VirtualFabric
 from icefabric.topo.spec import TopologySpec, load_topology
@@ -148,7 +148,10 @@ def test_a_flow_reported_with_its_real_key_moves_onto_its_planned_path(build: Bu
     ids = {s.name: s.switch_id for s in ctl.spec.switches}
     planned = tuple(ids[n] for n in row["path"] if n in ids)  # the path lists hosts too
     key = vf.open_flow("h1", row["dst"], job=row["job"], flow_id=row["flow"])
-    assert (key.sport, key.qp) != (row["key"]["udp_sport"], row["key"]["dst_qp"])  # the NIC chose
+    assert (key.udp_sport, key.dst_qp) != (
+        row["key"]["udp_sport"],
+        row["key"]["dst_qp"],
+    )  # the NIC chose
     vf.post(key, 2_000_000, tag=1)
     vf.run_until(20_000)
     st = vf.flow_stats()[key]

@@ -12,13 +12,12 @@ import pytest
 from icefabric.control.ccl.demand import Flow, demand_from_job
 from icefabric.control.ccl.job import parse_job
 from icefabric.control.fabric import bucket_tags, path_weight
+from icefabric.control.flowkey import FlowKey
 from icefabric.control.planner.ecmp import (
-    EcmpKey,
     EcmpModel,
     crc32_rows,
     ecmp_bucket,
     ecmp_hash,
-    flow_ecmp_key,
     hash_inputs,
     sport_table,
 )
@@ -38,7 +37,7 @@ def test_crc32_rows_is_zlib() -> None:
 
 @pytest.mark.parametrize("use_qp", [True, False])
 def test_hash_input_layout_and_sport_shortcut(use_qp: bool) -> None:
-    k = EcmpKey(src_ip="10.0.1.1", dst_ip="10.0.2.1", udp_sport=0xC0DE, dst_qp=0xABCDEF)
+    k = FlowKey(src_ip="10.0.1.1", dst_ip="10.0.2.1", udp_sport=0xC0DE, dst_qp=0xABCDEF)
     raw = k.hash_input(use_qp_in_hash=use_qp)
     want = bytes([10, 0, 1, 1, 10, 0, 2, 1, 17, 0xC0, 0xDE, 0x12, 0xB7])
     assert raw == want + (bytes([0xAB, 0xCD, 0xEF]) if use_qp else b"")
@@ -54,7 +53,7 @@ def test_hash_input_layout_and_sport_shortcut(use_qp: bool) -> None:
     zero = crc32_rows(hash_inputs(src, dst, 0 * sp, qp, use_qp_in_hash=use_qp))
     assert np.array_equal(full, zero ^ sport_table(use_qp_in_hash=use_qp)[sp])
     for i in range(20):
-        key = EcmpKey(
+        key = FlowKey(
             src_ip=str(ipaddress.IPv4Address(int(src[i]))),
             dst_ip=str(ipaddress.IPv4Address(int(dst[i]))),
             udp_sport=int(sp[i]),
@@ -94,11 +93,11 @@ def test_real_keys_override_the_stand_ins() -> None:
     spec = leaf_spine(leaves=2, spines=2, hosts_per_leaf=2)
     topo = Topology(spec)
     f = _ring([h.name for h in spec.hosts])[0]
-    assert flow_ecmp_key(topo, f).udp_sport == f.entropy_sport()
+    assert FlowKey.of_flow(topo, f).udp_sport == f.entropy_sport()
     from dataclasses import replace
 
     g = replace(f, udp_sport=4242, qp=77)
-    k = flow_ecmp_key(topo, g)
+    k = FlowKey.of_flow(topo, g)
     assert (k.udp_sport, k.dst_qp) == (4242, 77)
 
 

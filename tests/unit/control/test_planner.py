@@ -9,9 +9,9 @@ import pytest
 
 from icefabric.control.ccl.demand import Demand, Flow, demand_from_job
 from icefabric.control.ccl.job import parse_job
+from icefabric.control.flowkey import FlowKey
 from icefabric.control.planner import (
     DEFAULT_WORK_BUDGET,
-    EcmpKey,
     Plan,
     Planner,
     cut_lower_bound,
@@ -257,7 +257,7 @@ def test_ecmp_is_deterministic_and_never_better_than_the_optimum() -> None:
     e1, e2 = p.ecmp_loads(), p.ecmp_loads()
     assert np.array_equal(e1, e2)
     assert e1.max() >= plan.max_load_s * (1 - REL)
-    k = EcmpKey(src_ip="10.0.1.1", dst_ip="10.0.2.1", udp_sport=50000, dst_qp=0x1234)
+    k = FlowKey(src_ip="10.0.1.1", dst_ip="10.0.2.1", udp_sport=50000, dst_qp=0x1234)
     assert ecmp_hash(k) != ecmp_hash(replace(k, udp_sport=50001))
     picks = {ecmp_choice(p.state, i, p.state.flows[i]) for i in p.state.live_rows().tolist()}
     assert len(picks) > 1  # the hash spreads flows over several spines

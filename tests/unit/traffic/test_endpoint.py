@@ -9,7 +9,7 @@ import pytest
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from icefabric.control.agents.protocol import FlowKey
+from icefabric.control.flowkey import FlowKey
 from icefabric.traffic import packets as pk
 from icefabric.traffic.agent import Agent, rdma_udp_sport
 from icefabric.traffic.endpoint import Endpoint
@@ -61,13 +61,13 @@ def test_agent_picks_keys_like_a_nic_seeded() -> None:
     k2 = Agent("h1", "10.0.1.1", line_rate_bps=LINE, seed=7).open_flow("10.0.2.1")
     k3 = Agent("h1", "10.0.1.1", line_rate_bps=LINE, seed=8).open_flow("10.0.2.1")
     assert k1 == k2 and k1 != k3
-    assert 0xC000 <= k1.sport <= 0xFFFF and k1.sport == rdma_udp_sport(k1.qp, k1.qp)
+    assert 0xC000 <= k1.udp_sport <= 0xFFFF and k1.udp_sport == rdma_udp_sport(k1.dst_qp, k1.dst_qp)
     agent = Agent("h1", "10.0.1.1", line_rate_bps=LINE, seed=7)
     a, b = (
         agent.open_flow("10.0.2.1", job="j", flow_id="j/p/c0/r0->r1"),
         agent.open_flow("10.0.3.1"),
     )
-    assert b.qp == a.qp + 1
+    assert b.dst_qp == a.dst_qp + 1
     reports = agent.flow_reports()
     assert (reports[0].job, reports[0].flow_id, reports[0].key, reports[0].state) == (
         "j",
@@ -83,7 +83,7 @@ def test_agent_picks_keys_like_a_nic_seeded() -> None:
 def test_caps_are_a_complete_set_and_bound_the_rate() -> None:
     agent = Agent("h1", "10.0.1.1", line_rate_bps=LINE, kind="ice", seed=1)
     a, b = agent.open_flow("10.0.2.1"), agent.open_flow("10.0.3.1")
-    stranger = FlowKey(src_ip="10.9.9.9", dst_ip="10.0.2.1", sport=50000, qp=5)
+    stranger = FlowKey(src_ip="10.9.9.9", dst_ip="10.0.2.1", udp_sport=50000, dst_qp=5)
     agent.apply_caps({a: 200e6, b: 300e6, stranger: 1e6})
     assert (agent.rate_bps(a), agent.rate_bps(b)) == (200e6, 300e6)
     assert agent.stats.caps_unknown_flow == 1
@@ -192,8 +192,8 @@ def test_feedback_reaches_the_agent_and_moves_the_ice_rate() -> None:
         body = pk.IceFeedback(
             flow_src_addr=key.src_ip,
             flow_dst_addr=key.dst_ip,
-            flow_src_port=key.sport,
-            flow_dst_qp=key.qp,
+            flow_src_port=key.udp_sport,
+            flow_dst_qp=key.dst_qp,
             hops=[hop],
         )
         return bytes(
@@ -206,7 +206,7 @@ def test_feedback_reaches_the_agent_and_moves_the_ice_rate() -> None:
     assert a.agent.rate_bps(key) < LINE * 0.95
     # Malformed feedback, unknown flows and foreign frames are counted, never fatal.
     a.receive(1.0, fb(0, 0, 0)[:50])
-    other = FlowKey(src_ip=key.src_ip, dst_ip="10.0.9.9", sport=1, qp=1)
+    other = FlowKey(src_ip=key.src_ip, dst_ip="10.0.9.9", udp_sport=1, dst_qp=1)
     hop = pk.IntHop(switch_id=2)
     a.receive(
         1.0,

@@ -34,7 +34,7 @@ def _endpoint() -> tuple[Endpoint, bytes, bytes, bytes]:
         dst_mac="02:00:00:00:00:01",
         src_ip="10.0.2.1",
         dst_ip="10.0.1.1",
-        qp=key.qp,
+        qp=key.dst_qp,
     )
     hop = pk.IntHop(switch_id=2, egress_port=3, tx_bytes=100, egress_ts=10, link_rate_mbps=1000)
     fb = bytes(
@@ -44,8 +44,8 @@ def _endpoint() -> tuple[Endpoint, bytes, bytes, bytes]:
         / pk.IceFeedback(
             flow_src_addr=key.src_ip,
             flow_dst_addr=key.dst_ip,
-            flow_src_port=key.sport,
-            flow_dst_qp=key.qp,
+            flow_src_port=key.udp_sport,
+            flow_dst_qp=key.dst_qp,
             hops=[hop, hop],
         )
     )

@@ -16,7 +16,6 @@ from icefabric.control.agents.client import AgentClient, Backoff
 from icefabric.control.agents.protocol import (
     Bye,
     Caps,
-    FlowKey,
     FlowReport,
     Flows,
     FrameReader,
@@ -26,6 +25,7 @@ from icefabric.control.agents.protocol import (
     decode_body,
     encode,
 )
+from icefabric.control.flowkey import FlowKey
 
 
 class FakeController:

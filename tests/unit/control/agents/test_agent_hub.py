@@ -6,18 +6,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from icefabric.control.agents.client import AgentClient, Backoff
-from icefabric.control.agents.protocol import FlowKey, FlowReport
+from icefabric.control.agents.protocol import FlowReport
 from icefabric.control.controller import Controller
 from icefabric.control.daemon.api import RequestError
 from icefabric.control.daemon.service import api_handlers
 from icefabric.control.daemon.state import SharedState, encode_state, load_state
 from icefabric.control.fabric import entity_key
+from icefabric.control.flowkey import FlowKey
 from icefabric.control.install import flow_key
 from icefabric.control.p4rt import PipelineConfig, TableEntry
 from icefabric.p4src import ice_p4 as n
@@ -47,8 +49,8 @@ FANIN: dict[str, Any] = {
 F1 = "fanin/p1/c0/r0->r2"  # h1 -> h5
 F3 = "fanin/p1/c0/r1->r2"  # h3 -> h5
 F2 = "fanin/p2/c0/r0->r1"  # h1 -> h3
-KEY1 = FlowKey(src_ip="10.0.1.1", dst_ip="10.0.3.1", sport=50001, qp=0x77)
-KEY3 = FlowKey(src_ip="10.0.2.1", dst_ip="10.0.3.1", sport=50003, qp=0x78)
+KEY1 = FlowKey(src_ip="10.0.1.1", dst_ip="10.0.3.1", udp_sport=50001, dst_qp=0x77)
+KEY3 = FlowKey(src_ip="10.0.2.1", dst_ip="10.0.3.1", udp_sport=50003, dst_qp=0x78)
 
 
 # Generous: a condition that holds returns at once, and a loaded host (2 cores shared by a
@@ -135,7 +137,7 @@ def test_real_key_replaces_the_stand_in_and_survives_a_restart(
         assert row["key_source"] == "agent" and row["key"]["udp_sport"] == 50001
         assert ctl.agents.key_installs[-1].entries == 2  # insert the real key, delete the stand-in
         # telemetry names a report of the real key by its flow
-        assert ctl._flow_of_key("10.0.1.1", "10.0.3.1", 50001, 0x77) == F1
+        assert ctl._flow_of_key(KEY1) == F1
         # p1 is the job's first phase: h1 -> h5 shares h5's downlink with h3 -> h5
         assert _until(lambda: _close((h1.last() or {}).get(KEY1), 0.95 * 100 * G / 2))
     finally:
@@ -187,7 +189,7 @@ def test_a_phase_change_pushes_the_next_phases_caps(ctl: Controller) -> None:
         res = api["jobs.phase"]({"job": "fanin", "phase": "p2"})
         assert res["phase"] == "p2" and res["flows"] == 1 and res["hosts_pushed"] == 2
         k2 = flow_key(ctl.topo, ctl.flows[F2])  # not reported: the planned stand-in key
-        want = FlowKey(src_ip=k2.src_ip, dst_ip=k2.dst_ip, sport=k2.udp_sport, qp=k2.dst_qp)
+        want = k2
         assert _until(lambda: h1.last() == {want: pytest.approx(0.95 * 100 * G)})
         assert _until(lambda: h3.last() == {})  # nothing to send in p2: no caps
         caps = api["caps"]({})
@@ -211,14 +213,14 @@ def test_reports_that_do_not_match_are_refused_and_listed(ctl: Controller) -> No
                 FlowReport(job="fanin", flow_id=F1, key=KEY1),  # h1's flow, reported by h3
                 FlowReport(job="other", flow_id=F3, key=KEY3),  # wrong job
                 # wrong source address
-                FlowReport(job="fanin", flow_id=F3, key=FlowKey(**{**KEY1.to_dict(), "qp": 5})),
+                FlowReport(job="fanin", flow_id=F3, key=replace(KEY1, dst_qp=5)),
                 FlowReport(
                     job="fanin",
                     flow_id="fanin/p1/c0/r9->r2",
-                    key=FlowKey(**{**KEY3.to_dict(), "qp": 6}),
+                    key=replace(KEY3, dst_qp=6),
                 ),
                 # traffic of no job: counted, neither planned nor refused
-                FlowReport(job="", flow_id="", key=FlowKey(**{**KEY3.to_dict(), "qp": 9})),
+                FlowReport(job="", flow_id="", key=replace(KEY3, dst_qp=9)),
             ]
         )
         assert _until(lambda: len(ctl.agents.flows.rejected.get("h3", [])) == 4)
@@ -274,7 +276,7 @@ def test_rates_follow_failures_and_telemetry_above_target(ctl: Controller) -> No
 
 def _planned(ctl: Controller, fid: str) -> FlowKey:
     k = flow_key(ctl.topo, ctl.flows[fid], ctl.agents.flows.install_keys())
-    return FlowKey(src_ip=k.src_ip, dst_ip=k.dst_ip, sport=k.udp_sport, qp=k.dst_qp)
+    return k
 
 
 def test_state_file_flow_keys_are_validated(tmp_path: Path) -> None:

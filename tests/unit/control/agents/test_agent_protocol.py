@@ -19,7 +19,6 @@ from icefabric.control.agents.protocol import (
     AgentAddress,
     Bye,
     Caps,
-    FlowKey,
     FlowReport,
     Flows,
     FrameReader,
@@ -33,8 +32,9 @@ from icefabric.control.agents.protocol import (
     encode,
     parse_address,
 )
+from icefabric.control.flowkey import FlowKey
 
-KEY = FlowKey(src_ip="10.0.1.1", dst_ip="10.0.2.1", sport=50000, qp=0x1234)
+KEY = FlowKey(src_ip="10.0.1.1", dst_ip="10.0.2.1", udp_sport=50000, dst_qp=0x1234)
 
 
 def _body(frame: bytes) -> bytes:
@@ -198,7 +198,9 @@ def test_a_full_frame_of_flows_fits_the_bound() -> None:
         FlowReport(
             job="j" * 64,
             flow_id="f" * 200 + str(i),
-            key=FlowKey(src_ip="10.255.255.254", dst_ip="10.255.255.253", sport=65535, qp=i),
+            key=FlowKey(
+                src_ip="10.255.255.254", dst_ip="10.255.255.253", udp_sport=65535, dst_qp=i
+            ),
             rate_bps=1.2345678e11,
             bytes_sent=1 << 40,
         )

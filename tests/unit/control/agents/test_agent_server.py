@@ -17,7 +17,6 @@ from icefabric.control.agents.auth import host_token
 from icefabric.control.agents.client import AgentClient
 from icefabric.control.agents.protocol import (
     Bye,
-    FlowKey,
     FlowReport,
     FrameReader,
     Hello,
@@ -26,6 +25,7 @@ from icefabric.control.agents.protocol import (
     encode,
 )
 from icefabric.control.agents.server import AgentServer, AgentServerError
+from icefabric.control.flowkey import FlowKey
 
 
 class Events:
