@@ -46,6 +46,7 @@ from icefabric.control.linkstate import (
 from icefabric.control.lldp import LldpError, LldpProbe
 from icefabric.control.p4rt import PacketOut
 from icefabric.control.topology import Topology
+from icefabric.waiting import poll_until
 
 log = logging.getLogger(__name__)
 
@@ -458,15 +459,18 @@ class LinkMonitor:
         """The first ``kind`` event of link a-b after the first ``seen`` events, once the
         controller has acted on it (its consequence installed, or a note why not); None at the
         deadline."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        found: list[LinkEvent] = []
+
+        def handled() -> bool:
             for ev in self.events()[seen:]:
                 if {ev.a, ev.b} == {a, b} and ev.kind == kind:
                     if ev.done_at is not None or ev.note is not None:
-                        return ev
+                        found.append(ev)
+                        return True
                     break
-            time.sleep(0.005)
-        return None
+            return False
+
+        return found[0] if poll_until(handled, timeout, 0.005) else None
 
     def link_state(self, name: str) -> str:
         """ "up", "down" or "unknown" (an end switch unreachable) for a link name or 'a-b'."""

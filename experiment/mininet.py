@@ -59,6 +59,7 @@ from icefabric.files import parse_json
 from icefabric.topo.spec import TopologySpec
 from icefabric.traffic.roce import HEADER_BYTES, ICRC_BYTES
 from icefabric.traffic.workload import Schedule, WorkloadExecutor
+from icefabric.waiting import poll_until
 
 log = logging.getLogger(__name__)
 
@@ -260,16 +261,18 @@ class MininetEngine:
             procs[h.name] = node.popen(cmd, stdout=out, stderr=subprocess.STDOUT)
             out.close()
         waiting = set(procs)
-        while waiting:  # every host must be ready (QPs open, keys reported) before start_at
+
+        def all_ready() -> bool:  # every host (QPs open, keys reported) before start_at
             for name in list(waiting):
                 text = (work / f"{name}.log").read_text(errors="replace")
                 if " ready on " in text:
                     waiting.discard(name)
                 elif procs[name].poll() is not None:
                     raise RuntimeError(f"host {name} exited: {text.strip().splitlines()[-1:]}")
-            if waiting and time.time() > start_at:
-                raise RuntimeError(f"hosts not ready by the common start time: {sorted(waiting)}")
-            time.sleep(0.1)
+            return not waiting
+
+        if not poll_until(all_ready, start_at - time.time(), 0.1):
+            raise RuntimeError(f"hosts not ready by the common start time: {sorted(waiting)}")
         return procs, start_at
 
     def _wait(
@@ -281,13 +284,14 @@ class MininetEngine:
         progress: Progress,
         total: int,
     ) -> str | None:
-        deadline = time.monotonic() + exp.limits.wall_s + 30.0
-        while any(p.poll() is None for p in procs.values()):
-            if time.monotonic() > deadline:
-                return f"wall time limit {exp.limits.wall_s:g} s reached"
+
+        def all_exited() -> bool:
             done = sum(1 for p in procs.values() if p.poll() is not None)
             progress(mode.name, done / max(len(procs), 1) * 0.99)
-            time.sleep(0.2)
+            return done == len(procs)
+
+        if not poll_until(all_exited, exp.limits.wall_s + 30.0, 0.2):
+            return f"wall time limit {exp.limits.wall_s:g} s reached"
         progress(mode.name, 1.0)
         bad = {
             name: (work / f"{name}.log").read_text(errors="replace").strip().splitlines()[-1:]

@@ -12,13 +12,13 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from icefabric.p4src.ice_p4 import CPU_PORT
 from icefabric.topo.spec import TopologySpec
+from icefabric.waiting import wait_on
 
 log = logging.getLogger(__name__)
 
@@ -56,14 +56,7 @@ class HostInboxes:
 
     def wait_for(self, predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
         """Wait until predicate() holds (re-checked on every delivery and every 10 ms)."""
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            while not predicate():
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self.cond.wait(min(left, 0.01))
-        return True
+        return wait_on(self.cond, predicate, timeout, 0.01)
 
     def delivered(self) -> int:
         """Frames delivered to all hosts (not yet taken)."""

@@ -40,6 +40,7 @@ from icefabric.p4src.ice_p4 import CPU_PORT
 from icefabric.private import default_log_dir, open_private_log
 from icefabric.topo.relay import TcpToUnixRelay
 from icefabric.topo.spec import SpecError, TopologySpec, load_topology
+from icefabric.waiting import poll_until
 
 log = logging.getLogger(__name__)
 
@@ -67,32 +68,35 @@ def wait_for_port(
     addr: str, port: int, deadline: float, proc: subprocess.Popen[Any] | None
 ) -> None:
     """Poll until ``addr:port`` accepts TCP, the process dies, or the deadline passes."""
-    while True:
+
+    def accepts() -> bool:
         if proc is not None and proc.poll() is not None:
             raise SwitchStartError(f"switch process exited with status {proc.returncode}")
         try:
             with socket.create_connection((addr, port), timeout=0.2):
-                return
+                return True
         except OSError:
-            if time.monotonic() > deadline:
-                raise SwitchStartError(f"no P4Runtime server on {addr}:{port}") from None
-            time.sleep(0.05)
+            return False
+
+    if not poll_until(accepts, deadline - time.monotonic(), 0.05):
+        raise SwitchStartError(f"no P4Runtime server on {addr}:{port}")
 
 
 def wait_for_unix(path: Path, deadline: float, proc: subprocess.Popen[Any]) -> None:
     """Poll until the Unix socket ``path`` accepts, the process dies, or the deadline passes."""
-    while True:
+
+    def accepts() -> bool:
         if proc.poll() is not None:
             raise SwitchStartError(f"switch process exited with status {proc.returncode}")
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
             try:
                 s.connect(str(path))
-                return
+                return True
             except OSError:
-                pass
-        if time.monotonic() > deadline:
-            raise SwitchStartError(f"no P4Runtime server on unix:{path}") from None
-        time.sleep(0.05)
+                return False
+
+    if not poll_until(accepts, deadline - time.monotonic(), 0.05):
+        raise SwitchStartError(f"no P4Runtime server on unix:{path}")
 
 
 def _tail(path: Path, lines: int = 20) -> str:

@@ -43,6 +43,7 @@ from icefabric.control.agents.protocol import (
 )
 from icefabric.control.daemon.paths import PeerRejected, check_peer
 from icefabric.control.flowkey import FlowKey
+from icefabric.waiting import Deadline
 
 log = logging.getLogger(__name__)
 
@@ -226,9 +227,9 @@ class AgentClient:
         reader = FrameReader()
         try:
             sock.sendall(encode(Hello(host=self.host, token=self._token)))
-            deadline = time.monotonic() + self._connect_timeout
+            deadline = Deadline(self._connect_timeout)
             while True:
-                left = deadline - time.monotonic()
+                left = deadline.left()
                 if left <= 0:
                     raise ProtocolError("no welcome from the controller in time")
                 sock.settimeout(left)

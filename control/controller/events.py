@@ -17,6 +17,7 @@ from icefabric.control.fabric import entity_key
 from icefabric.control.flowkey import FlowKey
 from icefabric.control.p4rt import ArbitrationUpdate, ConnectionEvent, PacketIn
 from icefabric.p4src import ice_p4 as n
+from icefabric.waiting import poll_until
 
 if TYPE_CHECKING:
     from icefabric.control.agents.hub import AgentHub
@@ -189,9 +190,4 @@ class SwitchEvents:
 
     def wait_idle(self, timeout: float = 10.0) -> bool:
         """Wait until queued switch events (resyncs, takeovers) are processed."""
-        deadline = time.monotonic() + timeout
-        while self._events.unfinished_tasks:
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.005)
-        return True
+        return poll_until(lambda: not self._events.unfinished_tasks, timeout, 0.005)

@@ -32,6 +32,7 @@ from typing import Any
 from icefabric.control.daemon.paths import PeerRejected, check_peer, default_socket, is_listening
 from icefabric.files import JsonError, parse_json
 from icefabric.private import UnsafePathError, ensure_private_dir, runtime_dir
+from icefabric.waiting import Deadline
 
 log = logging.getLogger(__name__)
 
@@ -302,7 +303,7 @@ class ApiClient:
 
     def _connect_retrying(self) -> socket.socket:
         """Connect, retrying with a growing pause while the listen backlog is full (EAGAIN)."""
-        deadline = time.monotonic() + self.timeout
+        deadline = Deadline(self.timeout)
         pause = CONNECT_RETRY_S[0]
         while True:
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -313,7 +314,7 @@ class ApiClient:
             except OSError as exc:
                 sock.close()
                 busy = exc.errno in (errno.EAGAIN, errno.EWOULDBLOCK)
-                if busy and time.monotonic() + pause < deadline:
+                if busy and pause < deadline.left():
                     time.sleep(pause)
                     pause = min(pause * 2, CONNECT_RETRY_S[1])
                     continue

@@ -93,11 +93,8 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 15.0) -> bool:
 
 def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
     """Poll `predicate` until it holds; AssertionError naming `what` at the deadline."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
-        time.sleep(0.005)
+    if not poll_until(predicate, timeout, 0.005):
+        raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
 
 
 # ------------------------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ from icefabric.control.p4rt import (
     Update,
 )
 from icefabric.control.p4rt.resync import key_and_value
+from icefabric.waiting import poll_until
 
 # the sibling test modules hold the fake server and the embedded-switch starter; make them
 # importable whatever pytest's import mode or package layout of tests/ is
@@ -122,12 +123,7 @@ def connect(
 
 def eventually(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
     """Poll predicate until true or the deadline passes."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        threading.Event().wait(0.02)
-    return predicate()
+    return poll_until(predicate, timeout, 0.02)
 
 
 def route(prefix: str, port: int, dmac: int = 0x0A) -> TableEntry:

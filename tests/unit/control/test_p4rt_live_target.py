@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +31,7 @@ from icefabric.control.p4rt import (
     SwitchConnection,
     TableEntry,
 )
+from icefabric.waiting import poll_until
 
 PROGRAM = Path(__file__).parent / "p4" / "l3.p4"
 CPU_PORT = 255
@@ -183,10 +182,12 @@ def test_traffic_updates_counters_registers_and_direct_counters(
     frame = bytes.fromhex("0000000001010000000001020800") + ip + tcp + b"\x00" * 6
     live.device.inject(1, frame)
     out: list[tuple[int, bytes]] = []
-    deadline = time.monotonic() + 5
-    while not out and time.monotonic() < deadline:
-        out += live.device.collect(2)
-        threading.Event().wait(0.01)
+
+    def sent() -> bool:
+        out.extend(live.device.collect(2))
+        return bool(out)
+
+    poll_until(sent, 5, 0.01)
     assert len(out) == 1 and out[0][1][:6] == bytes.fromhex("000000000202")
     (c1,) = sw.read_counters("MyIngress.port_counter", index=1)
     assert c1.data is not None and c1.data.packet_count == 1 and c1.data.byte_count == len(frame)

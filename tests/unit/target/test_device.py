@@ -10,6 +10,7 @@ from test_device_fake import FakePipeline
 
 from icefabric.target.device import CloneSession, Device, Replica
 from icefabric.target.runtime import ManualClock
+from icefabric.waiting import poll_until
 
 
 @pytest.fixture
@@ -226,10 +227,7 @@ def test_real_time_mode_delivers_from_threads() -> None:
         assert done.wait(5), f"only {len(got)} packets arrived"
     finally:
         d.stop()
-    deadline = time.monotonic() + 1
-    while d._thread is not None and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert d._thread is None
+    assert poll_until(lambda: d._thread is None, 1, 0.01)
 
 
 def test_real_time_rate_limit_paces_output() -> None:
@@ -242,9 +240,7 @@ def test_real_time_rate_limit_paces_output() -> None:
     try:
         for i in range(5):
             d.inject(1, bytes([0, 2, i]))
-        deadline = time.monotonic() + 5
-        while len(stamps) < 5 and time.monotonic() < deadline:
-            time.sleep(0.005)
+        poll_until(lambda: len(stamps) >= 5, 5, 0.005)
     finally:
         d.stop()
     assert len(stamps) == 5

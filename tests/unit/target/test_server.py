@@ -16,6 +16,7 @@ from test_server_fake import CPU_PORT, P4INFO_TEXT, loader
 
 from icefabric.target.device import Device
 from icefabric.target.server import serve
+from icefabric.waiting import poll_until
 
 Update = p4runtime_pb2.Update
 FWD, ACL, ECMP, ROUTES = 33554433, 33554434, 33554435, 33554436
@@ -362,9 +363,7 @@ def test_registers_counters_meters(client: P4RuntimeClient, switch: tuple[Device
     device = switch[0]
     for _ in range(3):
         device.inject(1, bytes(60))
-    deadline = time.monotonic() + 5
-    while len(device.collect(2)) < 3 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    assert poll_until(lambda: len(device.collect(2)) >= 3, 5, 0.01)
     c = p4runtime_pb2.Entity()
     c.counter_entry.counter_id = 302055425
     c.counter_entry.index.index = 1
@@ -431,11 +430,13 @@ def test_packet_out_and_packet_in(client: P4RuntimeClient, switch: tuple[Device,
     req.packet.payload = b"\xaa" * 30
     req.packet.metadata.add(metadata_id=1, value=b"\x03")
     client.stream_out_q.put(req)
-    deadline = time.monotonic() + 5
     out: list[tuple[int, bytes]] = []
-    while not out and time.monotonic() < deadline:
-        out = device.collect(3)
-        time.sleep(0.01)
+
+    def sent() -> bool:
+        out.extend(device.collect(3))
+        return bool(out)
+
+    poll_until(sent, 5, 0.01)
     assert out == [(3, b"\xaa" * 30)]
     write(client, (Update.INSERT, exact_entry(5, action=TO_CPU)))
     device.inject(5, b"\xbb" * 20)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from p4runtime_sh.p4runtime import P4RuntimeClient
 
 from icefabric.target.device import Device
 from icefabric.target.server import serve
+from icefabric.waiting import poll_until
 
 compiler = pytest.importorskip("icefabric.target.compiler")
 
@@ -135,13 +135,15 @@ def frame(dst: int, src: int) -> bytes:
 
 
 def wait_for(fn, timeout: float = 5.0):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = fn()
-        if got:
-            return got
-        time.sleep(0.01)
-    return fn()
+    """``fn()``'s first truthy value within ``timeout`` (else its value at the deadline)."""
+    got: list[object] = [None]
+
+    def holds() -> bool:
+        got[0] = fn()
+        return bool(got[0])
+
+    poll_until(holds, timeout, 0.01)
+    return got[0]
 
 
 def test_source_config_packet_io_digest_counters(
