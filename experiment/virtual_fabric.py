@@ -23,7 +23,7 @@ import heapq
 import logging
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from icefabric.control.agents.protocol import (
@@ -36,12 +36,12 @@ from icefabric.control.agents.protocol import (
 )
 from icefabric.control.fabric import switch_mac
 from icefabric.control.flowkey import FlowKey
+from icefabric.experiment.virtual_stats import ChannelStats, PortStats, ice_overhead_bytes, is_ce
 from icefabric.experiment.wire import link_ports
 from icefabric.p4src.ice_p4 import (
     CPU_PORT,
     ETHERNET_BYTES,
     ICE_FEEDBACK_BYTES,
-    ICE_SHIM_BYTES,
     INT_HOP_BYTES,
     INT_MAX_HOPS,
     IPV4_BYTES,
@@ -51,7 +51,7 @@ from icefabric.topo.spec import TopologySpec
 from icefabric.traffic.agent import Agent, RateFactory
 from icefabric.traffic.endpoint import DEFAULT_MTU, Endpoint, FlowStats
 from icefabric.traffic.rate import DcqcnParams, IceParams, make_rate_control
-from icefabric.traffic.roce import ECN_CE, ETH_BYTES, FEEDBACK_PORT, HEADER_BYTES, ICRC_BYTES
+from icefabric.traffic.roce import HEADER_BYTES, ICRC_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -85,58 +85,6 @@ class VirtualConfig:
 
 
 @dataclass(slots=True)
-class PortStats:
-    """What left one switch port: packets, bytes, CE-marked frames, queue depth at departures."""
-
-    switch: str
-    port: int
-    rate_bps: float
-    tx_packets: int = 0
-    tx_bytes: int = 0
-    #: bytes of ICE's own on the wire: the shim and INT records of tagged packets, whole
-    #: feedback frames (what ``wire_overhead`` in results.json counts)
-    overhead_bytes: int = 0
-    ce_packets: int = 0
-    max_queue: int = 0
-    queue_hist: dict[int, int] = field(default_factory=dict)  # depth after a departure -> count
-
-    def utilisation(self, elapsed_us: float) -> float:
-        """Fraction of the port's rate used over ``elapsed_us``."""
-        if elapsed_us <= 0 or self.rate_bps <= 0:
-            return 0.0
-        return self.tx_bytes * 8e6 / (elapsed_us * self.rate_bps)
-
-    def queue_percentile(self, q: float) -> int:
-        """Depth (packets) at quantile ``q`` in [0, 1] of the departures (0 when none)."""
-        total = sum(self.queue_hist.values())
-        if total == 0:
-            return 0
-        need = q * total
-        seen = 0
-        for depth in sorted(self.queue_hist):
-            seen += self.queue_hist[depth]
-            if seen >= need:
-                return depth
-        return max(self.queue_hist)
-
-    def to_dict(self, elapsed_us: float) -> dict[str, Any]:
-        """Plain data (JSON)."""
-        return {
-            "switch": self.switch,
-            "port": self.port,
-            "rate_bps": self.rate_bps,
-            "tx_packets": self.tx_packets,
-            "tx_bytes": self.tx_bytes,
-            "overhead_bytes": self.overhead_bytes,
-            "ce_packets": self.ce_packets,
-            "max_queue": self.max_queue,
-            "queue_p50": self.queue_percentile(0.5),
-            "queue_p99": self.queue_percentile(0.99),
-            "utilisation": self.utilisation(elapsed_us),
-        }
-
-
-@dataclass(slots=True)
 class _Switch:
     name: str
     device: Any
@@ -165,49 +113,6 @@ class VirtualHost:
 _TO_SWITCH = 0
 _TO_HOST = 1
 _TO_AGENT = 2  # agent channel frames from the controller (caps), after the control delay
-
-
-@dataclass(slots=True)
-class ChannelStats:
-    """The agent channel of the virtual engine: cap sets pushed and applied, bytes, bad frames."""
-
-    pushes: int = 0  # cap sets sent (one per host per push)
-    applied: int = 0  # complete cap sets the agents applied
-    frames: int = 0
-    bytes: int = 0
-    malformed: int = 0
-
-
-def ice_overhead_bytes(frame: bytes) -> int:
-    """Bytes of ``frame`` that ICE adds to the wire: shim + INT records of a tagged packet, or
-    the whole frame of an INT feedback packet (IPv4/UDP to the feedback port); 0 otherwise."""
-    if len(frame) < ETH_BYTES + 4:
-        return 0
-    if frame[12] == 0x88 and frame[13] == 0xB5:
-        return int(ICE_SHIM_BYTES + frame[ETH_BYTES + 2] * INT_HOP_BYTES)
-    if (
-        frame[12] == 0x08
-        and frame[13] == 0x00
-        and len(frame) >= ETH_BYTES + 28
-        and frame[ETH_BYTES + 9] == 17
-    ):
-        ihl = (frame[ETH_BYTES] & 0x0F) * 4
-        off = ETH_BYTES + ihl + 2
-        if len(frame) >= off + 2 and (frame[off] << 8 | frame[off + 1]) == FEEDBACK_PORT:
-            return len(frame)
-    return 0
-
-
-def _is_ce(frame: bytes) -> bool:
-    """Whether the IPv4 packet in ``frame`` (plain, or behind ICE's shim and INT) is CE-marked."""
-    if len(frame) < ETH_BYTES + 20:
-        return False
-    off = ETH_BYTES
-    if frame[12] == 0x88 and frame[13] == 0xB5:  # ICE shim: 8 bytes + 36 per INT record
-        off += ICE_SHIM_BYTES + frame[ETH_BYTES + 2] * INT_HOP_BYTES
-    elif not (frame[12] == 0x08 and frame[13] == 0x00):
-        return False
-    return len(frame) > off + 1 and frame[off + 1] & 3 == ECN_CE
 
 
 class VirtualFabric:
@@ -558,7 +463,7 @@ class VirtualFabric:
             stats.tx_packets += 1
             stats.tx_bytes += n
             stats.overhead_bytes += ice_overhead_bytes(data)
-            if _is_ce(data):
+            if is_ce(data):
                 stats.ce_packets += 1
             depth = tm.depth(port)
             stats.queue_hist[depth] = stats.queue_hist.get(depth, 0) + 1

@@ -248,7 +248,7 @@ def test_builder_rejects_bad_arguments() -> None:
 
 
 def test_ice_overhead_bytes_of_each_frame_kind() -> None:
-    from icefabric.experiment.virtual_fabric import ice_overhead_bytes
+    from icefabric.experiment.virtual_stats import ice_overhead_bytes
 
     hop = pk.IntHop(switch_id=1, ingress_port=1, egress_port=2)
     data = bytes(Ether() / IP() / UDP(sport=49152, dport=4791) / Raw(b"\x00" * 100))
