@@ -141,6 +141,17 @@ def _num(v: str) -> Any:
         return v
 
 
+def busy_check(exp: Any) -> None:
+    """CliError (exit 2, one line) when another Mininet holds the topology's interfaces."""
+    try:
+        from icefabric.topo.mininet import busy_interfaces, busy_message
+    except ImportError:  # no Mininet: the engine says so itself
+        return
+    busy = busy_interfaces(exp.topology)
+    if busy:
+        raise CliError(f"experiment run: {busy_message(exp.topology, busy)}", EXIT_USAGE)
+
+
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
@@ -163,6 +174,8 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
             build_pipeline(ICE_P4)
         except Bmv2Unavailable as exc:
             raise CliError(str(exc), EXIT_USAGE) from None
+    if exp.engine == "mininet":  # before anything is written: another network in the way
+        busy_check(exp)
     try:  # before the run: an unwritable --out would only fail after every mode ran
         args.out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -16,6 +16,12 @@ BMv2, p4c's JSON) is given; the controller (``icectl run``) pushes it over P4Run
 
 Hosts get their address and MAC from the spec and an on-link default route: they ARP for every
 destination and the leaf answers from its controller-filled ARP table.
+
+Switch processes run in sessions of their own (``setsid``), so Ctrl-C at ``mininet>`` (sent to
+the CLI's foreground process group) never reaches them; :class:`SwitchWatch` prints one line
+in the CLI as soon as one exits. Each switch's log is kept across starts (``ice-NAME.log`` and
+the :data:`LOG_KEEP` previous ones, ``ice-NAME.log.1`` newest). ``--pcap DIR`` records every
+switch port with ``tcpdump`` (``DIR/IFACE.pcap``), as p4-utils' ``pcap_dump`` does.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -42,11 +49,17 @@ from icefabric.topo.relay import TcpToUnixRelay
 from icefabric.topo.spec import SpecError, TopologySpec, load_topology
 from icefabric.waiting import poll_until
 
+# mininet.log makes every logger created after its import a MininetLogger with a console
+# handler of its own (logging.setLoggerClass): each of this project's lines would print twice.
+logging.setLoggerClass(logging.Logger)
+
 log = logging.getLogger(__name__)
 
 TARGETS = ("embedded", "bmv2")
 DEFAULT_CPU_PORT = CPU_PORT
 READY_TIMEOUT_S = 30.0
+LOG_KEEP = 3  # previous switch logs kept: ice-NAME.log.1 .. ice-NAME.log.3
+WATCH_INTERVAL_S = 0.2
 
 
 class SwitchStartError(RuntimeError):
@@ -97,6 +110,17 @@ def wait_for_unix(path: Path, deadline: float, proc: subprocess.Popen[Any]) -> N
 
     if not poll_until(accepts, deadline - time.monotonic(), 0.05):
         raise SwitchStartError(f"no P4Runtime server on unix:{path}")
+
+
+def rotate_log(path: Path, keep: int = LOG_KEEP) -> None:
+    """Shift ``path`` to ``path.1`` (``.1`` to ``.2`` ...), dropping the oldest beyond ``keep``.
+
+    Renames only (the log folder is private): a link is moved, never followed."""
+    for i in range(keep, 0, -1):
+        older = path.with_name(f"{path.name}.{i}")
+        newer = path if i == 1 else path.with_name(f"{path.name}.{i - 1}")
+        if os.path.lexists(newer):
+            os.replace(newer, older)
 
 
 def _tail(path: Path, lines: int = 20) -> str:
@@ -163,6 +187,7 @@ class _P4RuntimeSwitchMixin:
         cmd = self.command()
         log.info("%s: %s", self.name, " ".join(cmd))
         try:
+            rotate_log(self.log_path)
             out = open_private_log(self.log_path)
         except OSError as e:
             raise SwitchStartError(f"{self.name}: cannot open its log: {e}") from e
@@ -180,7 +205,38 @@ class _P4RuntimeSwitchMixin:
         subprocess.run(cmd, capture_output=True, check=False)
 
     def _spawn(self, cmd: list[str], out: Any) -> subprocess.Popen[bytes]:
-        return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+        # A session of its own: Ctrl-C at mininet> signals the CLI's process group, not this.
+        return subprocess.Popen(
+            cmd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+    def data_interfaces(self) -> list[str]:
+        """The names of the switch's data-plane interfaces (port order)."""
+        return [i.name for _, i in sorted(self.intfs.items()) if i.name != "lo"]
+
+    def start_pcap(self, folder: Path) -> list[subprocess.Popen[bytes]]:
+        """``tcpdump`` on every data port into ``folder/IFACE.pcap`` (own sessions)."""
+        exe = shutil.which("tcpdump")
+        if exe is None:
+            raise SwitchStartError("--pcap needs tcpdump (apt-get install tcpdump)")
+        procs = []
+        for name in self.data_interfaces():
+            cmd = [exe, "-i", name, "-U", "-s", "0", "-w", str(folder / f"{name}.pcap")]
+            procs.append(self._spawn_quiet(cmd))
+        return procs
+
+    def _spawn_quiet(self, cmd: list[str]) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            cmd,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
 
     def _await_ready(self, deadline: float) -> None:
         wait_for_port("127.0.0.1", self.grpc_port, deadline, self.proc)
@@ -258,7 +314,14 @@ class BMv2Switch(_P4RuntimeSwitchMixin, Switch):  # type: ignore[misc]
         # no IPv6 here: the kernel's neighbour discovery on the switch's ports would reach the
         # next switch as frames ice.p4 drops (counted as "unsupported" in experiments' drops)
         self.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1")
+        # Mininet's popen runs `mnexec -da PID`: -d is setsid, a session of its own.
         proc: subprocess.Popen[bytes] = self.popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+        return proc
+
+    def _spawn_quiet(self, cmd: list[str]) -> subprocess.Popen[bytes]:
+        proc: subprocess.Popen[bytes] = self.popen(
+            cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         return proc
 
     def _await_ready(self, deadline: float) -> None:
@@ -314,6 +377,28 @@ _P4RT_PARAMS = (
 )
 
 
+def interface_names(spec: TopologySpec) -> list[str]:
+    """The switch-side interface names Mininet gives ``spec``'s links (``NODE-ethPORT``)."""
+    names = [f"{h.leaf}-eth{h.port}" for h in spec.hosts]
+    for ln in spec.links:
+        names += [f"{ln.a.node}-eth{ln.a.port}", f"{ln.b.node}-eth{ln.b.port}"]
+    return sorted(set(names))
+
+
+def busy_interfaces(spec: TopologySpec, net_dir: Path = Path("/sys/class/net")) -> list[str]:
+    """Interfaces of ``spec`` that already exist here: another Mininet holds them."""
+    return [n for n in interface_names(spec) if (net_dir / n).exists()]
+
+
+def busy_message(spec: TopologySpec, busy: Sequence[str]) -> str:
+    """The one-line refusal when another network holds ``busy``."""
+    more = f" and {len(busy) - 3} more" if len(busy) > 3 else ""
+    return (
+        f"another Mininet network holds this topology's interfaces ({', '.join(busy[:3])}{more}): "
+        "stop it (exit its CLI) or clean up with `mn -c`, then run again"
+    )
+
+
 def switch_class(target: str) -> type:
     """The Mininet switch class for ``target`` ("embedded" or "bmv2")."""
     if target == "embedded":
@@ -367,8 +452,17 @@ def configure_hosts(net: Any, spec: TopologySpec) -> None:
         node.cmd(f"ip route replace default dev {intf}")
 
 
+class NetworkBusy(SwitchStartError):
+    """Another Mininet network holds interfaces this topology needs."""
+
+
 def start_network(spec: TopologySpec, **kwargs: Any) -> Any:
-    """Build and start the network for ``spec``; stops what started if any switch fails."""
+    """Build and start the network for ``spec``; stops what started if any switch fails.
+
+    NetworkBusy (before anything is created) when another network holds its interfaces."""
+    busy = busy_interfaces(spec)
+    if busy:
+        raise NetworkBusy(busy_message(spec, busy))
     net = build_network(spec, **kwargs)
     try:
         net.build()
@@ -378,6 +472,77 @@ def start_network(spec: TopologySpec, **kwargs: Any) -> Any:
         net.stop()
         raise
     return net
+
+
+class SwitchWatch:
+    """A thread that prints one line as soon as a switch process exits (in the Mininet CLI).
+
+    ``say`` gets the line (default: stdout, flushed); the controller sees the same death as a
+    lost P4Runtime connection and fails the switch over (``icectl events``, ``icectl status``)."""
+
+    def __init__(
+        self,
+        switches: Sequence[Any],
+        *,
+        say: Any = None,
+        interval_s: float = WATCH_INTERVAL_S,
+    ) -> None:
+        self.switches = list(switches)
+        self.say = say or self._print
+        self.interval_s = interval_s
+        self.reported: set[str] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="switch-watch", daemon=True)
+
+    @staticmethod
+    def _print(line: str) -> None:
+        print(line, flush=True)
+
+    def start(self) -> SwitchWatch:
+        """Start watching."""
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop watching (before the network stops the switches on purpose)."""
+        self._stop.set()
+        self._thread.join(timeout=2)
+
+    def check(self) -> list[str]:
+        """One look at every switch: the lines for switches that exited since the last look."""
+        lines = []
+        for sw in self.switches:
+            proc = getattr(sw, "proc", None)
+            if sw.name in self.reported or proc is None or proc.poll() is None:
+                continue
+            self.reported.add(sw.name)
+            rc = proc.returncode
+            how = f"killed by signal {-rc}" if rc < 0 else f"exit status {rc}"
+            lines.append(
+                f"*** switch {sw.name} is DOWN: its process {proc.pid} exited ({how}); "
+                f"log {sw.log_path}"
+            )
+        return lines
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            for line in self.check():
+                self.say(line)
+
+
+def setup_logging(verbose: bool = False) -> None:
+    """Log this project's lines to stderr, leaving Mininet's own logger alone.
+
+    Mininet prints its CLI output through the ``mininet`` logger, which also propagates to the
+    root logger: a handler there prints every line twice (``Level 25 mininet: ...``)."""
+    logger = logging.getLogger("icefabric")
+    if not any(getattr(h, "_icefabric", False) for h in logger.handlers):
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        handler._icefabric = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+    logger.setLevel(logging.INFO if verbose else logging.WARNING)
+    logger.propagate = False
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -406,9 +571,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="switch logs: LOG_DIR/ice-NAME.log (default: the private runtime dir's logs/, "
         "see control/README.md)",
     )
+    parser.add_argument(
+        "--pcap",
+        metavar="DIR",
+        type=Path,
+        help="record every switch port with tcpdump into DIR/IFACE.pcap (created 0700)",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log switch start-up lines")
     parser.add_argument("--no-cli", action="store_true", help="start, print the net, then stop")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    setup_logging(args.verbose)
     if os.geteuid() != 0:
         print("error: Mininet needs root (network namespaces and veth pairs)", file=sys.stderr)
         return 2
@@ -417,6 +589,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, SpecError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    # Hosts inherit this environment: icefabric-host finds the topology and target with no
+    # options (traffic/README.md, "In the Mininet CLI").
+    os.environ["ICE_TOPOLOGY"] = str(Path(args.topo).resolve())
+    os.environ["ICE_TARGET"] = args.target
+    if args.pcap is not None:
+        try:
+            args.pcap.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as e:
+            print(f"error: --pcap {args.pcap}: {e.strerror}", file=sys.stderr)
+            return 2
     try:
         net = start_network(
             spec,
@@ -428,7 +610,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SwitchStartError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    switches = [net.get(sw.name) for sw in spec.switches]
+    captures: list[subprocess.Popen[bytes]] = []
+    watch = SwitchWatch(switches).start()
     try:
+        if args.pcap is not None:
+            for node in switches:
+                captures += node.start_pcap(args.pcap)
+            print(f"pcap: {len(captures)} port(s) recorded into {args.pcap}/IFACE.pcap")
         for sw in spec.switches:
             line = f"{sw.name}: P4Runtime 127.0.0.1:{sw.grpc_port} device_id {sw.device_id}"
             if args.target == "bmv2":
@@ -442,7 +631,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             from mininet.cli import CLI
 
             CLI(net)
+    except SwitchStartError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     finally:
+        watch.stop()
+        for cap in captures:
+            cap.terminate()
+        for cap in captures:
+            try:
+                cap.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                cap.kill()
         net.stop()
     return 0
 
