@@ -255,8 +255,7 @@ class MininetEngine:
             cmd += ["--seed", str(exp.seed), "--start-at", repr(start_at), "--linger", "1"]
             cmd += ["--duration", repr(exp.limits.wall_s), "--stats", str(work / f"{h.name}.json")]
             cmd += ["-v"]
-            if agents is not None:
-                cmd += ["--controller", str(agents)]
+            cmd += ["--controller", str(agents) if agents is not None else "off"]
             out = (work / f"{h.name}.log").open("wb")
             procs[h.name] = node.popen(cmd, stdout=out, stderr=subprocess.STDOUT)
             out.close()

@@ -13,6 +13,15 @@ collective's dependency schedule, :class:`icefabric.traffic.workload.Schedule` a
 this host runs its share: message ids are the tags).  The process ends when its work is done
 (own messages sent and, for a schedule, every message to it arrived; ``--expect N`` waits for N
 messages), at ``--duration``, or on SIGINT/SIGTERM; ``--stats FILE`` then gets its figures.
+
+Inside a Mininet host started by ``python -m icefabric.topo.mininet`` it needs no options but its
+work: the interface is the namespace's only one, the topology comes from ``$ICE_TOPOLOGY`` and
+the host is the one whose address the interface holds (``--host`` takes a name or an address:
+the Mininet CLI turns every node name into its IP), the controller is the default agent socket
+when it exists, and the pace is the smaller of the topology's host rate and what the switch
+target (``$ICE_TARGET``) forwards without loss (:data:`TARGET_PACE_BPS`). At exit it prints one
+summary line per flow (bytes, time, goodput, loss, rate, cap, path) and exits 1 when a message
+sent to it arrived with a packet missing (``--flow``/``--expect`` work).
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ import queue
 import select
 import signal
 import socket
+import struct
 import sys
 import threading
 import time
@@ -45,6 +55,13 @@ MAX_SCHEDULE_BYTES = 64 << 20
 RX_BATCH = 64
 REPORT_EVERY_S = 1.0
 PACKET_OUTGOING = 4
+SIOCGIFADDR = 0x8915
+# The default pace (bit/s) per switch target when --line-rate and --rate-scale are not given:
+# what its Mininet fabric forwards with no loss on the shared 2-core machine (the README's
+# tour, tests/e2e/test_readme_tour.py: 1 MB, 0 lost). Python's ice-switch forwards a few
+# thousand packets/s per process; BMv2's simple_switch_grpc some tens of thousands.
+TARGET_PACE_BPS = {"embedded": 5e6, "bmv2": 20e6}
+DEFAULT_PACE_BPS = 5e6  # no topology and no target known
 
 
 class UsageError(ValueError):
@@ -95,6 +112,57 @@ def iface_mac(iface: str) -> str:
         raise UsageError(f"--iface {iface}: no such interface in this namespace") from None
 
 
+def namespace_interfaces() -> list[str]:
+    """The interfaces of this network namespace other than loopback, sorted."""
+    try:
+        names = os.listdir("/sys/class/net")
+    except OSError:
+        return []
+    return sorted(n for n in names if n != "lo" and not n.startswith("bonding_"))
+
+
+def default_iface() -> str:
+    """The namespace's only interface (a Mininet host's ``hN-eth0``); UsageError otherwise."""
+    names = namespace_interfaces()
+    if len(names) != 1:
+        listed = ", ".join(names) or "none"
+        raise UsageError(
+            f"--iface is needed: this namespace has {len(names)} interfaces ({listed})"
+        )
+    return names[0]
+
+
+def iface_ipv4(iface: str) -> str | None:
+    """The IPv4 address of ``iface`` (SIOCGIFADDR), None when it has none."""
+    import fcntl
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            req = struct.pack("256s", iface.encode()[:15])
+            res = fcntl.ioctl(s.fileno(), SIOCGIFADDR, req)
+        except OSError:
+            return None
+    return socket.inet_ntoa(res[20:24])
+
+
+def default_controller() -> list[str]:
+    """The default agent channel when it is there (next to ``icectl run``'s API socket)."""
+    from icefabric.control.agents.protocol import agent_socket_for
+    from icefabric.control.paths import default_socket
+
+    api = os.environ.get("ICECTL_SOCKET") or str(default_socket())
+    path = agent_socket_for(api)
+    return [str(path)] if path.exists() else []
+
+
+def fmt_bps(bps: float) -> str:
+    """``4.98 Mbit/s``."""
+    for unit, div in (("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3)):
+        if bps >= div:
+            return f"{bps / div:.3g} {unit}"
+    return f"{bps:.3g} bit/s"
+
+
 class RealTimeHost:
     """The host's event loop: socket in, endpoint, agent, socket out, agent channel."""
 
@@ -119,6 +187,9 @@ class RealTimeHost:
         self.t0_unix = time.time()  # the wall clock at now_us() == 0 (to line hosts up)
         self._flows: dict[str, FlowKey] = {}  # schedule flow id -> key
         self.executor: Any = None  # a WorkloadExecutor running this host's share, if any
+        self.cap_applied: dict[FlowKey, float] = {}  # the last cap the controller set per flow
+        self.posted_bytes: dict[FlowKey, int] = {}  # message bytes posted per flow
+        self.short_messages = 0  # messages that completed with bytes missing
         endpoint.on_message = self._on_message
 
     def now_us(self) -> float:
@@ -145,6 +216,7 @@ class RealTimeHost:
         """Queue a message to ``dst_ip`` (one flow per flow id; a new one per call without)."""
         key = self.open_flow(dst_ip, job=job, flow_id=flow_id)
         self.endpoint.post_send(key, nbytes, tag, now_us=self.now_us())
+        self.posted_bytes[key] = self.posted_bytes.get(key, 0) + nbytes
         return key
 
     def _on_message(self, key: FlowKey, tag: int, nbytes: int, now_us: float) -> None:
@@ -184,7 +256,11 @@ class RealTimeHost:
             if done_at is not None and wall - done_at >= linger_s:
                 break
             while not self.caps.empty():
-                self.agent.apply_caps(self.caps.get())
+                caps = self.caps.get()
+                self.agent.apply_caps(caps)
+                for key, bps in caps.items():
+                    if key in self.agent.flows and isinstance(bps, int | float) and bps > 0:
+                        self.cap_applied[key] = float(bps)
             now = self.now_us()
             t = self.agent.next_timer_us()
             if t is not None and t <= now:
@@ -232,6 +308,49 @@ class RealTimeHost:
             self.send_errors += 1
             log.warning("send failed: %s", exc)
 
+    def summary_lines(
+        self,
+        host_names: dict[str, str] | None = None,
+        switch_names: dict[int, str] | None = None,
+        rate_note: str = "",
+    ) -> list[str]:
+        """One iperf-like line per flow sent and per flow received (see the module docstring)."""
+        hosts = host_names or {}
+        sws = switch_names or {}
+        me = self.agent.host
+        lines = []
+        for key, st in sorted(self.endpoint.tx_stats().items(), key=lambda kv: kv[0].qp):
+            peer = hosts.get(key.dst_ip, key.dst_ip)
+            secs = _span_s(st.first_tx_us, st.last_tx_us)
+            rate = st.bytes_sent * 8 / secs if secs > 0 else 0.0
+            cap = self.cap_applied.get(key)
+            path = ">".join(sws.get(i, str(i)) for i in st.path_switches) or "- (no INT feedback)"
+            left = self.endpoint.backlog_bytes(key)
+            lines.append(
+                f"{me} -> {peer} qp {key.qp:#x}: sent {self.posted_bytes.get(key, 0)} bytes "
+                f"({st.packets_sent} packets, {st.bytes_sent} on the wire) in {secs:.3f} s, "
+                f"{fmt_bps(rate)}"
+                f"{rate_note}, cap {fmt_bps(cap) + ' applied' if cap else 'none'}, path {path}"
+                + (f", {left} bytes NOT SENT" if left else "")
+            )
+        for key, st in sorted(self.endpoint.rx_stats().items(), key=lambda kv: kv[0].qp):
+            peer = hosts.get(key.src_ip, key.src_ip)
+            secs = _span_s(st.first_rx_us, st.last_rx_us)
+            total = st.packets_received + st.psn_gap_losses
+            pct = 100.0 * st.psn_gap_losses / total if total else 0.0
+            verdict = "complete" if st.psn_gap_losses == 0 else "INCOMPLETE"
+            lines.append(
+                f"{me} <- {peer} qp {key.qp:#x}: received {st.bytes_received} bytes "
+                f"({st.packets_received} of {total} packets) in {secs:.3f} s, goodput "
+                f"{fmt_bps(st.goodput_bps())}, lost {st.psn_gap_losses} ({pct:.1f} %), "
+                f"{st.messages_received} message(s) {verdict}"
+            )
+        return lines
+
+    def lost_packets(self) -> int:
+        """Packets missing from the flows sent to this host (PSN gaps)."""
+        return sum(st.psn_gap_losses for st in self.endpoint.rx_stats().values())
+
     def stats(self) -> dict[str, Any]:
         """Everything the host measured, as plain data."""
         ep = self.endpoint
@@ -258,6 +377,26 @@ class RealTimeHost:
         return out
 
 
+def outcome(host: RealTimeHost, *, scheduled: bool) -> tuple[int, str | None]:
+    """The exit code of a finished run and why it is not 0.
+
+    1 when the work was not done, or (``--flow``/``--expect`` work) when a message sent here
+    arrived with packets missing: it did not arrive whole. Schedule runs are experiments, whose
+    losses are measured and reported rather than failed on."""
+    if not host.done():
+        return 1, "stopped before its work was done"
+    lost = host.lost_packets()
+    if not scheduled and lost:
+        return 1, f"{lost} packet(s) lost: a message arrived incomplete"
+    return 0, None
+
+
+def _span_s(first_us: float | None, last_us: float | None) -> float:
+    if first_us is None or last_us is None:
+        return 0.0
+    return max(0.0, (last_us - first_us) / 1e6)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``icefabric-host`` command line."""
     ap = argparse.ArgumentParser(
@@ -269,35 +408,50 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog=(
             "examples:\n"
+            "  mininet> h3 icefabric-host --expect 1 &        # in the Mininet CLI: all defaults\n"
+            "  mininet> h1 icefabric-host --flow h3:1000000\n"
             "  icefabric-host --iface h2-eth0 --ip 10.0.2.1 --gateway-mac 02:1c:e0:00:00:02 --expect 1\n"
             "  icefabric-host --iface h1-eth0 --ip 10.0.1.1 --gateway-mac 02:1c:e0:00:00:01 \\\n"
             "      --flow 10.0.2.1:1000000 --kind ice --line-rate 100M --rate-scale 1e-3 \\\n"
             "      --controller /run/icefabric/icectl-agents.sock --stats h1.json\n"
             "  icefabric-host --topology topo.yaml --host h1 --iface h1-eth0 --schedule s.json\n"
-            "exit codes: 0 done, 1 runtime failure, 2 bad options or input files"
+            "exit codes: 0 done, 1 runtime failure or a message that arrived with packets "
+            "missing, 2 bad options or input files"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ap.add_argument("--iface", required=True, help="network interface to send and receive on")
+    ap.add_argument(
+        "--iface",
+        help="network interface to send and receive on (default: the namespace's only one)",
+    )
     ap.add_argument(
         "--topology",
         type=Path,
-        help="topology spec: fills --ip/--mac/--gateway-mac/--line-rate from --host",
+        default=Path(os.environ["ICE_TOPOLOGY"]) if os.environ.get("ICE_TOPOLOGY") else None,
+        help="topology spec: fills --ip/--mac/--gateway-mac/--line-rate from --host "
+        "(default: $ICE_TOPOLOGY, which the Mininet bring-up sets)",
     )
-    ap.add_argument("--host", help="this host's name (the topology's; reported to the controller)")
+    ap.add_argument(
+        "--host",
+        help="this host: its name or address in the topology (default: the host whose address "
+        "the interface holds); reported to the controller",
+    )
     ap.add_argument("--ip", help="this host's IPv4 address")
     ap.add_argument("--mac", help="this host's MAC (default: the interface's)")
     ap.add_argument("--gateway-mac", help="MAC to send to (the leaf's router MAC, or the peer's)")
     ap.add_argument(
         "--line-rate",
         default=None,
-        help="NIC rate, bit/s (100M, 10G ...; default 100M or the topology's x --rate-scale)",
+        help="NIC rate, bit/s (100M, 10G ...); default: the topology's host rate x --rate-scale "
+        "when that is given, else the smaller of the topology's rate and the pace $ICE_TARGET's "
+        "switches take without loss (embedded 5M, bmv2 20M)",
     )
     ap.add_argument(
         "--rate-scale",
         type=float,
-        default=1.0,
-        help="factor between the topology's link rates and the switches' queue rates (INT link rates are multiplied by it); default 1",
+        default=None,
+        help="factor between the topology's link rates and the switches' queue rates (INT link "
+        "rates are multiplied by it); default 1",
     )
     ap.add_argument(
         "--kind", choices=RATE_KINDS, default="ice", help="rate algorithm (default ice)"
@@ -319,8 +473,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         type=str,
-        metavar="DST_IP:BYTES",
-        help="send one message of BYTES to DST_IP on a new QP (repeatable)",
+        metavar="DST:BYTES",
+        help="send one message of BYTES to DST (an IP, or a host name with --topology) on a new "
+        "QP (repeatable)",
     )
     ap.add_argument(
         "--schedule",
@@ -349,7 +504,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="ADDR",
-        help="controller's agent channel: a Unix socket path or tcp:HOST:PORT (repeat for a backup)",
+        help="controller's agent channel: a Unix socket path or tcp:HOST:PORT (repeat for a "
+        "backup); default: icectl run's default agent socket when it exists; 'off': none",
     )
     ap.add_argument(
         "--token-file",
@@ -362,6 +518,10 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "-v", "--verbose", action="store_true", help="log every message and connection event"
     )
+    ap.add_argument("-q", "--quiet", action="store_true", help="no summary lines (exit code only)")
+    from icefabric import __version__
+
+    ap.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return ap
 
 
@@ -374,30 +534,68 @@ class HostConfig:
     mac: str
     gateway_mac: str
     line_rate_bps: float
+    iface: str = ""
+    rate_scale: float = 1.0
+    rate_note: str = ""  # how the pace was chosen, for the summary line
+    host_names: dict[str, str] | None = None  # ip -> host name (topology)
+    switch_names: dict[int, str] | None = None  # switch id -> name (topology)
+
+
+def _find_host(spec: Any, what: str, topology: Path) -> Any:
+    """A host of ``spec`` by name or by address."""
+    try:
+        return spec.host(what)
+    except KeyError:
+        pass
+    for h in spec.hosts:
+        if h.address == what:
+            return h
+    raise UsageError(f"--host {what}: no host of that name or address in {topology}")
 
 
 def resolve(args: argparse.Namespace) -> HostConfig:
     """Fill the host's addresses and rate from the options and the topology (UsageError)."""
+    iface = args.iface or default_iface()
     name, ip, gw, line = args.host, args.ip, args.gateway_mac, None
+    scale = args.rate_scale if args.rate_scale is not None else 1.0
+    note = ""
+    host_names = switch_names = None
     if args.topology is not None:
         from icefabric.control.fabric import switch_mac
         from icefabric.topo.spec import SpecError, load_topology
 
-        if not args.host:
-            raise UsageError("--topology needs --host NAME")
         try:
             spec = load_topology(args.topology)
-            h = spec.host(args.host)
         except SpecError as exc:
             raise UsageError(f"{args.topology}: {str(exc).splitlines()[0]}") from None
-        except KeyError:
-            raise UsageError(f"--host {args.host}: no such host in {args.topology}") from None
         except OSError as exc:
             raise UsageError(f"{args.topology}: {exc.strerror}") from None
+        if args.host:
+            h = _find_host(spec, args.host, args.topology)
+        else:
+            mine = args.ip or iface_ipv4(iface)
+            h = _find_host(spec, mine, args.topology) if mine else None
+            if h is None:
+                raise UsageError(
+                    f"--host is needed: {iface} has no IPv4 address of a host in {args.topology}"
+                )
+        name = h.name
         ip = ip or h.address
         gw = gw or switch_mac(spec.switch(h.leaf).switch_id)
-        line = spec.host_rate(h) * 1e9 * args.rate_scale
+        topo_bps = spec.host_rate(h) * 1e9
+        if args.rate_scale is not None:
+            line = topo_bps * scale
+        else:
+            target = os.environ.get("ICE_TARGET", "embedded")
+            pace = TARGET_PACE_BPS.get(target, DEFAULT_PACE_BPS)
+            line = min(topo_bps, pace)
+            if pace < topo_bps:
+                note = f" (paced for {target} switches; --line-rate to change)"
         args.mac = args.mac or h.mac
+        host_names = {x.address: x.name for x in spec.hosts}
+        switch_names = {s.switch_id: s.name for s in spec.switches}
+    elif args.host:
+        name = args.host
     if not ip:
         raise UsageError("--ip is required (or --topology with --host)")
     try:
@@ -413,11 +611,32 @@ def resolve(args: argparse.Namespace) -> HostConfig:
             except ValueError as exc:
                 raise UsageError(f"{opt}: {exc}") from None
     if args.line_rate is not None:
-        line = parse_rate(args.line_rate)
-    mac = args.mac or iface_mac(args.iface)
+        line, note = parse_rate(args.line_rate), ""
+    if line is None:
+        line, note = DEFAULT_PACE_BPS, ""
+    mac = args.mac or iface_mac(iface)
     return HostConfig(
-        name=name or args.iface, ip=ip, mac=mac, gateway_mac=gw, line_rate_bps=line or 100e6
+        name=name or iface,
+        ip=ip,
+        mac=mac,
+        gateway_mac=gw,
+        line_rate_bps=line,
+        iface=iface,
+        rate_scale=scale,
+        rate_note=note,
+        host_names=host_names,
+        switch_names=switch_names,
     )
+
+
+def resolve_flow(text: str, host_names: dict[str, str] | None) -> FlowArg:
+    """``--flow DST:BYTES`` where DST is an IP or (with a topology) a host name."""
+    dst, sep, size = text.rpartition(":")
+    if host_names:
+        by_name = {v: k for k, v in host_names.items()}
+        if dst in by_name:
+            return parse_flow(f"{by_name[dst]}{sep}{size}")
+    return parse_flow(text)
 
 
 def _load_schedule(path: Path) -> Any:
@@ -444,11 +663,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         cfg = resolve(args)
-        flows = [parse_flow(f) for f in args.flow]
+        flows = [resolve_flow(f, cfg.host_names) for f in args.flow]
         schedule = None
         if args.schedule is not None:
-            if args.topology is None or not args.host:
-                raise UsageError("--schedule needs --topology and --host")
+            if args.topology is None:
+                raise UsageError("--schedule needs --topology")
             schedule = _load_schedule(args.schedule)
         if args.mtu < 64 or args.mtu > 9000:
             raise UsageError(f"--mtu {args.mtu}: expected 64..9000")
@@ -474,7 +693,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             gateway_mac=cfg.gateway_mac,
             mtu=args.mtu,
             cnp_interval_us=DcqcnParams().scaled(cfg.line_rate_bps).cnp_interval_us,
-            link_rate_scale=args.rate_scale,
+            link_rate_scale=cfg.rate_scale,
             granularity_us=100.0,
         )
     except (UsageError, ValueError) as exc:
@@ -483,12 +702,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         from icefabric.target.ports import open_raw_socket
 
-        sock = open_raw_socket(args.iface)
+        sock = open_raw_socket(cfg.iface)
     except OSError as exc:
-        print(f"icefabric-host: --iface {args.iface}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"icefabric-host: --iface {cfg.iface}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     client = None
     host = RealTimeHost(endpoint, sock, expect_messages=args.expect)
+    if not args.controller:
+        args.controller = default_controller()
+    args.controller = [c for c in args.controller if c != "off"]
     if args.controller:
         from icefabric.control.agents.client import AgentClient
 
@@ -518,7 +740,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 host.open_flow(ips[m.dst_host], job=schedule.job, flow_id=m.flow_id)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: host.stop.set())
-    log.info("%s ready on %s (%s, %s)", cfg.name, args.iface, cfg.ip, args.kind)
+    log.info("%s ready on %s (%s, %s)", cfg.name, cfg.iface, cfg.ip, args.kind)
     if args.start_at is not None:
         host.stop.wait(max(0.0, args.start_at - time.time()))
     for i, f in enumerate(flows):
@@ -526,9 +748,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     rc = 0
     try:
         host.run(duration_s=args.duration, linger_s=args.linger)
-        if not host.done():
-            log.warning("%s: stopped before its work was done", cfg.name)
-            rc = 1
+        rc, why = outcome(host, scheduled=schedule is not None)
+        if why:
+            print(f"icefabric-host: {cfg.name}: {why}", file=sys.stderr)
+        if not args.quiet:
+            for line in host.summary_lines(cfg.host_names, cfg.switch_names, cfg.rate_note):
+                print(line, flush=True)
     finally:
         if client is not None:
             with contextlib.suppress(Exception):

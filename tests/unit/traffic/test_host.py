@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import socket
 import threading
 from collections.abc import Callable
@@ -13,7 +14,15 @@ from icefabric.control.agents.client import AgentClient
 from icefabric.control.agents.server import AgentServer
 from icefabric.traffic.agent import Agent
 from icefabric.traffic.endpoint import Endpoint
-from icefabric.traffic.host import RealTimeHost, main
+from icefabric.traffic.host import (
+    TARGET_PACE_BPS,
+    RealTimeHost,
+    build_parser,
+    main,
+    outcome,
+    resolve,
+    resolve_flow,
+)
 from icefabric.waiting import poll_until
 
 
@@ -116,3 +125,96 @@ def test_bad_options_exit_2_with_one_line(
     err = capsys.readouterr().err.strip()
     assert err.startswith("icefabric-host: ") and message in err
     assert "\n" not in err
+
+
+def _pair() -> tuple[RealTimeHost, RealTimeHost]:
+    a_sock, b_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    return _host("h1", "10.0.1.1", a_sock), _host("h3", "10.0.2.1", b_sock, expect=1)
+
+
+def _deliver(a: RealTimeHost, b: RealTimeHost, drop: set[int]) -> None:
+    """Every frame ``a`` sends reaches ``b`` except the ``drop``-th ones (0-based)."""
+    sent = 0
+    now = 0.0
+    while a.endpoint.backlog_bytes() > 0:
+        now += 1000.0
+        for frame in a.endpoint.poll(now):
+            if sent not in drop:
+                b.endpoint.receive(now, frame)
+            sent += 1
+
+
+def test_a_message_with_a_packet_missing_fails_the_receiver_and_its_summary_says_so() -> None:
+    a, b = _pair()
+    key = a.post("10.0.2.1", 20_000, tag=1)
+    _deliver(a, b, drop={3})
+    assert b.done()  # the last packet arrived: the message "completed" short
+    rc, why = outcome(b, scheduled=False)
+    assert rc == 1 and why is not None and "1 packet(s) lost" in why
+    (line,) = b.summary_lines({"10.0.1.1": "h1", "10.0.2.1": "h3"})
+    assert line.startswith(f"h3 <- h1 qp {key.qp:#x}: received ")
+    assert "lost 1 (" in line and "INCOMPLETE" in line
+    # An experiment's schedule run measures losses instead of failing on them.
+    assert outcome(b, scheduled=True) == (0, None)
+
+
+def test_a_whole_message_exits_0_and_both_ends_print_an_iperf_like_line() -> None:
+    a, b = _pair()
+    key = a.post("10.0.2.1", 20_000, tag=1)
+    _deliver(a, b, drop=set())
+    assert outcome(b, scheduled=False) == (0, None) and outcome(a, scheduled=False) == (0, None)
+    a.cap_applied[key] = 47.5e9
+    a.endpoint.tx[key].stats.path_switches = (1, 5, 2)
+    names = {"10.0.1.1": "h1", "10.0.2.1": "h3"}
+    (tx,) = a.summary_lines(names, {1: "leaf1", 5: "spine1", 2: "leaf2"})
+    assert tx.startswith(f"h1 -> h3 qp {key.qp:#x}: sent 20000 bytes (")
+    assert "cap 47.5 Gbit/s applied, path leaf1>spine1>leaf2" in tx
+    (rx,) = b.summary_lines(names)
+    assert "received 20000 bytes (20 of 20 packets)" in rx and "lost 0 (0.0 %)" in rx
+    assert "1 message(s) complete" in rx and "goodput " in rx
+
+
+TOPO = Path(__file__).resolve().parents[3] / "topo" / "examples" / "leaf_spine_2x4.yaml"
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    return build_parser().parse_args(list(argv))
+
+
+def test_the_host_is_found_by_name_by_address_or_by_the_interface_address(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("ICE_TARGET", raising=False)
+    by_name = resolve(_args("--iface", "lo", "--topology", str(TOPO), "--host", "h3"))
+    # Mininet's CLI turns `h3` into its address before the program sees it.
+    by_ip = resolve(_args("--iface", "lo", "--topology", str(TOPO), "--host", by_name.ip))
+    assert (by_ip.name, by_ip.ip) == ("h3", by_name.ip)
+    monkeypatch.setattr("icefabric.traffic.host.iface_ipv4", lambda iface: by_name.ip)
+    monkeypatch.setattr("icefabric.traffic.host.namespace_interfaces", lambda: ["h3-eth0"])
+    monkeypatch.setattr("icefabric.traffic.host.iface_mac", lambda iface: "02:00:00:00:00:09")
+    monkeypatch.setenv("ICE_TOPOLOGY", str(TOPO))
+    auto = resolve(_args())  # inside a Mininet host: nothing to say
+    assert (auto.name, auto.iface, auto.ip) == ("h3", "h3-eth0", by_name.ip)
+    flow = resolve_flow("h1:1000", auto.host_names)
+    assert flow.dst_ip == resolve(_args("--host", "h1")).ip and flow.nbytes == 1000
+
+
+def test_default_pace_is_what_the_target_forwards_not_the_topology_rate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    base = ("--iface", "lo", "--topology", str(TOPO), "--host", "h1")
+    monkeypatch.setenv("ICE_TARGET", "embedded")
+    assert resolve(_args(*base)).line_rate_bps == TARGET_PACE_BPS["embedded"] < 100e9
+    monkeypatch.setenv("ICE_TARGET", "bmv2")
+    assert resolve(_args(*base)).line_rate_bps == TARGET_PACE_BPS["bmv2"]
+    # an explicit scale (the experiment engines) or rate wins
+    assert resolve(_args(*base, "--rate-scale", "1e-3")).line_rate_bps == pytest.approx(100e6)
+    assert resolve(_args(*base, "--line-rate", "7M")).line_rate_bps == 7e6
+
+
+def test_an_unknown_host_name_or_address_is_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["--iface", "lo", "--topology", str(TOPO), "--host", "10.9.9.9"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"icefabric-host: --host 10.9.9.9: no host of that name or address in {TOPO}"
