@@ -3,25 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import asdict
 from typing import Any
 
 from icefabric.control.p4rt import SwitchConnection
+from icefabric.control.telemetry.counters import read_switch_counters
 from icefabric.p4src import ice_p4 as n
 
 
 def read_stats(conn: SwitchConnection, ports: Mapping[int, str]) -> dict[str, Any]:
     """Per port (of ``ports``: number -> kind) rx/tx, per tag packets, drops by reason."""
-    rx = {
-        c.index: c.data for c in conn.read_counters(n.COUNTER_PORT_RX_COUNTER) if c.index in ports
-    }
-    tx = {
-        c.index: c.data for c in conn.read_counters(n.COUNTER_PORT_TX_COUNTER) if c.index in ports
-    }
-    drops = [
-        {"reason": n.DROP_REASONS.get(c.index or 0, str(c.index)), "packets": c.data.packet_count}
-        for c in conn.read_counters(n.COUNTER_DROP_REASON_COUNTER)
-        if c.data is not None and c.data.packet_count
-    ]
+    counted = read_switch_counters(conn, ports)
+    drops = [{"reason": r, "packets": v} for r, v in counted.drops.items()]
     tags = []
     for d in conn.read_direct_counters(n.TABLE_TAG_FORWARD):
         if d.data is not None and d.data.packet_count:
@@ -30,21 +23,9 @@ def read_stats(conn: SwitchConnection, ports: Mapping[int, str]) -> dict[str, An
                 {"tag": _match_int(tag), "packets": d.data.packet_count, "bytes": d.data.byte_count}
             )
     tags.sort(key=lambda t: t["tag"])
-
-    def pkts(m: Mapping[int | None, Any], p: int, attr: str) -> int:
-        d = m.get(p)
-        return int(getattr(d, attr)) if d is not None else 0
-
     return {
         "ports": [
-            {
-                "port": p,
-                "kind": kind,
-                "rx_packets": pkts(rx, p, "packet_count"),
-                "rx_bytes": pkts(rx, p, "byte_count"),
-                "tx_packets": pkts(tx, p, "packet_count"),
-                "tx_bytes": pkts(tx, p, "byte_count"),
-            }
+            {"port": p, "kind": kind, **asdict(counted.ports[p])}
             for p, kind in sorted(ports.items())
         ],
         "tags": tags,

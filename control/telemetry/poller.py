@@ -7,10 +7,10 @@ import logging
 import threading
 from collections.abc import Callable, Mapping
 
-from icefabric.control.p4rt import SwitchConnection, SwitchPool
-from icefabric.control.telemetry.store import PollResult, TelemetryStore
+from icefabric.control.p4rt import SwitchPool
+from icefabric.control.telemetry.counters import read_switch_counters
+from icefabric.control.telemetry.store import TelemetryStore
 from icefabric.control.topology import Topology
-from icefabric.p4src import ice_p4 as n
 
 log = logging.getLogger(__name__)
 
@@ -25,24 +25,6 @@ def switch_ports(topo: Topology) -> dict[str, set[int]]:
         if ln.dst in switches:
             out[ln.dst].add(ln.dst_port)
     return out
-
-
-def read_counters(conn: SwitchConnection, ports: set[int]) -> PollResult:
-    """One switch's rx/tx packets of ``ports`` and its drops by reason."""
-    res = PollResult()
-    rx = {c.index: c.data for c in conn.read_counters(n.COUNTER_PORT_RX_COUNTER)}
-    tx = {c.index: c.data for c in conn.read_counters(n.COUNTER_PORT_TX_COUNTER)}
-    for p in ports:
-        r, t = rx.get(p), tx.get(p)
-        res.ports[p] = (
-            int(r.packet_count) if r is not None else 0,
-            int(t.packet_count) if t is not None else 0,
-        )
-    for c in conn.read_counters(n.COUNTER_DROP_REASON_COUNTER):
-        if c.data is not None and c.data.packet_count:
-            reason = n.DROP_REASONS.get(c.index or 0, str(c.index))
-            res.drops[reason] = int(c.data.packet_count)
-    return res
 
 
 class CounterPoller:
@@ -93,12 +75,15 @@ class CounterPoller:
         """Read every connected switch once and hand the counters to the store."""
         live = [name for name, c in self.pool.items() if c.is_connected]
         results = self.pool.run_all(
-            lambda c: read_counters(c, self.ports.get(c.name, set())),
+            lambda c: read_switch_counters(c, self.ports.get(c.name, set())),
             names=live,
             operation="counters",
             raise_errors=False,
         )
-        got = results
         self.store.add_counters(
-            {k: v.ports for k, v in got.items()}, {k: v.drops for k, v in got.items()}
+            {
+                sw: {p: (c.rx_packets, c.tx_packets) for p, c in got.ports.items()}
+                for sw, got in results.items()
+            },
+            {sw: got.drops for sw, got in results.items()},
         )

@@ -28,7 +28,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from icefabric.control.topology import Topology, TopologyError
@@ -137,6 +137,7 @@ class TelemetryStore:
         self.switch_drops: dict[str, dict[str, int]] = {}  # switch -> reason -> packets
         self.counters = StoreCounters()
         self.mismatch_examples: deque[dict[str, Any]] = deque(maxlen=10)
+        self.mismatches_by_flow: dict[str, int] = {}  # planned flows only: bounded by the plan
 
     # -- input -----------------------------------------------------------------------------
 
@@ -207,6 +208,7 @@ class TelemetryStore:
         self.counters.path_checked += 1
         if tuple(actual) != planned:
             self.counters.path_mismatches += 1
+            self.mismatches_by_flow[flow] = self.mismatches_by_flow.get(flow, 0) + 1
             self.mismatch_examples.append(
                 {
                     "flow": flow,
@@ -296,13 +298,6 @@ class TelemetryStore:
                     "counter_polls": c.counter_polls,
                 },
                 "mismatches": list(self.mismatch_examples),
+                "mismatches_by_flow": dict(sorted(self.mismatches_by_flow.items())),
                 "target": self.target,
             }
-
-
-@dataclass(slots=True)
-class PollResult:
-    """One switch's counters as the poller read them."""
-
-    ports: dict[int, tuple[int, int]] = field(default_factory=dict)
-    drops: dict[str, int] = field(default_factory=dict)
