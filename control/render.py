@@ -80,3 +80,10 @@ def human_bytes(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
         n /= 1000
     return f"{n:.2f} TB"
+
+
+def load_ms(seconds: float | None) -> str:
+    """A link load (the busiest link's planned bytes / its rate, in seconds) as ``37.6 ms``."""
+    if seconds is None:
+        return "-"
+    return f"{seconds * 1e3:.3g} ms"

@@ -116,9 +116,11 @@ class AgentHub:
                 self.flows.lose(host)
                 self.pushed.pop(host, None)
                 changed: list[str] = []
+                ctl.events.record("agent_leave", f"agent {host} left (session lost)", host=host)
             else:
                 if kind == "joined":
                     self.pushed.pop(host, None)  # a new session has no caps yet
+                    ctl.events.record("agent_join", f"agent {host} joined", host=host)
                 reports = self.server.flows(host).get(host, []) if self.server else []
                 changed = self.flows.update(host, reports, ctl.flows, self._address)
             if changed:
@@ -155,6 +157,9 @@ class AgentHub:
         self.key_latency.observe(ms / 1e3)
         self.key_installs.append(
             KeyInstall(why=why, flows=flows, entries=written, ms=ms, at=time.time())
+        )
+        self.ctl.events.record(
+            "install", f"{why}: {written} entries written in {ms:.1f} ms", entries=written
         )
         log.info("%s: %d entries written in %.1f ms", why, written, ms)
         return written
@@ -261,6 +266,14 @@ class AgentHub:
             if self.server.push_caps(host, mine):
                 self.pushed[host] = dict(mine)
                 sent += 1
+                top = max(mine.values(), default=0.0)
+                self.ctl.events.record(
+                    "caps_pushed",
+                    f"caps to {host}: {len(mine)} flow(s)"
+                    + (f", highest {top / 1e9:.3g} Gbit/s" if mine else " (none)"),
+                    host=host,
+                    flows=len(mine),
+                )
         return sent
 
     # -- views -----------------------------------------------------------------------------

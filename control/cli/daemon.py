@@ -32,10 +32,13 @@ def cmd_status(args: argparse.Namespace) -> int:
         render.emit_json(st)
         return EXIT_OK
     con = render.console()
+    health = st.get("health") or {"state": "ok", "summary": "", "problems": []}
+    colour = {"ok": "green", "degraded": "yellow", "down": "red"}.get(health["state"], "red")
+    con.print(f"[bold {colour}]{health['summary']}[/bold {colour}]", highlight=False)
     con.print(
         f"controller [bold]{st['role']}[/bold] (election id {st['election_id']}), mode "
         f"[bold]{st['mode']}[/bold], topology {st['topology']}, {st['jobs']} job(s), "
-        f"{st['flows']} planned flow(s), max link load {st['max_load']:.3g}"
+        f"{st['flows']} planned flow(s), max link load {render.load_ms(st['max_load'])}"
     )
     con.print(
         render.table(
@@ -50,9 +53,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     probes = st.get("link_probes", {})
     if probes.get("enabled"):
         down = probes["down"]
+        unknown = [x["link"] for x in probes["links"] if x.get("state") == "unknown"]
         con.print(
             f"link probes every {probes['interval_ms']:.0f} ms: {len(probes['links'])} link(s), "
             f"{len(down)} down{' (' + ', '.join(down) + ')' if down else ''}, "
+            f"{len(unknown)} unknown{' (' + ', '.join(unknown) + ')' if unknown else ''}, "
             f"{len(probes['miswired'])} miswiring warning(s) (details: icectl links)"
         )
     else:
@@ -97,7 +102,7 @@ def cmd_jobs_add(args: argparse.Namespace) -> int:
     else:
         print(
             f"job {res['job']}: {res['flows']} flow(s) planned, {res['entries']} entries "
-            f"written in {res['install_ms']:.1f} ms; max link load {res['max_load']:.3g}"
+            f"written in {res['install_ms']:.1f} ms; max link load {render.load_ms(res['max_load'])}"
         )
     return EXIT_OK
 

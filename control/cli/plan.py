@@ -354,9 +354,11 @@ def _add_run(verbs: Verbs) -> None:
     p.add_argument(
         "--switch-dead",
         type=float,
-        default=None,
+        default=1.0,
         metavar="SECONDS",
-        help="treat a switch unreachable this long as failed and replan around it (default: never)",
+        help="treat a switch whose P4Runtime connection broke this long ago as failed and "
+        "replan around it (default 1; 0: never). A killed switch is routed around within "
+        "this + the replan (< 3 s in all, control/README.md)",
     )
     p.add_argument(
         "--probe-interval",

@@ -23,6 +23,7 @@ from icefabric.control.ccl.demand import Flow, demand_from_job
 from icefabric.control.ccl.job import JobSpec, parse_job
 from icefabric.control.congestion.allocator import DEFAULT_TARGET, RateAllocator
 from icefabric.control.controller.desired import DesiredState
+from icefabric.control.controller.eventlog import EventLog, events_path
 from icefabric.control.controller.events import SwitchEvents
 from icefabric.control.controller.failures import FailureHandling
 from icefabric.control.controller.linkfail import LinkFailures
@@ -43,6 +44,9 @@ from icefabric.topo.spec import TopologySpec
 log = logging.getLogger(__name__)
 
 PRIMARY_ELECTION_ID = 100
+# A switch whose P4Runtime connection broke is failed over after this long (icectl run
+# --switch-dead; a killed process breaks it at once): detection within 1 s + the replan.
+DEFAULT_SWITCH_DEAD_S = 1.0
 BACKUP_ELECTION_ID = 50
 
 
@@ -69,7 +73,7 @@ class Controller(
         state_file: str | Path | None = None,
         report_buffer: int = 1000,
         connect_timeout: float = 10.0,
-        switch_dead_s: float | None = None,
+        switch_dead_s: float | None = DEFAULT_SWITCH_DEAD_S,
         probe_interval_s: float = DEFAULT_INTERVAL_S,
         probe_misses: int = DEFAULT_MISSES,
         rate_target: float = DEFAULT_TARGET,
@@ -101,6 +105,8 @@ class Controller(
             on_over_target=self.agents.over_target,
         )
         self.state_file = Path(state_file) if state_file else None
+        # what happened, in order (icectl events): kept next to the state file across restarts
+        self.events = EventLog(events_path(self.state_file) if self.state_file else None)
         self.state_errors: list[str] = []  # what the last state-file load could not read
         self._state_written = b""  # bytes last written, so an unchanged state is not rewritten
         self.takeover_retry_s = 1.0  # a failed takeover is retried after this long
@@ -209,6 +215,12 @@ class Controller(
             self._start_link_monitor()
             self.agents.reallocate("takeover")
             writes = sum(s.writes for s in summaries.values())
+            self.events.record(
+                "controller_start",
+                f"controller primary (election id {self.election_id}) on {len(self.pool)} "
+                f"switches: {writes} writes",
+                writes=writes,
+            )
             log.info(
                 "active on %d switches: %d writes to reach the desired state in %.1f ms",
                 len(self.pool),
@@ -256,6 +268,9 @@ class Controller(
             plan_s = time.perf_counter() - t0
             self._register(job, demand.flows)
             self.agents.job_added(job.name, job.phases[0].name)
+            self.events.record(
+                "job_add", f"job {job.name} added: {len(demand.flows)} flow(s)", job=job.name
+            )
             try:
                 rep = self._install_change(f"job {job.name} added", plan_s)
             except StateWriteError:  # nothing reached a switch: forget the job again
@@ -290,6 +305,7 @@ class Controller(
                 self.planner.remove_job(name)
             plan_s = time.perf_counter() - t0
             self._unregister(name, gone)
+            self.events.record("job_remove", f"job {name} removed", job=name)
             rep = self._install_change(f"job {name} removed", plan_s)
             return {"job": name, "entries": rep.entries, "install_ms": rep.install_ms}
 

@@ -24,6 +24,7 @@ from icefabric.p4src import ice_p4 as n
 if TYPE_CHECKING:
     from icefabric.control.agents.hub import AgentHub
     from icefabric.control.ccl.demand import Flow
+    from icefabric.control.controller.eventlog import EventLog
     from icefabric.control.p4rt import SwitchPool
     from icefabric.control.planner.plan import Plan
     from icefabric.control.planner.planner import Planner
@@ -44,6 +45,7 @@ class DesiredState:
     flows: dict[str, Flow]
     installed: dict[str, dict[tuple[object, ...], Entity]]
     history: list[ChangeReport]
+    events: EventLog
     active: bool
     lock: threading.RLock
     _install_marks: tuple[float, float]
@@ -136,6 +138,15 @@ class DesiredState:
             max_load=plan.max_load_s,
         )
         self.history.append(rep)
+        self.events.record(
+            "replan",
+            f"{what}: {rep.moved} flow(s) moved, {rep.entries} entries written in "
+            f"{rep.install_ms + rep.base_ms:.1f} ms",
+            moved=rep.moved,
+            entries=rep.entries,
+            plan_ms=round(rep.plan_ms, 3),
+            install_ms=round(rep.install_ms + rep.base_ms, 3),
+        )
         try:
             self.agents.reallocate(what)
         except Exception:  # the new paths are installed; caps follow on the next change

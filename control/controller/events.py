@@ -21,6 +21,7 @@ from icefabric.waiting import poll_until
 
 if TYPE_CHECKING:
     from icefabric.control.agents.hub import AgentHub
+    from icefabric.control.controller.eventlog import EventLog
     from icefabric.control.install import ChangeReport
     from icefabric.control.linkmon import LinkMonitor
     from icefabric.control.p4rt import Entity, SwitchConnection, SwitchPool
@@ -47,6 +48,7 @@ class SwitchEvents:
     lock: threading.RLock
     connect_timeout: float
     switch_dead_s: float | None
+    events: EventLog
     takeover_retry_s: float
     _keys: dict[FlowKey, str]
     _events: queue.Queue[Callable[[], None] | None]
@@ -97,14 +99,31 @@ class SwitchEvents:
         if not ev.connected:
             if self._stopping:
                 return
+            if switch in self._down_since:
+                return  # still down: a failed reconnection attempt
             self._down_since[switch] = time.monotonic()
-            log.warning("%s: connection lost (%s)", switch, ev.reason)
+            then = (
+                f"failing over in {self.switch_dead_s:g} s"
+                if self.switch_dead_s is not None and self.active
+                else "no failover (--switch-dead off)"
+                if self.active
+                else "standby: no failover"
+            )
+            log.error(
+                "switch %s is DOWN: P4Runtime connection lost (%s); %s", switch, ev.reason, then
+            )
+            self.events.record(
+                "switch_down", f"switch {switch} is down: {ev.reason}; {then}", switch=switch
+            )
             if self.switch_dead_s is not None:
                 timer = threading.Timer(self.switch_dead_s, self._check_dead, args=(switch,))
                 timer.daemon = True
                 timer.start()
             return
-        self._down_since.pop(switch, None)
+        was_down = self._down_since.pop(switch, None) is not None
+        if was_down:
+            log.warning("switch %s is back (reconnection %d)", switch, ev.attempt)
+            self.events.record("switch_up", f"switch {switch} reconnected", switch=switch)
         if ev.attempt > 0 and self.active:
             log.info("%s: back after a reconnection; resyncing", switch)
             self._resyncing.add(switch)
@@ -115,6 +134,13 @@ class SwitchEvents:
             if self.pool[switch].wait_primary(self.connect_timeout):
                 res = self.resync_switch(switch)
                 log.info("%s: resync %s", switch, res)
+                self.events.record(
+                    "switch_reprogrammed",
+                    f"switch {switch} reprogrammed: pipeline "
+                    f"{'pushed' if res['pipeline_pushed'] else 'kept'}, {res['inserted']} "
+                    f"inserted, {res['modified']} modified, {res['deleted']} deleted",
+                    switch=switch,
+                )
                 if switch in self.failed_switches:
                     self.restore_switch(switch)
         finally:

@@ -18,6 +18,7 @@ from icefabric.control.controller.statefile import StateWriteError
 from icefabric.control.topology import TopologyError
 
 if TYPE_CHECKING:
+    from icefabric.control.controller.eventlog import EventLog
     from icefabric.control.install import ChangeReport
     from icefabric.control.planner.planner import Planner
     from icefabric.control.topology import Topology
@@ -32,6 +33,7 @@ class FailureHandling:
     planner: Planner
     lock: threading.RLock
     failed_switches: set[str]
+    events: EventLog
     _probe_down: set[int]
 
     if TYPE_CHECKING:  # the Controller's install path and state file
@@ -73,22 +75,27 @@ class FailureHandling:
         def mutate() -> None:
             if by_probes:
                 self._probe_down.add(lid & ~1)
+            self.events.record("link_down", what, link=self.topo.link_name(lid))
             self.planner.replan_after_failure(links=[lid])
 
         return self._change(what, mutate)
 
     def port_down(self, switch: str, port: int) -> ChangeReport:
         """A port-down event from the data plane: the link on that port failed."""
-        return self._change(
-            f"{switch} port {port} down",
-            lambda: self.planner.replan_after_failure(ports=[(switch, port)]),
-        )
+        def mutate() -> None:
+            self.events.record("link_down", f"{switch} port {port} down", switch=switch)
+            self.planner.replan_after_failure(ports=[(switch, port)])
+
+        return self._change(f"{switch} port {port} down", mutate)
 
     def fail_switch(self, switch: str) -> ChangeReport:
         """A switch died: every link of it is down; replan and install."""
 
         def mutate() -> None:
             self.failed_switches.add(switch)
+            self.events.record(
+                "switch_failed", f"switch {switch} failed: replanning around it", switch=switch
+            )
             self.planner.replan_after_failure(switches=[switch])
 
         return self._change(f"switch {switch} down", mutate)
@@ -99,6 +106,9 @@ class FailureHandling:
 
         def mutate() -> None:
             self.failed_switches.discard(switch)
+            self.events.record(
+                "switch_up", f"switch {switch} back: its links in use again", switch=switch
+            )
             self.planner.restore(ids)
 
         return self._change(f"switch {switch} up", mutate)
@@ -113,6 +123,7 @@ class FailureHandling:
         def mutate() -> None:
             if by_probes:
                 self._probe_down.discard(lid & ~1)
+            self.events.record("link_up", what, link=self.topo.link_name(lid))
             self.planner.restore([lid & ~1, lid | 1])
 
         return self._change(what, mutate)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
+from icefabric.control.controller.health import fabric_health
 from icefabric.control.install import explain
 from icefabric.control.stats import read_stats
 from icefabric.control.topology import TopologyError
@@ -39,6 +40,8 @@ class ControllerViews:
     lock: threading.RLock
     agents: AgentHub
     state_errors: list[str]
+    failed_switches: set[str]
+    _down_since: dict[str, float]
 
     if TYPE_CHECKING:  # provided by LinkFailures
 
@@ -77,7 +80,7 @@ class ControllerViews:
         """Role, mode, switches (connected, primary, entries), jobs."""
         with self.lock:
             plan = self.planner.plan()
-            return {
+            out = {
                 "role": "primary" if self.active else "backup",
                 "election_id": self.election_id,
                 "mode": self.options.mode,
@@ -104,6 +107,10 @@ class ControllerViews:
                 "state_errors": list(self.state_errors),
                 "link_probes": self.links(),
             }
+            out["health"] = fabric_health(
+                out, failed_switches=self.failed_switches, down_since=self._down_since
+            )
+            return out
 
     def switches(self) -> dict[str, dict[str, Any]]:
         """Address and device id of every switch (for icectl shell)."""

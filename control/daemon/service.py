@@ -146,8 +146,16 @@ def api_handlers(ctl: Controller) -> dict[str, Handler]:
         except KeyError as exc:
             raise RequestError(str(exc.args[0])) from exc
 
+    def events(args: dict[str, Any]) -> Any:
+        since, limit = args.get("since", 0), args.get("limit", 1000)
+        for name, v in (("since", since), ("limit", limit)):
+            if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v < 1 << 62:
+                raise RequestError(f"argument {name!r}: expected an integer >= 0, got {v!r}")
+        return {"events": ctl.events.since(since, limit), "seq": ctl.events.seq}
+
     ops: dict[str, Callable[[dict[str, Any]], Any]] = {
         "status": lambda _a: ctl.status(),
+        "events": events,
         "links": lambda _a: ctl.links(),
         "switches": lambda _a: ctl.switches(),
         "jobs.add": primary_only(jobs_add),
@@ -239,7 +247,7 @@ def run_daemon(args: argparse.Namespace) -> int:
         method=args.method,
         state_file=state_file,
         connect_timeout=args.connect_timeout,
-        switch_dead_s=args.switch_dead,
+        switch_dead_s=args.switch_dead if args.switch_dead and args.switch_dead > 0 else None,
         probe_interval_s=args.probe_interval / 1e3,
         probe_misses=args.probe_misses,
         rate_target=args.rate_target,

@@ -260,3 +260,57 @@ def test_leaf_cut_off_from_every_spine_keeps_controller_and_switches_in_step(
         assert r["inserted"] + r["modified"] + r["deleted"] == 0, r
     ph = demo_of(ctl, fab).run_traffic("healed")
     assert ph.delivered == ph.sent
+
+
+def test_a_killed_switch_is_failed_over_by_default_and_said_first(
+    make_ctl: Callable[..., Controller], fab: InProcessFabric
+) -> None:
+    """No --switch-dead given: the default fails a dead switch over within its 1 s (+ replan);
+    the health summary names it, the events list it in order. Time is polled, not asserted."""
+    from icefabric.control.controller.core import DEFAULT_SWITCH_DEAD_S
+
+    ctl = make_ctl()
+    assert ctl.switch_dead_s == DEFAULT_SWITCH_DEAD_S <= 1.0
+    add_ring(ctl)
+    # the first probe rounds find every link
+    assert wait_until(lambda: ctl.status()["health"]["state"] == "ok", 10.0), ctl.status()["health"]
+    fab.kill_switch("spine1")
+    assert wait_until(lambda: "spine1" in ctl.failed_switches, 10.0)
+    assert ctl.wait_idle(10.0)
+    assert all("spine1" not in r["path"] for r in ctl.paths())
+    health = ctl.status()["health"]
+    assert health["state"] == "degraded"
+    assert health["summary"].startswith("DEGRADED: switch spine1 DOWN (unreachable for ")
+    assert "failed over" in health["summary"]
+    kinds = [(e["kind"], e.get("switch")) for e in ctl.events.since(0)]
+    down = kinds.index(("switch_down", "spine1"))
+    assert kinds.index(("switch_failed", "spine1")) > down
+    assert any(k == "replan" for k, _ in kinds[down:])
+
+
+def test_metrics_carry_port_counters_switch_and_link_state(
+    make_ctl: Callable[..., Controller], fab: InProcessFabric
+) -> None:
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from icefabric.control.telemetry.fabric_metrics import FabricCollector
+
+    ctl = make_ctl()
+    add_ring(ctl)
+    ph = demo_of(ctl, fab).run_traffic("counted")
+    assert ph.delivered == ph.sent > 0
+    stats = ctl.stats("leaf1")["leaf1"]  # then the scrape: counters only grow (link probes)
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(FabricCollector(ctl))
+    body = generate_latest(reg).decode()
+    up = next(p for p in stats["ports"] if p["kind"] == "fabric" and p["tx_packets"])
+    peer = next(ln.dst for ln in ctl.topo.links if (ln.src, ln.src_port) == ("leaf1", up["port"]))
+    line = f'icefabric_port_tx_packets_total{{peer="{peer}",port="{up["port"]}",switch="leaf1"}}'
+    value = float(body.split(line, 1)[1].split("\n", 1)[0])
+    assert value >= up["tx_packets"] > 0
+    assert 'icefabric_switch_up{switch="spine2"} 1.0' in body
+    assert 'icefabric_switch_primary{switch="leaf1"} 1.0' in body
+    assert (
+        'icefabric_link_state{a="leaf1",b="spine1",link="leaf1:3-spine1:1",state="up"} 1.0' in body
+    )
+    assert "icefabric_health 0.0" in body
