@@ -7,6 +7,7 @@ Pure data and logic: no sockets, no threads (the controller calls it under its l
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ class AgentFlows:
     rejected: dict[str, list[str]] = field(default_factory=dict)  # host -> one-line reasons
     by_key: dict[FlowKey, str] = field(default_factory=dict)  # real key -> flow id
     unplanned: dict[str, int] = field(default_factory=dict)  # host -> flows of no job
+    bound: dict[str, dict[str, FlowKey]] = field(default_factory=dict)  # host -> id -> key
 
     def update(
         self,
@@ -40,8 +42,11 @@ class AgentFlows:
     ) -> list[str]:
         """Take ``host``'s complete flow table; return the flow ids whose real key changed.
 
-        A report with neither job nor flow id is traffic of no job: counted in ``unplanned``.
-        A report is accepted when it names a flow of a running job that sends from ``host``
+        A report with neither job nor flow id (a flow started by hand, ``icefabric-host
+        --flow``) is bound to a planned flow with the same two hosts that no other report of
+        ``host`` holds (the one it was bound to before, else the first by flow id): it gets that
+        flow's path and cap. One that matches none is traffic of no job, counted in
+        ``unplanned``. A report is accepted when it names a flow of a running job that sends from ``host``
         and its addresses are the two hosts' (``address(host)``) and its destination port is
         RoCEv2's; anything else is kept in ``rejected`` with the reason and otherwise ignored
         (a job added later re-checks it).
@@ -51,9 +56,21 @@ class AgentFlows:
         bad: list[str] = []
         changed: list[str] = []
         unplanned = 0
+        reports = list(reports)
+        anonymous = [r for r in reports if not r.job and not r.flow_id]
+        named = {r.flow_id for r in reports if r.flow_id}
+        bound: dict[str, FlowKey] = {}
+        before = self.bound.get(host, {})
+        for r in anonymous:
+            fid = _bind(host, r, flows, address, taken=named | set(bound), before=before)
+            if fid is None:
+                unplanned += 1  # traffic of no job
+                continue
+            bound[fid] = r.key
+            reports.append(dataclasses.replace(r, job=flows[fid].job, flow_id=fid))
+        self.bound[host] = bound
         for r in reports:
-            if not r.job and not r.flow_id:  # traffic of no job (e.g. icefabric-host --flow)
-                unplanned += 1
+            if not r.job and not r.flow_id:
                 continue
             why = _mismatch(host, r, flows.get(r.flow_id), address)
             if why is not None:
@@ -80,6 +97,7 @@ class AgentFlows:
         self.reported.pop(host, None)
         self.rejected.pop(host, None)
         self.unplanned.pop(host, None)
+        self.bound.pop(host, None)
         self.lost.add(host)
 
     def forget(self, flow_ids: Iterable[str]) -> None:
@@ -127,6 +145,34 @@ class AgentFlows:
     def to_state(self) -> dict[str, dict[str, object]]:
         """The real keys for the state file."""
         return {fid: self.keys[fid].to_dict() for fid in sorted(self.keys)}
+
+
+def _bind(
+    host: str,
+    r: FlowReport,
+    flows: Mapping[str, Flow],
+    address: Callable[[str], str],
+    *,
+    taken: set[str],
+    before: Mapping[str, FlowKey],
+) -> str | None:
+    """The planned flow a report of no job stands for: same hosts, not taken (see update)."""
+    if r.key.dport != ROCE_UDP_PORT:
+        return None
+    try:
+        if r.key.src_ip != address(host):
+            return None
+    except KeyError:
+        return None
+    candidates = sorted(
+        fid
+        for fid, f in flows.items()
+        if f.src_host == host and fid not in taken and address(f.dst_host) == r.key.dst_ip
+    )
+    for fid in candidates:
+        if before.get(fid) == r.key:
+            return fid
+    return candidates[0] if candidates else None
 
 
 def _mismatch(

@@ -295,3 +295,31 @@ def test_state_file_flow_keys_are_validated(tmp_path: Path) -> None:
 def _load(path: Path, data: dict[str, Any]) -> SharedState:
     write_private(path, json.dumps(data).encode())
     return load_state(path, "t")
+
+
+def test_a_flow_started_by_hand_is_bound_to_the_planned_flow_of_its_two_hosts(
+    ctl: Controller,
+) -> None:
+    """icefabric-host --flow reports no job: it gets the path and cap of h1 -> h3's flow."""
+    ctl.add_job(FANIN)
+    h1 = Agent(ctl, "h1")
+    hand = FlowKey(src_ip="10.0.1.1", dst_ip="10.0.2.1", sport=50123, qp=0x99)
+    try:
+        h1.client.report_flows([FlowReport(job="", flow_id="", key=hand)])
+        assert _until(lambda: ctl.agents.flows.keys.get(F2) == hand)
+        assert ("10.0.1.1", "10.0.2.1", 50123, 0x99) in _flow_path_keys(ctl, "leaf1")
+        assert _until(lambda: (h1.last() or {}).get(hand) is not None)
+        (a,) = api_handlers(ctl)["agents"]({})["agents"]
+        assert a["unplanned"] == 0 and a["accepted"] == 1
+        # a flow to a host no planned flow goes to stays traffic of no job
+        other = FlowKey(src_ip="10.0.1.1", dst_ip="10.0.4.1", sport=50124, qp=0x9A)
+        h1.client.report_flows(
+            [FlowReport(job="", flow_id="", key=hand), FlowReport(job="", flow_id="", key=other)]
+        )
+        assert _until(lambda: ctl.agents.flows.unplanned.get("h1") == 1)
+        assert ctl.agents.flows.keys.get(F2) == hand
+        kinds = [e["kind"] for e in ctl.events.since(0)]
+        assert kinds.index("job_add") < kinds.index("agent_join") < kinds.index("install")
+        assert "caps_pushed" in kinds
+    finally:
+        h1.client.close()
