@@ -210,6 +210,9 @@ class MetricsServer:
     def __init__(self, ctl: Controller, host: str = "127.0.0.1", port: int = 9479) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(ControllerCollector(ctl))
+        from icefabric.control.telemetry.fabric_metrics import FabricCollector
+
+        self.registry.register(FabricCollector(ctl))
         self.host = host
         self.port = port
         self._server: BoundedWSGIServer | None = None
