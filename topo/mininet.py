@@ -530,6 +530,91 @@ class SwitchWatch:
                 self.say(line)
 
 
+IPERF_BYTES = 1_000_000
+
+
+def _read_until(proc: subprocess.Popen[bytes], marker: bytes, timeout_s: float) -> bytes:
+    """Read ``proc``'s stdout until ``marker`` shows, it exits, or the time is up."""
+    import select as _select
+
+    assert proc.stdout is not None
+    seen = b""
+    deadline = time.monotonic() + timeout_s
+    fd = proc.stdout.fileno()
+    while marker not in seen and time.monotonic() < deadline:
+        ready, _, _ = _select.select([fd], [], [], 0.1)
+        if ready:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            seen += chunk
+    return seen
+
+
+def host_command() -> str:
+    """The icefabric-host executable: next to this Python (a venv), else on PATH."""
+    beside = Path(sys.executable).parent / "icefabric-host"
+    return str(beside) if beside.exists() else (shutil.which("icefabric-host") or "icefabric-host")
+
+
+def make_cli_class() -> type:
+    """Mininet's CLI with two commands for P4 fabrics (built on demand: Mininet's CLI class
+    reads the terminal when imported by some versions)."""
+    from mininet.cli import CLI
+
+    class IceCLI(CLI):  # type: ignore[misc, valid-type]
+        """Mininet's CLI plus ``crash`` and a built-in ``iperf``."""
+
+        def do_crash(self, line: str) -> None:
+            """crash SWITCH: kill -9 the switch's process (a failure drill: the controller
+            routes around it, icectl status and icectl events say so)."""
+            name = line.strip()
+            node = self.mn.get(name) if name in self.mn else None
+            proc = getattr(node, "proc", None)
+            if proc is None or proc.poll() is not None:
+                print(f"*** crash: {name or '?'} is not a running switch", flush=True)
+                return
+            os.kill(proc.pid, 9)
+            print(f"*** crash: {name} (process {proc.pid}) killed", flush=True)
+
+        def do_iperf(self, line: str) -> None:
+            """iperf [SRC DST [BYTES]]: send BYTES (default 1000000) from SRC to DST as RoCEv2
+            with icefabric-host and print both ends' summary lines. (Mininet's own iperf helper
+            hangs with Debian 12's iperf 2.1.8, mininet/mininet#1060; `h2 iperf -s &` and
+            `h1 iperf -c h2 -t 5` as host commands still work.)"""
+            words = line.split()
+            hosts = self.mn.hosts
+            if len(words) not in (0, 2, 3) or (words and not all(w in self.mn for w in words[:2])):
+                print("*** usage: iperf [SRC DST [BYTES]] (host names)", flush=True)
+                return
+            src, dst = (self.mn[w] for w in words[:2]) if words else (hosts[0], hosts[-1])
+            nbytes = int(words[2]) if len(words) == 3 and words[2].isdigit() else IPERF_BYTES
+            exe = host_command()
+            print(
+                f"*** iperf: {src.name} -> {dst.name}, {nbytes} bytes (icefabric-host)", flush=True
+            )
+            rx = dst.popen(
+                [exe, "--expect", "1", "--duration", "120", "-v"], stderr=subprocess.STDOUT
+            )
+            early = _read_until(rx, b" ready on ", READY_TIMEOUT_S)
+            tx = src.popen(
+                [exe, "--flow", f"{dst.IP()}:{nbytes}", "--duration", "120"],
+                stderr=subprocess.STDOUT,
+            )
+            for proc, before in ((tx, b""), (rx, early)):
+                try:
+                    out, _ = proc.communicate(timeout=150)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    out, _ = proc.communicate()
+                for raw in (before + out).decode(errors="replace").splitlines(keepends=True):
+                    if " INFO " not in raw:  # the receiver's -v lines: only its summary
+                        sys.stdout.write(raw)
+            sys.stdout.flush()
+
+    return IceCLI
+
+
 def setup_logging(verbose: bool = False) -> None:
     """Log this project's lines to stderr, leaving Mininet's own logger alone.
 
@@ -619,7 +704,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 captures += node.start_pcap(args.pcap)
             print(f"pcap: {len(captures)} port(s) recorded into {args.pcap}/IFACE.pcap")
         for sw in spec.switches:
-            line = f"{sw.name}: P4Runtime 127.0.0.1:{sw.grpc_port} device_id {sw.device_id}"
+            proc = net.get(sw.name).proc
+            line = (
+                f"{sw.name}: P4Runtime 127.0.0.1:{sw.grpc_port} device_id {sw.device_id}"
+                f" pid {proc.pid if proc is not None else '-'}"
+            )
             if args.target == "bmv2":
                 port = spec.thrift_port(sw.name)
                 line += (
@@ -628,9 +717,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
             print(line)
         if not args.no_cli:
-            from mininet.cli import CLI
-
-            CLI(net)
+            print(
+                "extra commands: `crash SWITCH` (kill -9 it: a failover drill), "
+                "`iperf [SRC DST [BYTES]]` (a RoCEv2 transfer with icefabric-host); "
+                "Ctrl-C at the prompt leaves the switches running",
+                flush=True,
+            )
+            make_cli_class()(net)
     except SwitchStartError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
