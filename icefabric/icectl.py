@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from icefabric.control.cli import agents, ccl, daemon, plan, telemetry, topo
+from icefabric.control.cli import agents, ccl, daemon, ops, plan, telemetry, topo
 from icefabric.control.cli.app import build_parser as _build_parser
 from icefabric.control.cli.app import run
 from icefabric.control.cli.common import Register
@@ -28,6 +28,7 @@ VERBS: tuple[Register, ...] = (
     daemon.register,
     agents.register,
     telemetry.register,
+    ops.register,
 )
 
 

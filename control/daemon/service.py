@@ -153,8 +153,30 @@ def api_handlers(ctl: Controller) -> dict[str, Handler]:
                 raise RequestError(f"argument {name!r}: expected an integer >= 0, got {v!r}")
         return {"events": ctl.events.since(since, limit), "seq": ctl.events.seq}
 
+    def tables(args: dict[str, Any]) -> Any:
+        from icefabric.control.controller.tables_view import (
+            decode_entries,
+            resolve_table,
+            table_names,
+        )
+
+        sw = str(_str_arg(args, "switch"))
+        if sw not in ctl.pool:
+            raise RequestError(f"no switch {sw!r} (switches: {', '.join(sorted(ctl.pool))})")
+        conn = ctl.pool[sw]
+        if not conn.is_connected:
+            raise RuntimeError(f"switch {sw} is not connected (icectl status)")
+        table = _str_arg(args, "table", required=False)
+        try:
+            name = resolve_table(conn.p4info, str(table)) if table else ""
+        except KeyError as exc:
+            raise RequestError(str(exc.args[0])) from exc
+        rows = decode_entries(conn.p4info, conn.read_table(name))
+        return {"switch": sw, "entries": rows, "tables": table_names(conn.p4info)}
+
     ops: dict[str, Callable[[dict[str, Any]], Any]] = {
         "status": lambda _a: ctl.status(),
+        "tables": tables,
         "events": events,
         "links": lambda _a: ctl.links(),
         "switches": lambda _a: ctl.switches(),
