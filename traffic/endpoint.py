@@ -383,7 +383,11 @@ class Endpoint:
         else:
             self.rx.move_to_end(rkey)
         s = rx.stats
-        if rx.expected_psn is not None and h.psn != rx.expected_psn:
+        if rx.expected_psn is None and 0 < h.psn < PSN_MOD // 2:
+            # Every QP here starts at PSN 0 (_TxFlow.psn): the packets before the first one
+            # seen were lost, not "before the flow began" (a message short at its start).
+            s.psn_gap_losses += h.psn
+        elif rx.expected_psn is not None and h.psn != rx.expected_psn:
             gap = (h.psn - rx.expected_psn) % PSN_MOD
             if gap < PSN_MOD // 2:
                 s.psn_gap_losses += gap

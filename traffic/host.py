@@ -62,6 +62,7 @@ SIOCGIFADDR = 0x8915
 # thousand packets/s per process; BMv2's simple_switch_grpc some tens of thousands.
 TARGET_PACE_BPS = {"embedded": 5e6, "bmv2": 20e6}
 DEFAULT_PACE_BPS = 5e6  # no topology and no target known
+FLOW_SETUP_S = 2.0  # --flow with a controller: wait this long for its cap before sending
 
 
 class UsageError(ValueError):
@@ -189,6 +190,8 @@ class RealTimeHost:
         self.executor: Any = None  # a WorkloadExecutor running this host's share, if any
         self.cap_applied: dict[FlowKey, float] = {}  # the last cap the controller set per flow
         self.posted_bytes: dict[FlowKey, int] = {}  # message bytes posted per flow
+        self._caps_cv = threading.Condition()
+        self._cap_keys: set[FlowKey] = set()  # flows the controller has capped so far
         self.short_messages = 0  # messages that completed with bytes missing
         endpoint.on_message = self._on_message
 
@@ -199,6 +202,20 @@ class RealTimeHost:
     def on_caps(self, caps: dict[FlowKey, float]) -> None:
         """AgentClient's callback (its thread): hand the cap set to the loop."""
         self.caps.put(caps)
+        with self._caps_cv:
+            self._cap_keys |= set(caps)
+            self._caps_cv.notify_all()
+
+    def wait_for_cap(self, keys: Sequence[FlowKey], timeout_s: float) -> bool:
+        """Wait until the controller sent a cap for one of ``keys`` (it has taken their report
+        and installed their path), or ``timeout_s``; whether it did."""
+        with self._caps_cv:
+            return (
+                self._caps_cv.wait_for(
+                    lambda: bool(self._cap_keys & set(keys)) or self.stop.is_set(), timeout_s
+                )
+                and not self.stop.is_set()
+            )
 
     def open_flow(self, dst_ip: str, *, job: str = "", flow_id: str = "") -> FlowKey:
         """Open (and report) the QP of ``flow_id`` now, as a CCL connects its QPs at init."""
@@ -743,8 +760,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     log.info("%s ready on %s (%s, %s)", cfg.name, cfg.iface, cfg.ip, args.kind)
     if args.start_at is not None:
         host.stop.wait(max(0.0, args.start_at - time.time()))
-    for i, f in enumerate(flows):
-        host.post(f.dst_ip, f.nbytes, tag=i + 1)
+    keys = [host.open_flow(f.dst_ip) for f in flows]  # reported to the controller at once
+    # As a CCL connects its QPs before it sends: give the controller the time to bind the flows
+    # to planned ones and install their paths (it then caps them); a path that changed under a
+    # running flow reorders it, which RoCE counts as loss.
+    if client is not None and keys and client.wait_connected(FLOW_SETUP_S):
+        host.wait_for_cap(keys, FLOW_SETUP_S)
+    for i, (f, key) in enumerate(zip(flows, keys, strict=True)):
+        host.endpoint.post_send(key, f.nbytes, i + 1, now_us=host.now_us())
+        host.posted_bytes[key] = host.posted_bytes.get(key, 0) + f.nbytes
     rc = 0
     try:
         host.run(duration_s=args.duration, linger_s=args.linger)

@@ -218,3 +218,15 @@ def test_an_unknown_host_name_or_address_is_one_line(
     assert main(["--iface", "lo", "--topology", str(TOPO), "--host", "10.9.9.9"]) == 2
     err = capsys.readouterr().err.strip()
     assert err == f"icefabric-host: --host 10.9.9.9: no host of that name or address in {TOPO}"
+
+
+def test_packets_lost_before_the_first_one_seen_count_as_lost() -> None:
+    """QPs start at PSN 0: a receiver whose first packet is PSN 3 lost three (it used to call
+    the short message complete with nothing lost)."""
+    a, b = _pair()
+    a.post("10.0.2.1", 20_000, tag=1)
+    _deliver(a, b, drop={0, 1, 2})
+    assert b.lost_packets() == 3
+    assert outcome(b, scheduled=False)[0] == 1
+    (line,) = b.summary_lines()
+    assert "(17 of 20 packets)" in line and "INCOMPLETE" in line
