@@ -5,7 +5,9 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
-DEB_PKGS=(mininet bridge-utils iproute2 iputils-ping tcpdump ethtool python3-venv python3-pip procps)
+# prometheus: tests/e2e/test_prometheus.py scrapes icectl run with it; tmux: the README tour test
+DEB_PKGS=(mininet bridge-utils iproute2 iputils-ping tcpdump ethtool python3-venv python3-pip procps
+          prometheus tmux)
 
 missing=()
 for p in "${DEB_PKGS[@]}"; do
