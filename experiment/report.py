@@ -76,10 +76,7 @@ def comparison_table(doc: Mapping[str, Any]) -> Table:
         ),
     )
     row("busiest link utilisation", lambda m: _pct(m["max_link_utilisation"]))
-    row(
-        "queue p50 / p99 / max (pkts)",
-        lambda m: "{p50:.0f} / {p99:.0f} / {max:.0f}".format(**m["queue_packets"]),
-    )
+    row("queue p50 / p99 / max (pkts)", _queue_cell)
     row("drops", lambda m: str(m["drops"]))
     row("ECN marks / CNPs", lambda m: f"{m['ecn_marks']} / {m['cnps']}")
     row("data packets", lambda m: str(m["data_packets"]))
@@ -87,6 +84,15 @@ def comparison_table(doc: Mapping[str, Any]) -> Table:
     if wall:
         row("wall time (s)", lambda m: _num(wall.get(m["mode"]), "{:.1f}"))
     return t
+
+
+def _queue_cell(m: Mapping[str, Any]) -> str:
+    """Queue percentiles, or ``-`` where none were measured (a mode whose packets carry no
+    INT records in the real-time engine: 0 / 0 / 0 there would read as empty queues)."""
+    q = m["queue_packets"]
+    if not q.get("samples"):
+        return "- (not measured)"
+    return "{p50:.0f} / {p99:.0f} / {max:.0f}".format(**q)
 
 
 def links_table(doc: Mapping[str, Any], *, fabric_only: bool = True) -> Table:

@@ -49,6 +49,9 @@ def build_parser(registrars: Sequence[Register]) -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=30.0, help="API call timeout in seconds")
     p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv debug)")
     p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    from icefabric import __version__
+
+    p.add_argument("--version", action="version", version=f"icectl {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
     verbs = Verbs(sub)
@@ -85,8 +88,11 @@ def run(registrars: Sequence[Register], argv: Sequence[str] | None = None) -> in
         return exc.code
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
+    # the daemon logs what it does (start-up, changes, reconnections) at INFO; one-shot commands
+    # only what went wrong
+    base = logging.INFO if args.command == "run" else logging.WARNING
     logging.basicConfig(
-        level=logging.WARNING - 10 * min(args.verbose, 2),
+        level=base - 10 * min(args.verbose, 2 if base == logging.WARNING else 1),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from typing import Any
@@ -219,11 +220,19 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _hops_text(r: dict[str, Any]) -> str:
+def _hops_text(r: dict[str, Any], names: dict[str, str] | None = None) -> str:
+    """A report's hops, first first: ``leaf1:1>3 q=0`` (switch names when known)."""
+    names = names or {}
     return " ".join(
-        f"{h['switch_id']}:{h['ingress_port']}>{h['egress_port']} q={h['qdepth']}"
+        f"{names.get(str(h['switch_id']), h['switch_id'])}:{h['ingress_port']}>{h['egress_port']}"
+        f" q={h['qdepth']}"
         for h in reversed(r["hops"])
     )
+
+
+def _clock(t: float) -> str:
+    """A report's Unix time as the local wall clock with milliseconds."""
+    return time.strftime("%H:%M:%S", time.localtime(t)) + f".{int(t * 1000) % 1000:03d}"
 
 
 def cmd_int(args: argparse.Namespace) -> int:
@@ -240,12 +249,20 @@ def cmd_int(args: argparse.Namespace) -> int:
     print_links(res)
     con = render.console()
     con.print(f"{res['received']} report(s) received, showing the last {len(res['reports'])}")
+    names = res.get("switch_names") or {}
     con.print(
         render.table(
-            "telemetry reports (hops first to last: switch id:in>out q=queue depth)",
+            "telemetry reports (hops first to last: switch:in port>out port q=queue depth pkts)",
             ["time", "switch", "flow", "tag", "reason", "hops"],
             [
-                (f"{r['time']:.3f}", r["switch"], r["flow"], r["tag"], r["reason"], _hops_text(r))
+                (
+                    _clock(r["time"]),
+                    r["switch"],
+                    r["flow"],
+                    r["tag"],
+                    r["reason"],
+                    _hops_text(r, names),
+                )
                 for r in res["reports"]
             ],
         )
@@ -270,13 +287,14 @@ def _follow_int(args: argparse.Namespace) -> int:
                 else res["reports"][max(0, len(res["reports"]) - (total - seen)) :]
             )
             seen = total
+            names = res.get("switch_names") or {}
             for r in fresh:
                 if args.json:
                     print(json.dumps(r, sort_keys=True), flush=True)
                 else:
                     print(
-                        f"{r['time']:.3f} {r['switch']} {r['flow']} tag {r['tag']} "
-                        f"{r['reason']}: {_hops_text(r)}",
+                        f"{_clock(r['time'])} {r['switch']} {r['flow']} tag {r['tag']} "
+                        f"{r['reason']}: {_hops_text(r, names)}",
                         flush=True,
                     )
 
@@ -363,14 +381,30 @@ def cmd_links(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def link_ends(a: str, b: str | None) -> tuple[str, str]:
+    """The two switches of ``icectl link``'s arguments: ``A B``, or one link as ``icectl
+    links`` and ``status`` name it (``leaf1:3-spine1:1``) or ``leaf1-spine1``."""
+    if b is not None:
+        return a.split(":", 1)[0], b.split(":", 1)[0]
+    m = re.fullmatch(r"(.+?):\d+-(.+?):\d+", a) or re.fullmatch(r"([^-]+)-([^-]+)", a)
+    if m is None:
+        raise CliError(
+            f"link {a!r}: expected SWITCH_A SWITCH_B, or a link as icectl links names it "
+            "(leaf1:3-spine1:1)",
+            EXIT_USAGE,
+        )
+    return m.group(1), m.group(2)
+
+
 def cmd_link(args: argparse.Namespace) -> int:
     """icectl link down|up: mark a link and replan."""
-    res = api_call(args, "link", a=args.a, b=args.b, state=args.state)
+    a, b = link_ends(args.a, args.b)
+    res = api_call(args, "link", a=a, b=b, state=args.state)
     if args.json:
         render.emit_json(res)
     else:
         print(
-            f"link {args.a}-{args.b} {args.state}: {res['moved']} flow(s) moved, "
+            f"link {a}-{b} {args.state}: {res['moved']} flow(s) moved, "
             f"{res['entries']} entries written; replan {res['plan_ms']:.1f} ms + install "
             f"{res['install_ms']:.1f} ms"
         )
@@ -429,6 +463,12 @@ def cmd_shell(args: argparse.Namespace) -> int:
     if args.print:
         print(" ".join(cmd))
         return EXIT_OK
+    print(
+        f"icectl shell: p4runtime-shell shows match values and parameters as raw bytes "
+        f"(10.0.2.2 as \\x0a\\x00\\x02\\x02); `icectl tables {args.switch} [TABLE]` lists "
+        "them decoded",
+        file=sys.stderr,
+    )
     try:
         os.execv(cmd[0], cmd)
     except OSError as exc:
@@ -446,7 +486,9 @@ def register(verbs: Verbs) -> None:
 
     # jobs
     jsub = verbs.group(
-        "jobs", help="add, remove and list jobs on the running controller", dest="jobs_command"
+        "jobs",
+        help="jobs on the running controller: add, rm (remove), ls (list), phase",
+        dest="jobs_command",
     )
     add = jsub.add_parser("add", help="plan a job and install its paths")
     add.add_argument("job", metavar="JOB", nargs="?", help="job description (YAML/JSON)")
@@ -497,8 +539,10 @@ def register(verbs: Verbs) -> None:
 
     link = verbs.add("link", help="mark a link down or up and replan the flows on it")
     link.add_argument("state", choices=("down", "up"))
-    link.add_argument("a", metavar="SWITCH_A")
-    link.add_argument("b", metavar="SWITCH_B")
+    link.add_argument(
+        "a", metavar="SWITCH_A", help="a switch, or the link as icectl links names it"
+    )
+    link.add_argument("b", metavar="SWITCH_B", nargs="?", help="the other switch")
     verbs.add_json(link)
     verbs.add_socket(link)
     link.set_defaults(func=cmd_link)

@@ -15,6 +15,21 @@ from rich.table import Table
 from icefabric.control import render
 from icefabric.control.cli.common import EXIT_OK, Verbs, api_client
 
+# What each drop reason of ice.p4's drop_reason_counter means (p4src/common/defines.p4).
+DROP_MEANING = {
+    "parser-error": "malformed header",
+    "truncated": "frame shorter than its headers",
+    "bad-checksum": "IPv4 header checksum wrong",
+    "bad-length": "IPv4/UDP length beyond the frame",
+    "unknown-tag": "path tag with no tag_forward entry",
+    "hop-limit": "path tag's hop limit exhausted",
+    "ttl-expired": "IPv4 TTL expired on a routed hop",
+    "no-route": "no ipv4_route entry",
+    "unsupported": "neither IPv4, ARP nor ICE: IPv6 and other frames hosts send even when idle",
+    "shim-from-host": "a host sent a path tag",
+    "route-drop": "an ipv4_route entry says drop",
+}
+
 
 def _pct(u: float | None) -> str:
     return "-" if u is None else f"{u * 100:.1f}"
@@ -28,11 +43,24 @@ def links_table(links: list[dict[str, Any]], *, limit: int | None = None) -> Tab
         rows = rows[:limit]
     return render.table(
         "links (from INT records and port counters)",
-        ["link", "util %", "Gbit/s", "queue", "max queue", "drops", "records", "age s"],
+        [
+            "link",
+            "util %",
+            "rate Gbit/s",
+            "capacity Gbit/s",
+            "queue pkts",
+            "max queue pkts",
+            "wire drops",
+            "INT records",
+            "age s",
+        ],
         [
             (
                 r["name"],
                 _pct(r["utilisation"]),
+                "-"
+                if r["utilisation"] is None
+                else f"{r['utilisation'] * r['capacity_bps'] / 1e9:.3g}",
                 f"{r['capacity_bps'] / 1e9:g}",
                 r["qdepth"],
                 r["max_qdepth"],
@@ -59,12 +87,29 @@ def summary_line(res: dict[str, Any]) -> str:
     )
 
 
+def drop_lines(switch_drops: dict[str, dict[str, int]]) -> list[str]:
+    """One line per drop reason: packets in all, the switches, what the reason means."""
+    total: dict[str, int] = {}
+    where: dict[str, list[str]] = {}
+    for sw, by_reason in sorted(switch_drops.items()):
+        for reason, n in by_reason.items():
+            total[reason] = total.get(reason, 0) + n
+            where.setdefault(reason, []).append(f"{sw} {n}")
+    return [
+        f"  drops {reason}: {total[reason]} ({', '.join(where[reason])}): "
+        f"{DROP_MEANING.get(reason, 'see p4src/common/defines.p4')}"
+        for reason in sorted(total, key=lambda r: -total[r])
+    ]
+
+
 def print_links(res: dict[str, Any]) -> None:
     """The per-link part of ``icectl int`` (nothing when the daemon has no link data)."""
     if "links" not in res:
         return
     con = render.console()
     con.print(summary_line(res))
+    for line in drop_lines(res.get("switch_drops") or {}):
+        con.print(line, highlight=False)
     con.print(links_table(res["links"]))
     for m in res.get("mismatches", [])[-3:]:
         con.print(
@@ -92,7 +137,9 @@ def cmd_top(args: argparse.Namespace) -> int:
             def draw() -> None:
                 res = snap()
                 st, caps, ag = res["status"], res["caps"], res["agents"]
+                health = st.get("health") or {}
                 head = (
+                    f"{time.strftime('%H:%M:%S')}  {health.get('summary', '')}\n"
                     f"{st['role']} controller, mode {st['mode']}, {st['jobs']} job(s), "
                     f"{st['flows']} planned flow(s), {len(caps['flows'])} capped, "
                     f"{len(ag['agents'])} agent(s) connected, {len(ag['lost'])} lost"

@@ -102,6 +102,7 @@ def api_handlers(ctl: Controller) -> dict[str, Handler]:
         return {
             "received": ctl.reports.received,
             "undecodable": ctl.reports.undecodable,
+            "switch_names": {str(s.switch_id): s.name for s in ctl.spec.switches},
             "reports": ctl.reports.recent(limit),
             **ctl.telemetry.snapshot(),
         }
@@ -314,7 +315,7 @@ def run_daemon(args: argparse.Namespace) -> int:
                 print(f"icectl: run: --job {job.name}: {exc}", file=sys.stderr)
                 return 1
         role = "primary" if ctl.active else "backup"
-        log.warning(
+        log.info(
             "icectl run: %s controller for %s (%d switches), API on %s",
             role,
             spec.name,
@@ -322,7 +323,7 @@ def run_daemon(args: argparse.Namespace) -> int:
             args.socket,
         )
         if metrics is not None:
-            log.warning("metrics on http://%s:%d/metrics", metrics.host, metrics.port)
+            log.info("metrics on http://%s:%d/metrics", metrics.host, metrics.port)
         wait_until_stopped(stop)
     finally:
         if metrics is not None:

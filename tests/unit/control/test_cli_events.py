@@ -142,3 +142,78 @@ def test_table_entries_are_decoded_by_name() -> None:
         )
         if f.bitwidth == 32:
             assert r2["match"][f.name] == "10.0.2.0/24"
+
+
+def test_int_says_rate_and_capacity_apart_and_explains_drops(
+    capsys: pytest.CaptureFixture[str], daemon: tuple[str, Any]
+) -> None:
+    sock, ctl = daemon
+    for ts, tx in ((0, 0), (1000, 2_500_000)):  # 20 Gbit/s on leaf1's port 3 (100G)
+        ctl.telemetry.add_report(
+            {
+                "flow": "x",
+                "tag": 1,
+                "hops": [
+                    {
+                        "switch_id": 1,
+                        "egress_port": 3,
+                        "qdepth": 2,
+                        "deq_qdepth": 0,
+                        "tx_bytes": tx,
+                        "egress_ts": ts,
+                        "link_rate_mbps": 100_000,
+                    }
+                ],
+            }
+        )
+    ctl.telemetry.add_counters({}, {"leaf1": {"unsupported": 7}})
+    code, out, _ = run(capsys, "--socket", sock, "int")
+    assert code == 0
+    assert "rate Gbit/s" in out and "capacity Gbit/s" in out
+    row = next(line for line in out.splitlines() if "leaf1:3->spine1:1" in line)
+    cells = [c.strip() for c in row.split("│") if c.strip()]
+    assert cells[1:4] == ["20.0", "20", "100"]
+    assert "drops unsupported: 7 (leaf1 7): neither IPv4, ARP nor ICE" in out
+
+
+def test_report_hops_name_their_switches_and_times_are_clock_times() -> None:
+    from icefabric.control.cli.daemon import _clock, _hops_text
+
+    rep = {
+        "hops": [
+            {"switch_id": 2, "ingress_port": 1, "egress_port": 4, "qdepth": 0},
+            {"switch_id": 5, "ingress_port": 2, "egress_port": 3, "qdepth": 7},
+        ]
+    }
+    assert _hops_text(rep, {"5": "spine1", "2": "leaf2"}) == "spine1:2>3 q=7 leaf2:1>4 q=0"
+    assert _hops_text(rep) == "5:2>3 q=7 2:1>4 q=0"
+    assert re_clock(_clock(1_764_640_000.25))
+
+
+def re_clock(text: str) -> bool:
+    import re
+
+    return re.fullmatch(r"\d\d:\d\d:\d\d\.250", text) is not None
+
+
+def test_link_takes_the_name_icectl_links_shows(
+    capsys: pytest.CaptureFixture[str], daemon: tuple[str, Any]
+) -> None:
+    from icefabric.control.cli.daemon import link_ends
+
+    assert link_ends("leaf1:3-spine1:1", None) == ("leaf1", "spine1")
+    assert link_ends("leaf1-spine1", None) == ("leaf1", "spine1")
+    assert link_ends("leaf1", "spine1") == ("leaf1", "spine1")
+    sock, ctl = daemon
+    code, out, _ = run(capsys, "--socket", sock, "link", "down", "leaf1:3-spine1:1")
+    assert code == 0 and out.startswith("link leaf1-spine1 down: ")
+    assert ctl.topo.failed[ctl.link_between("leaf1", "spine1")]
+    code, _, err = run(capsys, "--socket", sock, "link", "down", "leaf1")
+    assert code == 2 and "expected SWITCH_A SWITCH_B" in err
+
+
+def test_version_and_help_name_the_verbs(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "--version")
+    assert code == 0 and out.startswith("icectl ")
+    code, out, _ = run(capsys, "--help")
+    assert code == 0 and "rm (remove), ls (list)" in " ".join(out.split())
