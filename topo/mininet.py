@@ -562,7 +562,7 @@ def make_cli_class() -> type:
     reads the terminal when imported by some versions)."""
     from mininet.cli import CLI
 
-    class IceCLI(CLI):  # type: ignore[misc, valid-type]
+    class IceCLI(CLI):  # type: ignore[misc]
         """Mininet's CLI plus ``crash`` and a built-in ``iperf``."""
 
         def do_crash(self, line: str) -> None:

@@ -54,7 +54,7 @@ def short(name: str) -> str:
 
 def decode_entries(p4info: P4InfoIndex, entries: Iterable[TableEntry]) -> list[dict[str, Any]]:
     """Rows for icectl tables: table, match (name -> text), action, params (name -> text)."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for e in entries:
         t = p4info.table(e.table)
         widths = {f.name: f.bitwidth for f in t.match_fields}
