@@ -191,6 +191,10 @@ def _paths_on(rows: list[dict[str, Any]], switch: str) -> list[str]:
     return [r["flow"] for r in rows if switch in r["path"]]
 
 
+def _agent_listed(tour: Tour, host: str) -> bool:
+    return host in [a["host"] for a in tour.icectl_json("agents")["agents"]]
+
+
 def _off(tour: Tour, switch: str) -> bool:
     return not _paths_on(tour.icectl_json("paths"), switch)
 
@@ -286,6 +290,11 @@ def test_the_readme_tour_as_typed(tour: Tour) -> None:
             ]
             assert at == sorted(at), order
             assert ("switch_failed", "spine1") in order[at[-1] :]
+        elif cmd == ".venv/bin/icectl agents":
+            # as a person reruns it until the receiver started in the background is listed
+            listed = poll_until(functools.partial(_agent_listed, tour, "h3"), STEP_S, 0.5)
+            assert listed, tour.shell(cmd)
+            assert "h3" in tour.shell(cmd)
         elif cmd.startswith(".venv/bin/icectl topo show"):
             assert "spine1" in tour.shell(cmd)
         else:
