@@ -30,6 +30,7 @@ import argparse
 import contextlib
 import json
 import logging
+import os
 import queue
 import select
 import signal

@@ -307,7 +307,9 @@ def test_a_flow_started_by_hand_is_bound_to_the_planned_flow_of_its_two_hosts(
     try:
         h1.client.report_flows([FlowReport(job="", flow_id="", key=hand)])
         assert _until(lambda: ctl.agents.flows.keys.get(F2) == hand)
-        assert ("10.0.1.1", "10.0.2.1", 50123, 0x99) in _flow_path_keys(ctl, "leaf1")
+        assert _until(
+            lambda: ("10.0.1.1", "10.0.2.1", 50123, 0x99) in _flow_path_keys(ctl, "leaf1")
+        )
         assert _until(lambda: (h1.last() or {}).get(hand) is not None)
         (a,) = api_handlers(ctl)["agents"]({})["agents"]
         assert a["unplanned"] == 0 and a["accepted"] == 1
