@@ -150,7 +150,7 @@ def iface_ipv4(iface: str) -> str | None:
 def default_controller() -> list[str]:
     """The default agent channel when it is there (next to ``icectl run``'s API socket)."""
     from icefabric.control.agents.protocol import agent_socket_for
-    from icefabric.control.paths import default_socket
+    from icefabric.control.daemon.paths import default_socket
 
     api = os.environ.get("ICECTL_SOCKET") or str(default_socket())
     path = agent_socket_for(api)

@@ -105,7 +105,7 @@ def test_another_networks_interfaces_are_named_in_one_line(tmp_path: Path) -> No
 def test_experiment_refuses_with_one_line_and_writes_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from icefabric.control.cli import main
+    from icefabric.icectl import main
 
     monkeypatch.setattr(bringup, "busy_interfaces", lambda spec: ["leaf1-eth1", "leaf1-eth2"])
     out = tmp_path / "results"
