@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from _icectl import ROOT, run
 
-from icefabric.control.daemon.api import ApiServer
 from icefabric.control.controller.eventlog import events_path
+from icefabric.control.daemon.api import ApiServer
 from icefabric.control.daemon.service import api_handlers
 from icefabric.topo.spec import load_topology
 
