@@ -253,8 +253,13 @@ class StreamSession:
             attempt += 1
             if reached:
                 delay = self._backoff_initial
-            LOG.info(
-                "%s: stream down (%s); reconnecting in %.2fs", self.name, self.last_error, delay
+            # once per outage at INFO (icectl run logs at INFO); each retry after it at DEBUG
+            LOG.log(
+                logging.INFO if reached else logging.DEBUG,
+                "%s: stream down (%s); reconnecting in %.2fs",
+                self.name,
+                self.last_error,
+                delay,
             )
             if self._stop.wait(delay):
                 break
