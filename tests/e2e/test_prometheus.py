@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 import yaml
 
-pytestmark = pytest.mark.e2e
+# a loaded 2-core machine: bring-up, compile, pingall and teardown take minutes
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
 from _mininet import require_mininet  # noqa: E402
 

@@ -27,7 +27,8 @@ from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.e2e
+# a loaded 2-core machine: bring-up, compile, pingall and teardown take minutes
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1500)]
 
 from _mininet import TARGET, require_mininet, require_target_tools, target_args  # noqa: E402
 
