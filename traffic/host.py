@@ -537,9 +537,9 @@ def build_parser() -> argparse.ArgumentParser:
         "-v", "--verbose", action="store_true", help="log every message and connection event"
     )
     ap.add_argument("-q", "--quiet", action="store_true", help="no summary lines (exit code only)")
-    from icefabric import __version__
+    import icefabric
 
-    ap.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    ap.add_argument("--version", action="version", version=f"%(prog)s {icefabric.__version__}")
     return ap
 
 

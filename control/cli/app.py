@@ -49,9 +49,9 @@ def build_parser(registrars: Sequence[Register]) -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=30.0, help="API call timeout in seconds")
     p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv debug)")
     p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
-    from icefabric import __version__
+    import icefabric
 
-    p.add_argument("--version", action="version", version=f"icectl {__version__}")
+    p.add_argument("--version", action="version", version=f"icectl {icefabric.__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
     verbs = Verbs(sub)

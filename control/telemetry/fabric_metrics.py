@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from icefabric import __version__
+import icefabric
 from icefabric.control.telemetry.counters import read_switch_counters
 from icefabric.control.telemetry.poller import switch_ports
 
@@ -38,7 +38,9 @@ class FabricCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         """Every metric of this collector (see the module docstring)."""
-        yield InfoMetricFamily("icefabric_build", "icectl version", value={"version": __version__})
+        yield InfoMetricFamily(
+            "icefabric_build", "icectl version", value={"version": icefabric.__version__}
+        )
         yield from self._ports()
         st = self.ctl.status()
         yield from self._switches(st)
