@@ -19,6 +19,7 @@ from icefabric.control.cli.common import (
     api_client,
 )
 from icefabric.control.controller.eventlog import format_event, read_events
+from icefabric.files import DataFileError
 
 
 def cmd_events(args: argparse.Namespace) -> int:
@@ -28,7 +29,11 @@ def cmd_events(args: argparse.Namespace) -> int:
     if args.file is not None:
         if args.follow:
             raise CliError("--file and --follow: follow the running daemon instead", EXIT_USAGE)
-        _print_events(read_events(args.file)[-args.last :] if args.last else [], args.json)
+        try:
+            kept = read_events(args.file, strict=True)
+        except (DataFileError, OSError) as exc:
+            raise CliError(f"events --file: {exc}", EXIT_USAGE) from None
+        _print_events(kept[-args.last :] if args.last else [], args.json)
         return EXIT_OK
     if not args.follow:
         res = api_call(args, "events", since=0, limit=args.last)

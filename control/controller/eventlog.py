@@ -17,9 +17,10 @@ import stat
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from icefabric.files import DataFileError, parse_json, read_input
 
 log = logging.getLogger(__name__)
 
@@ -120,28 +121,30 @@ class EventLog:
             os.replace(self.path, self.path.with_name(self.path.name + ".1"))
 
 
-def _read_lines(path: Path) -> Iterable[bytes]:
+def _read_lines(path: Path, *, strict: bool) -> list[bytes]:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
+        data = read_input(path, limit=MAX_FILE_BYTES + MAX_LINE_BYTES, what="event file")
+    except (DataFileError, OSError):
+        if strict:
+            raise
         return []
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            return []
-        data = f.read(MAX_FILE_BYTES * 2)
     return data.splitlines()
 
 
-def read_events(path: Path) -> list[dict[str, Any]]:
-    """The events kept in ``path`` and its ``.1`` (oldest first); bad lines are skipped."""
+def read_events(path: Path, *, strict: bool = False) -> list[dict[str, Any]]:
+    """The events kept in ``path`` and its ``.1`` (oldest first); bad lines are skipped.
+
+    ``strict`` (a file a user named): DataFileError when ``path`` cannot be read (missing, a
+    device or FIFO, too large); otherwise an unreadable file is an empty history."""
     out: list[dict[str, Any]] = []
-    for p in (path.with_name(path.name + ".1"), path):
-        for raw in _read_lines(p):
+    older = path.with_name(path.name + ".1")
+    for p, must in ((older, False), (path, strict)):
+        for raw in _read_lines(p, strict=must):
             if len(raw) > MAX_LINE_BYTES:
                 continue
             try:
-                ev = json.loads(raw)
-            except (ValueError, RecursionError):
+                ev = parse_json(raw)
+            except ValueError:
                 continue
             if isinstance(ev, dict) and isinstance(ev.get("seq"), int) and "kind" in ev:
                 out.append(ev)

@@ -217,3 +217,11 @@ def test_version_and_help_name_the_verbs(capsys: pytest.CaptureFixture[str]) -> 
     assert code == 0 and out.startswith("icectl ")
     code, out, _ = run(capsys, "--help")
     assert code == 0 and "rm (remove), ls (list)" in " ".join(out.split())
+
+
+def test_events_file_that_is_a_device_or_missing_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    for bad in ("/dev/zero", str(tmp_path / "nope.events.jsonl")):
+        code, _, err = run(capsys, "events", "--file", bad)
+        assert code == 2 and err.startswith("icectl: events --file: ") and "\n" not in err.strip()
