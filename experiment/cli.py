@@ -78,7 +78,7 @@ def load_for_run(args: argparse.Namespace) -> Any:
     """The experiment named by FILE or --preset, with the command line's overrides."""
     from dataclasses import replace
 
-    from icefabric.experiment.config import MODES, load_experiment
+    from icefabric.experiment.config import load_experiment, packet_modes
     from icefabric.experiment.presets import load_preset
 
     if (args.file is None) == (args.preset is None):
@@ -88,10 +88,11 @@ def load_for_run(args: argparse.Namespace) -> Any:
     exp = load_experiment(args.file) if args.file else load_preset(args.preset)
     if args.modes is not None:  # --modes "" is an error, not "the file's modes"
         modes = tuple(m.strip() for m in args.modes.split(",") if m.strip())
-        bad = [m for m in modes if m not in MODES]
+        known = packet_modes()
+        bad = [m for m in modes if m not in known]
         if bad or not modes:
             raise CliError(
-                f"--modes: expected names from {', '.join(MODES)}, got {args.modes!r}", EXIT_USAGE
+                f"--modes: expected names from {', '.join(known)}, got {args.modes!r}", EXIT_USAGE
             )
         if len(set(modes)) != len(modes):
             raise CliError(f"--modes: a mode is named twice in {args.modes!r}", EXIT_USAGE)

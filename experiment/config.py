@@ -16,7 +16,7 @@ Format (traffic/README.md, "Experiment files", is the reference)::
       message_bytes: 8MiB
       hosts: interleaved              # interleaved (ring neighbours on other leaves) | all | [h1, ...]
       slices: 1                       # messages per transfer (pipelining), default 1
-    modes: [ecmp+dcqcn, ice]          # default; also ice-paths, flowlet+dcqcn
+    modes: [ecmp+dcqcn, ice]          # default; any packet-level mode of traffic/modes.py
     seed: 1                           # default 1
     rates:
       scale: 0.001                    # link rate in the run = spec rate x scale (default 0.001)
@@ -47,6 +47,7 @@ from typing import Any
 from icefabric.control.ccl.job import JobError, JobSpec, load_job, parse_job, parse_size
 from icefabric.files import read_data_file
 from icefabric.topo.spec import SpecError, TopologySpec, load_topology
+from icefabric.traffic.modes import DEFAULT_MODES, MODES, Mode
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGINES = ("virtual", "mininet")
@@ -58,56 +59,13 @@ class ExperimentError(SpecError):
     """An experiment file failed validation; ``errors`` lists every problem."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Mode:
-    """What one mode sets: the first hops' load balancing, planned paths, rate algorithm, caps."""
-
-    name: str
-    lb_mode: str  # the controller's fabric mode: "ice" (planned, else flowlet) or "ecmp"
-    planned: bool  # the job's flows get planned paths installed
-    rate: str  # "dcqcn" | "ice" (icefabric.traffic.rate)
-    caps: bool  # the controller pushes max-min fair caps (global congestion control)
-    about: str
+# One definition of a mode for every engine (traffic/modes.py); re-exported for the engines here.
+__all__ = ["DEFAULT_MODES", "MODES", "Mode", "packet_modes"]
 
 
-MODES: Mapping[str, Mode] = {
-    m.name: m
-    for m in (
-        Mode(
-            name="ecmp+dcqcn",
-            lb_mode="ecmp",
-            planned=False,
-            rate="dcqcn",
-            caps=False,
-            about="baseline: ice.p4 in ECMP mode, ECN marking, DCQCN senders",
-        ),
-        Mode(
-            name="ice",
-            lb_mode="ice",
-            planned=True,
-            rate="ice",
-            caps=True,
-            about="planned paths, INT-driven ICE senders, controller caps",
-        ),
-        Mode(
-            name="ice-paths",
-            lb_mode="ice",
-            planned=True,
-            rate="dcqcn",
-            caps=False,
-            about="ablation: planned paths, DCQCN senders",
-        ),
-        Mode(
-            name="flowlet+dcqcn",
-            lb_mode="ice",
-            planned=False,
-            rate="dcqcn",
-            caps=False,
-            about="ablation: no plan (flowlet switching), DCQCN senders",
-        ),
-    )
-}
-DEFAULT_MODES = ("ecmp+dcqcn", "ice")
+def packet_modes() -> tuple[str, ...]:
+    """The modes the packet-level engines carry (the others are simulator-only: ``icectl sim``)."""
+    return tuple(n for n, m in MODES.items() if "virtual" in m.engines or "mininet" in m.engines)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -500,12 +458,14 @@ def _modes(raw: Any, err: Any) -> tuple[str, ...]:
     if isinstance(raw, str):
         raw = [raw]
     if not isinstance(raw, list) or not raw:
-        err("modes", f"expected a non-empty list of {', '.join(MODES)}")
+        err("modes", f"expected a non-empty list of {', '.join(packet_modes())}")
         return DEFAULT_MODES
     out = []
+    known = packet_modes()
     for i, m in enumerate(raw):
-        if m not in MODES:
-            err(f"modes[{i}]", f"expected one of {', '.join(MODES)}, got {m!r}")
+        if m not in known:
+            hint = " (simulator only: icectl sim)" if m in MODES else ""
+            err(f"modes[{i}]", f"expected one of {', '.join(known)}, got {m!r}{hint}")
         elif m in out:
             err(f"modes[{i}]", f"{m} is listed twice")
         else:

@@ -22,9 +22,9 @@ FEEDBACK_EVERY_N = 8
 
 def mode_options(exp: Experiment, mode: Mode, *, report_every_n: int) -> FabricOptions:
     """The controller's base forwarding for ``mode``: its load-balancing mode; INT and feedback
-    only for ICE's rate control; INT reports sampled 1 in ``report_every_n`` packets (to learn
+    only where the mode's rate algorithm reads INT (``Mode.int_on``); INT reports sampled 1 in ``report_every_n`` packets (to learn
     each flow's path); the flowlet gap stretched by 1/scale like every time constant."""
-    ice = mode.rate == "ice"
+    ice = mode.int_on
     return FabricOptions(
         mode=mode.lb_mode,
         # INT only where the rate control reads it: a baseline (DCQCN) fabric carries no INT,

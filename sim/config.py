@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-ROUTINGS = ("ecmp", "ice", "flowlet")
+from icefabric.traffic.modes import Mode
+
+ROUTINGS = ("ecmp", "ice", "flowlet", "spray")
 CONTROLS = ("dcqcn", "ice", "none")
 
 
@@ -50,7 +53,7 @@ class SimConfig:
     in bytes instead of packets.
     """
 
-    routing: str = "ecmp"  # ecmp (ice.p4's hash), ice (the planner's paths), flowlet
+    routing: str = "ecmp"  # ecmp (ice.p4's hash), ice (the planner's paths), flowlet, spray
     control: str = "dcqcn"  # endpoint rate control: dcqcn, ice (INT, HPCC-style), none
     caps: bool | None = None  # the controller's water-filling caps; None: on with routing ice
     cap_interval_us: float = 100.0  # how often the controller recomputes caps
@@ -133,3 +136,21 @@ class SimConfig:
         """A short name: routing + control (+ caps)."""
         caps = "+caps" if self.use_caps else ""
         return f"{self.routing}+{self.control}{caps}"
+
+
+def config_for(mode: Mode, **overrides: Any) -> SimConfig:
+    """The simulator's configuration of ``mode`` (traffic/modes.py), with ``overrides``."""
+    kw: dict[str, Any] = {
+        "routing": mode.sim_routing,
+        "control": mode.rate,
+        "caps": mode.caps,
+        "pfc": mode.pfc,
+    }
+    kw.update(overrides)
+    return SimConfig(**kw)
+
+
+def ceiling_config(mode: Mode, **overrides: Any) -> SimConfig:
+    """``mode``'s paths with no congestion control at all: no end-host control, no caps, no
+    PFC (the best any congestion control could do on those paths)."""
+    return config_for(mode, **{**overrides, "control": "none", "caps": False, "pfc": False})

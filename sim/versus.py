@@ -25,16 +25,14 @@ from icefabric.control.fabric import FabricOptions
 from icefabric.control.topology import Topology
 from icefabric.experiment.options import ice_overhead_for
 from icefabric.experiment.results import mode_paths
-from icefabric.sim.config import SimConfig
+from icefabric.sim.config import config_for
 from icefabric.sim.engine import Simulator
 from icefabric.sim.network import Routes, SimNetwork, route
 from icefabric.sim.workload import Workload, workload_from_jobs
 from icefabric.topo.spec import Defaults, TopologySpec, parse_topology
+from icefabric.traffic.modes import MODES
 
-MODE_CONFIG = {
-    "ecmp+dcqcn": ("ecmp", "dcqcn"),
-    "ice": ("ice", "ice"),
-}
+COMPARED = ("ecmp+dcqcn", "ice")  # modes of traffic/modes.py
 
 
 class VersusError(ValueError):
@@ -114,7 +112,7 @@ def compare(results_path: str | Path) -> dict[str, Any]:
         job = parse_job(exp["job"], source)
     except (KeyError, TypeError) as e:
         raise VersusError(f"{source}: missing or malformed field {e}") from None
-    for m in MODE_CONFIG:
+    for m in COMPARED:
         if m not in modes or not modes[m].get("ok"):
             raise VersusError(f"{source}: modes: no successful {m!r} run")
     topo = Topology(spec)
@@ -125,10 +123,10 @@ def compare(results_path: str | Path) -> dict[str, Any]:
     ecn = FabricOptions()
     per100 = mtu / 1e3 * 100e9 / line
     out: dict[str, Any] = {"experiment": exp["name"], "modes": {}}
-    for mode, (routing, control) in MODE_CONFIG.items():
-        cfg = SimConfig(
-            routing=routing,
-            control=control,
+    for mode in COMPARED:
+        routing = MODES[mode].sim_routing
+        cfg = config_for(
+            MODES[mode],
             dt_us=dt,
             mtu_bytes=mtu,
             ecn_kmin_kb=ecn.ecn_kmin * per100,

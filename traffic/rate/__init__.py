@@ -14,6 +14,21 @@ from icefabric.traffic.rate.ice import ICE_REFERENCE_BPS, IceParams, IceRate
 
 RateKind = Literal["dcqcn", "ice"]
 RATE_KINDS: tuple[RateKind, ...] = ("dcqcn", "ice")
+# The registry of end-host rate algorithms: a new one is one class (with ``NEEDS_INT``: whether
+# it reads INT hop records, which decides whether a mode that uses it turns INT on) + one line.
+RATE_CLASSES: dict[str, type[Dcqcn] | type[IceRate]] = {"dcqcn": Dcqcn, "ice": IceRate}
+
+
+def rate_needs_int(kind: str) -> bool:
+    """Whether the rate algorithm ``kind`` reads INT (``none``: no end-host control, no INT)."""
+    if kind == "none":
+        return False
+    try:
+        return RATE_CLASSES[kind].NEEDS_INT
+    except KeyError:
+        raise ValueError(
+            f"rate algorithm: expected one of {', '.join(RATE_CLASSES)} or none, got {kind!r}"
+        ) from None
 
 
 def make_rate_control(
@@ -39,6 +54,7 @@ def make_rate_control(
 __all__ = [
     "DCQCN_REFERENCE_BPS",
     "ICE_REFERENCE_BPS",
+    "RATE_CLASSES",
     "RATE_KINDS",
     "Dcqcn",
     "DcqcnParams",
@@ -48,4 +64,5 @@ __all__ = [
     "RateControl",
     "RateKind",
     "make_rate_control",
+    "rate_needs_int",
 ]

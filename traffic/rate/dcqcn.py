@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
 from icefabric.traffic.rate.base import HopSample, check_positive
 
@@ -117,6 +118,8 @@ class DcqcnParams:
 
 class Dcqcn:
     """DCQCN reaction point for one flow (see the module docstring)."""
+
+    NEEDS_INT: ClassVar[bool] = False  # reacts to ECN's CNPs: the fabric carries no INT for it
 
     def __init__(self, params: DcqcnParams | None = None) -> None:
         p = params if params is not None else DcqcnParams()

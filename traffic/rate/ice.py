@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
 from icefabric.traffic.rate.base import HopSample, check_positive
 
@@ -118,6 +119,8 @@ class IceParams:
 
 class IceRate:
     """HPCC-style rate control of one flow from INT feedback (see the module docstring)."""
+
+    NEEDS_INT: ClassVar[bool] = True  # reads every hop's INT record
 
     def __init__(self, params: IceParams | None = None) -> None:
         p = params if params is not None else IceParams()

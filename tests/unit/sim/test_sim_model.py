@@ -162,7 +162,7 @@ def test_two_ecmp_colliding_elephants_halve_their_rate() -> None:
 
 def test_bad_config_names_the_field() -> None:
     with pytest.raises(SimConfigError, match="routing"):
-        SimConfig(routing="spray")
+        SimConfig(routing="valiant")
     with pytest.raises(SimConfigError, match="dt_us"):
         SimConfig(dt_us=0.0)
 
