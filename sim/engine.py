@@ -37,7 +37,8 @@ import copy
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -59,6 +60,16 @@ ProgressHook = Callable[[float, float], None]  # (fraction of bytes delivered, s
 AUTO_DT_BITS = 1.6e6  # default step: the time a sender's line takes for 200 KB (4 us at 400G)
 
 
+@dataclass(slots=True, frozen=True, kw_only=True)
+class LinkFailure:
+    """A fabric link (both directions) that fails at ``at_us``; the controller recomputes the
+    paths ``detect_us`` later (port-down event + new table entries)."""
+
+    link: int  # directed link id (control/topology.py); its reverse fails with it
+    at_us: float
+    detect_us: float = 200.0
+
+
 def busbw_factor(collective: str, n: int) -> float:
     """nccl-tests' busbw / algbw for a collective over ``n`` ranks."""
     if collective == "all-reduce":
@@ -78,10 +89,17 @@ class Simulator:
         config: SimConfig,
         *,
         routes: Routes | None = None,
+        failures: Sequence[LinkFailure] = (),
     ) -> None:
         self.topo = topo
         self.work = workload
         self.cfg = config
+        self.failures = tuple(sorted(failures, key=lambda f: f.at_us))
+        for fl in self.failures:
+            if not 0 <= fl.link < topo.n_links or topo.links[fl.link].kind != "fabric":
+                raise ValueError(f"failure: link {fl.link}: expected a fabric link id")
+        if self.failures and routes is not None:
+            raise ValueError("failure: the routing must be recomputed, so give no fixed routes")
         self.net = SimNetwork(topo)
         self._payload_bps = self.net.cap_bps  # per link: what it carries of payload (run())
         self.state: PlanState | None = None  # the routing's plan state (flowlet moves use it)
@@ -97,14 +115,29 @@ class Simulator:
             full = np.full((len(workload), self.net.width), self.net.pad, dtype=np.int64)
             if others.size:
                 sub, self.state = route(
-                    self.net, [workload.flows[i] for i in others.tolist()], config.routing
+                    self.net,
+                    [workload.flows[i] for i in others.tolist()],
+                    config.routing,
+                    unplanned=None if workload.unplanned is None else workload.unplanned[others],
                 )
                 full[others] = sub.path
             routes = Routes(path=full, routing=config.routing)
         elif routes is None:
-            routes, self.state = route(self.net, workload.flows, config.routing)
+            routes, self.state = self._route(topo)
         self.routes = routes
         self.route_s = time.perf_counter() - t0
+
+    def _route(self, topo: Topology) -> tuple[Routes, PlanState]:
+        """Every row's path on ``topo`` (with its failed links) under the configured routing."""
+        w = self.work
+        return route(
+            SimNetwork(topo) if topo is not self.topo else self.net,
+            w.flows,
+            self.cfg.routing,
+            stripe=w.stripe,
+            stripes=w.stripes,
+            unplanned=w.unplanned,
+        )
 
     def run(self, progress: ProgressHook | None = None) -> SimResult:
         """Simulate until every collective has finished or ``max_time_us``."""
@@ -127,6 +160,8 @@ class Simulator:
         windowed = np.zeros(path.shape[0], dtype=bool)
         for wr in wins:
             windowed[wr.spec.rows.ravel()] = True
+        if w.unplanned is not None:  # background traffic: the controller cannot cap what it
+            windowed |= w.unplanned  # does not know
         n_f, n_h = path.shape
         nl = net.n_links + 1
         pad = net.pad
@@ -147,6 +182,9 @@ class Simulator:
         line = float(cap_bps[path[:, 0]].max()) if n_f else 100e9
         dt = cfg.dt_us if cfg.dt_us is not None else AUTO_DT_BITS / line * 1e6
         cap_step = cap_bps / 8.0 * dt * 1e-6  # bytes a link serves per step (inf for pad)
+        failing = list(self.failures)  # not yet failed
+        detecting: list[LinkFailure] = []  # failed, the routing not yet recomputed
+        failed_topo = copy.deepcopy(self.topo) if failing else self.topo
         nic_step = np.zeros(max(n_hosts, 1))
         for j in range(n_hosts):
             nic_step[j] = cap_step[2 * len(self.topo.spec.links) + 2 * j]
@@ -169,7 +207,7 @@ class Simulator:
         dc = DcqcnArray(n_f, dcqcn_p) if cfg.control == "dcqcn" else None
         ice = IceArray(n_f, n_h, IceParams().scaled(line, rtt)) if cfg.control == "ice" else None
         ctrl = dc if dc is not None else ice
-        pristine = copy.deepcopy(ctrl) if wins and ctrl is not None else None
+        pristine = copy.deepcopy(ctrl) if (wins or failing) and ctrl is not None else None
         caps = np.full(n_f, np.inf)
 
         delay_steps = max(1, round(rtt / dt))
@@ -233,6 +271,7 @@ class Simulator:
         steps = 0
         last_idle = np.zeros(n_f)  # flowlet: when each flow last injected
         flowlet_moves = 0
+        reroutes = 0  # rows moved by a failure's rerouting
         rng = np.random.default_rng(cfg.seed)
         t = 0.0
         hook_every = 500
@@ -392,6 +431,37 @@ class Simulator:
                 gone[rows] = True
                 for k, (when, r) in enumerate(cnp_queue):  # CNPs of the old QPs
                     cnp_queue[k] = (when, r[~gone[r]])
+            # ---- link failures: the link stops at once; after the detection delay the routing
+            # is recomputed on the live links and every unfinished row whose path changed moves
+            # (its bytes in flight are lost and sent again: go-back-N)
+            while failing and t >= failing[0].at_us - 1e-9:
+                fl = failing.pop(0)
+                cap_step[failed_topo.fail_link(fl.link)] = 0.0
+                detecting.append(fl)
+            if detecting and t >= detecting[0].at_us + detecting[0].detect_us - 1e-9:
+                detecting.pop(0)
+                new_routes, self.state = self._route(failed_topo)
+                new = new_routes.path
+                moved = np.flatnonzero(
+                    (new != path).any(axis=1) & ~(deliv >= size * (1 - 1e-9) - 1e-6)
+                )
+                reroutes += int(moved.size)
+                if moved.size:
+                    lost = q_t[:, moved].sum(axis=0)
+                    sent[moved] -= lost
+                    q_t[:, moved] = 0.0
+                    path[moved] = new[moved]
+                    path_t[:, moved] = new[moved].T
+                    real[moved] = new[moved] != pad
+                    hop_id[moved] = np.where(real[moved], new[moved], -1)
+                    link_bps_fh[moved] = cap_bps[new[moved]]
+                    prev_link[moved] = self._prev_links(new[moved], pad)
+                    if ice is not None and pristine is not None:
+                        reset_rows(ice, pristine, moved)
+                        ice.set_caps(caps)
+                if new_routes.bucket_table is not None:
+                    self.routes.bucket_table = new_routes.bucket_table
+                    self.routes.aligned_table = new_routes.aligned_table
             # ---- completions and starts
             newly = np.isnan(finish) & (deliv >= size * (1 - 1e-9) - 1e-6) & started
             if newly.any():
@@ -452,6 +522,7 @@ class Simulator:
             rtt=rtt,
             flowlet_moves=flowlet_moves,
             dt=dt,
+            reroutes=reroutes,
         )
 
     # ------------------------------------------------------------------ helpers
@@ -515,6 +586,7 @@ class Simulator:
         rtt: float,
         flowlet_moves: int,
         dt: float,
+        reroutes: int = 0,
     ) -> SimResult:
         net = self.net
         w = self.work
@@ -571,6 +643,7 @@ class Simulator:
             flowlet_moves=flowlet_moves,
             dt_us=dt,
             flow_finish_us=finish,
+            reroutes=reroutes,
         )
 
     def _nic_rate(self, g: int) -> float:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from icefabric.control import ice_names as n
 from icefabric.control.ccl.demand import Demand, Flow
 from icefabric.control.planner.ecmp import EcmpModel
 from icefabric.control.planner.planner import DEFAULT_WORK_BUDGET, Planner
@@ -103,8 +104,30 @@ def route(
     routing: str,
     *,
     plan_work_budget: int = DEFAULT_WORK_BUDGET,
+    stripe: np.ndarray | None = None,
+    stripes: int = 1,
+    unplanned: np.ndarray | None = None,
 ) -> tuple[Routes, PlanState]:
-    """Paths of ``flows`` under ``routing`` (ecmp / ice / flowlet); also the planner state."""
+    """Paths of ``flows`` under ``routing`` (ecmp / ice / flowlet / spray); also the plan state.
+
+    ``spray``: row i takes bucket ``stripe[i] * PATH_BUCKETS // stripes`` of its ECMP buckets
+    sorted by path (``stripes.py``). ``unplanned`` rows (traffic the controller does not know) take ice.p4's
+    fallback under ``ice`` routing: the hash of their key (a flowlet of a flow that never pauses
+    keeps its first bucket).
+    """
+    if routing not in ("ecmp", "ice", "flowlet", "spray"):
+        raise ValueError(f"routing: expected ecmp, ice, flowlet or spray, got {routing!r}")
+    if routing == "ice" and unplanned is not None and unplanned.any():
+        planned_rows = np.flatnonzero(~unplanned)
+        other_rows = np.flatnonzero(unplanned)
+        sub, state = route(
+            net, [flows[i] for i in planned_rows.tolist()], "ice", plan_work_budget=plan_work_budget
+        )
+        bg, _ = route(net, [flows[i] for i in other_rows.tolist()], "ecmp")
+        path = np.zeros((len(flows), net.width), dtype=np.int64)
+        path[planned_rows] = sub.path
+        path[other_rows] = bg.path
+        return Routes(path=path, routing=routing), state
     topo = net.topo
     if routing == "ice":
         # counted repair steps, not the wall clock: the same seed gives the same paths under load
@@ -130,8 +153,15 @@ def route(
     if (table == parr.shape[0] - 1).any():
         bad = int(np.flatnonzero((table == parr.shape[0] - 1).any(axis=1))[0])
         raise ValueError(f"flow {state.flows[bad].flow_id}: no live path between the leaves")
-    bucket = model.row_buckets(state, rows)
-    pid = table[rows, bucket]
+    if routing == "spray":
+        if stripe is None:
+            raise ValueError("spray routing needs each row's stripe (sim/stripes.py)")
+        # evenly spaced picks from the row's buckets in path order: each path gets the share
+        # of the stripes the controller gave it of the buckets (in proportion to its rate)
+        bucket = (np.asarray(stripe, dtype=np.int64) * n.PATH_BUCKETS) // max(stripes, 1)
+        pid = np.sort(table[rows], axis=1)[rows, bucket]
+    else:
+        pid = table[rows, model.row_buckets(state, rows)]
     path = np.stack([net.host_path(state, i, parr[pid[i]]) for i in rows.tolist()])
     out = Routes(path=path, routing=routing)
     if routing == "flowlet":

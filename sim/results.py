@@ -106,6 +106,7 @@ class SimResult:
     dt_us: float
     flow_finish_us: tuple[float, ...]  # per flow (workload order), nan if unfinished
     trace: Trace
+    reroutes: int = 0  # rows a link failure's rerouting moved
 
     @classmethod
     def build(
@@ -131,6 +132,7 @@ class SimResult:
         flowlet_moves: int,
         dt_us: float,
         flow_finish_us: np.ndarray,
+        reroutes: int = 0,
     ) -> SimResult:
         """Reduce the engine's arrays to the published figures."""
         busiest = int(np.argmax(fabric_util)) if fabric_util.size else -1
@@ -159,6 +161,7 @@ class SimResult:
             dt_us=dt_us,
             flow_finish_us=tuple(float(x) for x in flow_finish_us.tolist()),
             trace=trace,
+            reroutes=reroutes,
         )
 
     @property

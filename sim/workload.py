@@ -65,6 +65,12 @@ class Workload:
     lead: np.ndarray  # steps a flow may be ahead of its predecessor's deliveries
     collectives: tuple[Collective, ...]
     windows: tuple[A2aWindow, ...] = ()  # windowed all-to-all channels (rows re-armed in a run)
+    # striped connections (stripes.py): each row's QP index among its connection's ``stripes``
+    stripe: np.ndarray | None = None
+    stripes: int = 1
+    # rows the controller knows nothing of (background traffic): ice.p4's fallback paths under
+    # planned routing, never capped
+    unplanned: np.ndarray | None = None
 
     @property
     def total_bytes(self) -> float:

@@ -1,0 +1,234 @@
+"""The peers matrix in the simulator: schemes (traffic/modes.py) x scenarios (scenarios.py) x seeds.
+
+For every scenario and seed the scenario is built once; every scheme runs on it, and so does the
+**ceiling** of every distinct set of paths the schemes used (the same routing and QP striping with
+no congestion control at all: ``sim.config.ceiling_config``). A cell is the median of the seeds
+with p10 and p90 (numpy's linear interpolation); ICE ÷ best peer is computed per seed against the
+peer with the best median, and reported as its median, p10 and p90.
+
+``DIR/matrix.json`` (schema in sim/README.md, "The peers matrix")::
+
+    {"engine": "sim", "gpus": 128, "message_bytes": ..., "seeds": [1, ...], "cpu_s": ...,
+     "scenarios": {NAME: {
+        "schemes": {NAME: {"busbw_over_bound": {"median", "p10", "p90"}, "seeds": N,
+                           "ceiling": {"median", "p10", "p90"}}},
+        "ceiling": {"median", "p10", "p90"},     # the best ceiling of any scheme's paths, per seed
+        "best_peer": NAME, "ice_over_best_peer": X,
+        "ice_over_best_peer_dist": {"median", "p10", "p90"},
+        "ice_over_ecmp_dcqcn": {"median", "p10", "p90"}}}}
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from icefabric.control.topology import Topology
+from icefabric.sim.config import ceiling_config, config_for
+from icefabric.sim.engine import Simulator
+from icefabric.sim.scenarios import SCENARIOS, ScenarioCase, build
+from icefabric.sim.stripes import spray_stripes, stripe
+from icefabric.traffic.modes import MODES, Mode, get_mode
+
+DEFAULT_SCHEMES = (
+    "ecmp+dcqcn",
+    "ecmp+hpcc",
+    "ecmp+pfc",
+    "eecmp4+dcqcn",
+    "eecmp16+dcqcn",
+    "flowlet+hpcc",
+    "spray+hpcc",
+    "ice",
+)
+DEFAULT_MESSAGE = 32 << 20
+Progress = Callable[[int, int, str], None]  # (done, total, what)
+
+
+def stripes_for(mode: Mode, topo: Topology, failures: int) -> int:
+    """QPs per connection the mode's simulation uses (E-ECMP's k, spraying's stripes, else 1)."""
+    if mode.balance == "eecmp":
+        return mode.qps
+    if mode.balance == "spray":
+        return spray_stripes(topo, failures=failures)
+    return 1
+
+
+def _score(case: ScenarioCase, cfg: Any, k: int) -> float:
+    topo = Topology(case.spec)
+    res = Simulator(topo, stripe(case.workload, k), cfg, failures=case.failures).run()
+    if res.unfinished:
+        return 0.0  # did not finish within max_time_us: counted as nothing delivered in time
+    return float(np.mean([res.collectives[i].busbw_over_bound for i in case.measured]))
+
+
+def run_seed(
+    scenario: str, seed: int, schemes: Sequence[str], gpus: int, message: int
+) -> dict[str, Any]:
+    """One scenario at one seed: every scheme's score and the ceiling of its paths."""
+    case = build(scenario, gpus, seed, message)
+    topo = Topology(case.spec)
+    out: dict[str, Any] = {"scheme": {}, "ceiling": {}}
+    ceilings: dict[tuple[str, int], float] = {}
+    for name in schemes:
+        m = get_mode(name)
+        k = stripes_for(m, topo, len(case.failures))
+        out["scheme"][name] = _score(case, config_for(m, seed=seed), k)
+        key = (m.sim_routing, k)
+        if key not in ceilings:
+            ceilings[key] = _score(case, ceiling_config(m, seed=seed), k)
+        out["ceiling"][name] = ceilings[key]
+    return out
+
+
+def _dist(xs: Sequence[float]) -> dict[str, float]:
+    a = np.asarray(xs, dtype=np.float64)
+    return {
+        "median": round(float(np.median(a)), 4),
+        "p10": round(float(np.percentile(a, 10)), 4),
+        "p90": round(float(np.percentile(a, 90)), 4),
+    }
+
+
+def summarise(per_seed: dict[str, list[dict[str, Any]]], schemes: Sequence[str]) -> dict[str, Any]:
+    """Per scenario: distributions per scheme, ceiling, best peer and ICE ÷ best peer."""
+    out: dict[str, Any] = {}
+    for sc, runs in per_seed.items():
+        cell: dict[str, Any] = {"schemes": {}}
+        for name in schemes:
+            cell["schemes"][name] = {
+                "busbw_over_bound": _dist([r["scheme"][name] for r in runs]),
+                "seeds": len(runs),
+                "ceiling": _dist([r["ceiling"][name] for r in runs]),
+            }
+        cell["ceiling"] = _dist([max(r["ceiling"].values()) for r in runs])
+        peers = [s for s in schemes if MODES[s].peer]
+        if peers:
+            best = max(peers, key=lambda s: cell["schemes"][s]["busbw_over_bound"]["median"])
+            cell["best_peer"] = best
+            if "ice" in schemes:
+                ratio = [r["scheme"]["ice"] / max(r["scheme"][best], 1e-9) for r in runs]
+                cell["ice_over_best_peer_dist"] = _dist(ratio)
+                cell["ice_over_best_peer"] = cell["ice_over_best_peer_dist"]["median"]
+        if "ice" in schemes and "ecmp+dcqcn" in schemes:
+            cell["ice_over_ecmp_dcqcn"] = _dist(
+                [r["scheme"]["ice"] / max(r["scheme"]["ecmp+dcqcn"], 1e-9) for r in runs]
+            )
+        out[sc] = cell
+    return out
+
+
+def run_matrix(
+    *,
+    scenarios: Sequence[str] = tuple(SCENARIOS),
+    schemes: Sequence[str] = DEFAULT_SCHEMES,
+    seeds: int = 20,
+    gpus: int = 128,
+    message: int = DEFAULT_MESSAGE,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Run the matrix serially (one scenario-seed task after another); the matrix.json doc."""
+    for s in scenarios:
+        if s not in SCENARIOS:
+            raise ValueError(f"scenarios: expected names from {', '.join(SCENARIOS)}, got {s!r}")
+    for s in schemes:
+        if "sim" not in get_mode(s).engines:
+            raise ValueError(f"schemes: {s} does not run in the simulator")
+    if seeds < 1:
+        raise ValueError(f"seeds: expected >= 1, got {seeds}")
+    cpu0 = time.process_time()
+    tasks = [(sc, seed) for sc in scenarios for seed in range(1, seeds + 1)]
+    per_seed: dict[str, list[dict[str, Any]]] = {sc: [] for sc in scenarios}
+    for i, (sc, seed) in enumerate(tasks):
+        if progress is not None:
+            progress(i, len(tasks), f"{sc} seed {seed}")
+        per_seed[sc].append(run_seed(sc, seed, schemes, gpus, message))
+    if progress is not None:
+        progress(len(tasks), len(tasks), "done")
+    return {
+        "engine": "sim",
+        "gpus": gpus,
+        "message_bytes": message,
+        "seeds": list(range(1, seeds + 1)),
+        "schemes_order": list(schemes),
+        "cpu_s": round(time.process_time() - cpu0, 1),
+        "scenarios": summarise(per_seed, schemes),
+        "per_seed": per_seed,
+    }
+
+
+def write_matrix(doc: dict[str, Any], out: Path) -> None:
+    """``out/matrix.json`` and ``out/matrix.png`` (0600 files in a new or existing folder)."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "matrix.json"
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+    path.chmod(0o600)
+    plot_matrix(doc, out / "matrix.png")
+    (out / "matrix.png").chmod(0o600)
+
+
+def plot_matrix(doc: dict[str, Any], path: Path) -> None:
+    """A heatmap: scenarios x schemes (median busbw ÷ bound), the best peer boxed, ICE ÷ best
+    peer (median [p10, p90]) at the end of each row."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    scs = list(doc["scenarios"])
+    schemes = list(doc.get("schemes_order") or next(iter(doc["scenarios"].values()))["schemes"])
+    cols = [*schemes, "ceiling"]
+    grid = np.array(
+        [
+            [
+                doc["scenarios"][sc]["schemes"][s]["busbw_over_bound"]["median"]
+                if s != "ceiling"
+                else doc["scenarios"][sc]["ceiling"]["median"]
+                for s in cols
+            ]
+            for sc in scs
+        ]
+    )
+    fig, ax = plt.subplots(figsize=(1.1 * len(cols) + 4, 0.6 * len(scs) + 1.8))
+    im = ax.imshow(grid, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
+    for i, sc in enumerate(scs):
+        cell = doc["scenarios"][sc]
+        for j, _ in enumerate(cols):
+            ax.text(
+                j,
+                i,
+                f"{grid[i, j]:.2f}",
+                ha="center",
+                va="center",
+                color="white" if grid[i, j] < 0.6 else "black",
+                fontsize=8,
+            )
+        best = cell.get("best_peer")
+        if best in cols:
+            j = cols.index(best)
+            ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec="red", lw=2))
+        d = cell.get("ice_over_best_peer_dist")
+        if d:
+            ax.text(
+                len(cols) - 0.3,
+                i,
+                f"ICE÷best {d['median']:.2f} [{d['p10']:.2f}, {d['p90']:.2f}]",
+                va="center",
+                fontsize=8,
+            )
+    ax.set_xticks(range(len(cols)), cols, rotation=35, ha="right")
+    ax.set_yticks(range(len(scs)), scs)
+    ax.set_title(
+        f"busbw ÷ bound, median of {len(doc['seeds'])} seeds ({doc['engine']}, {doc.get('gpus', '')} GPUs); "
+        "red: best peer",
+        fontsize=9,
+    )
+    fig.colorbar(im, ax=ax, fraction=0.03)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)

@@ -1,0 +1,281 @@
+"""The scenarios of the peers matrix, at simulator scale (128-1,024 GPUs): one builder each.
+
+Every scenario is a 400G leaf-spine (16 hosts per leaf, 8 spines: 1:1 unless it says otherwise,
+one GPU per NIC) and jobs whose ranks a scheduler scattered over it (seeded shuffle); the seed
+also draws the background pairs and which link fails. The score is the busbw ÷ non-blocking
+bound (``sim/results.py``) of the measured jobs' collectives, averaged over them.
+
+* ``collisions`` (a): one ring all-reduce (8 channels) over every GPU: ECMP's hash collisions.
+* ``two-jobs`` (b): two ring all-reduces over half the GPUs each, hosts interleaved at random.
+* ``incast`` (c): MoE expert-parallel all-to-all: groups of 16 GPUs (15 senders per receiver),
+  all groups at once.
+* ``background`` (d): a ring all-reduce over 3/4 of the hosts; each other host sends one
+  storage-like flow to another of them on another leaf, as long as the collective at line rate,
+  that the controller does not know (no plan, no caps: ice.p4's hash places it). Here the
+  "ceiling" (no control at all) is no bound: uncontrolled background at line rate takes more
+  of the shared links than any congestion control would give it.
+* ``failure`` (e): a ring all-reduce over every GPU; a leaf-spine link the job uses fails at
+  20 % of the collective's ideal time; every mode's paths are recomputed ``DETECT_US`` later.
+* ``oversubscribed`` (f): a ring all-reduce over every GPU on a 2:1 oversubscribed leaf-spine.
+* ``mixed-nics`` (g): a ring all-reduce over every GPU where half the hosts (seeded) have 200G
+  NICs (the bound is the slowest NIC's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from icefabric.control.ccl.demand import Flow
+from icefabric.control.ccl.job import JobSpec, parse_job
+from icefabric.control.topology import Topology
+from icefabric.sim.engine import LinkFailure
+from icefabric.sim.workload import Collective, Workload, workload_from_jobs
+from icefabric.topo.generators import leaf_spine
+from icefabric.topo.spec import TopologySpec
+
+HOSTS_PER_LEAF = 16
+SPINES = 8
+NIC_GBPS = 400.0
+CHANNELS = 8
+EP_GROUP = 16  # MoE expert-parallel group (incast: 15 senders per receiver)
+DETECT_US = 200.0  # link down -> new paths installed (the same for every mode)
+FAIL_AT = 0.2  # of the collective's ideal time
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class ScenarioCase:
+    """One scenario at one size and seed: the fabric, the workload and what to measure."""
+
+    name: str
+    spec: TopologySpec
+    workload: Workload
+    measured: tuple[int, ...]  # collective indices whose busbw ÷ bound is the score
+    failures: tuple[LinkFailure, ...] = ()
+    notes: dict[str, object] = field(default_factory=dict)
+
+
+def _fabric(gpus: int, **kw: object) -> TopologySpec:
+    if gpus % HOSTS_PER_LEAF:
+        raise ValueError(f"gpus: expected a multiple of {HOSTS_PER_LEAF}, got {gpus}")
+    return leaf_spine(
+        leaves=gpus // HOSTS_PER_LEAF,
+        spines=SPINES,
+        hosts_per_leaf=HOSTS_PER_LEAF,
+        host_rate_gbps=NIC_GBPS,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def _ring(name: str, hosts: list[str], message: int, channels: int = CHANNELS) -> JobSpec:
+    return parse_job(
+        {
+            "name": name,
+            "hosts": hosts,
+            "phases": [
+                {
+                    "name": "all-reduce",
+                    "collective": "all-reduce",
+                    "algorithm": "ring",
+                    "channels": channels,
+                    "message_bytes": message,
+                }
+            ],
+        }
+    )
+
+
+def _shuffled(spec: TopologySpec, rng: np.random.Generator) -> list[str]:
+    return [spec.hosts[i].name for i in rng.permutation(len(spec.hosts))]
+
+
+def _ideal_us(message: int, ranks: int, gbps: float) -> float:
+    """A ring all-reduce at the non-blocking bound: 2 (n-1)/n S / B."""
+    return 2 * (ranks - 1) / ranks * message * 8 / (gbps * 1e9) * 1e6
+
+
+def collisions(gpus: int, seed: int, message: int) -> ScenarioCase:
+    """(a) one ring all-reduce over every GPU."""
+    spec = _fabric(gpus)
+    hosts = _shuffled(spec, np.random.default_rng(seed))
+    w = workload_from_jobs([_ring("job", hosts, message)])
+    return ScenarioCase(name="collisions", spec=spec, workload=w, measured=(0,))
+
+
+def two_jobs(gpus: int, seed: int, message: int) -> ScenarioCase:
+    """(b) two ring all-reduces over half the GPUs each."""
+    spec = _fabric(gpus)
+    hosts = _shuffled(spec, np.random.default_rng(seed))
+    half = len(hosts) // 2
+    jobs = [_ring("job-a", hosts[:half], message), _ring("job-b", hosts[half:], message)]
+    return ScenarioCase(
+        name="two-jobs", spec=spec, workload=workload_from_jobs(jobs), measured=(0, 1)
+    )
+
+
+def incast(gpus: int, seed: int, message: int) -> ScenarioCase:
+    """(c) MoE all-to-all in expert-parallel groups of ``EP_GROUP`` GPUs, all at once."""
+    spec = _fabric(gpus)
+    hosts = _shuffled(spec, np.random.default_rng(seed))
+    jobs = [
+        parse_job(
+            {
+                "name": f"ep{g}",
+                "hosts": hosts[g * EP_GROUP : (g + 1) * EP_GROUP],
+                "phases": [
+                    {
+                        "name": "all-to-all",
+                        "collective": "all-to-all",
+                        "channels": 1,
+                        "message_bytes": message // 4,
+                    }
+                ],
+            }
+        )
+        for g in range(len(hosts) // EP_GROUP)
+    ]
+    w = workload_from_jobs(jobs)
+    return ScenarioCase(name="incast", spec=spec, workload=w, measured=tuple(range(len(jobs))))
+
+
+def with_background(w: Workload, flows: list[Flow]) -> Workload:
+    """``w`` plus ``flows`` as one more collective that starts at once, unplanned and uncapped."""
+    if not flows:
+        return w
+    gi = len(w.collectives)
+    k = len(flows)
+    size = np.array([f.bytes for f in flows], dtype=np.float64)
+    pred = np.full((k, w.pred.shape[1]), -1, dtype=np.int64)
+    unplanned = np.zeros(len(w), dtype=bool) if w.unplanned is None else w.unplanned
+    return replace(
+        w,
+        flows=(*w.flows, *flows),
+        group=np.concatenate([w.group, np.full(k, gi, dtype=np.int64)]),
+        size=np.concatenate([w.size, size]),
+        pred=np.concatenate([w.pred, pred]),
+        chunk=np.concatenate([w.chunk, size]),
+        lead=np.concatenate([w.lead, np.ones(k)]),
+        collectives=(
+            *w.collectives,
+            Collective(
+                index=gi,
+                job="background",
+                phase="storage",
+                iteration=0,
+                collective="send-recv",
+                algorithm="",
+                ranks=k,
+                channels=1,
+                message_bytes=int(size.max()),
+                after=(),
+                delay_us=0.0,
+            ),
+        ),
+        unplanned=np.concatenate([unplanned, np.ones(k, dtype=bool)]),
+    )
+
+
+def background(gpus: int, seed: int, message: int) -> ScenarioCase:
+    """(d) a ring all-reduce over 3/4 of the hosts and unplanned storage flows among the rest."""
+    spec = _fabric(gpus)
+    rng = np.random.default_rng(seed)
+    hosts = _shuffled(spec, rng)
+    n_job = len(hosts) * 3 // 4
+    job_hosts, others = hosts[:n_job], hosts[n_job:]
+    leaf = {h.name: h.leaf for h in spec.hosts}
+    volume = _ideal_us(message, n_job, NIC_GBPS) * 1e-6 * NIC_GBPS * 1e9 / 8
+    flows = []
+    for i, src in enumerate(others):
+        cands = [d for d in others if leaf[d] != leaf[src]]
+        if not cands:
+            continue
+        dst = cands[int(rng.integers(len(cands)))]
+        flows.append(
+            Flow(
+                flow_id=f"background/{src}>{dst}/{i}",
+                job="background",
+                phase="storage",
+                channel=0,
+                src_host=src,
+                dst_host=dst,
+                src_rank=-1,
+                dst_rank=-1,
+                bytes=volume,
+            )
+        )
+    w = with_background(workload_from_jobs([_ring("job", job_hosts, message)]), flows)
+    return ScenarioCase(
+        name="background",
+        spec=spec,
+        workload=w,
+        measured=(0,),
+        notes={"background_flows": len(flows)},
+    )
+
+
+def failure(gpus: int, seed: int, message: int) -> ScenarioCase:
+    """(e) a ring all-reduce; one leaf-spine link the job's leaves use fails mid-collective."""
+    spec = _fabric(gpus)
+    rng = np.random.default_rng(seed)
+    hosts = _shuffled(spec, rng)
+    topo = Topology(spec)
+    ups = [ln.id for ln in topo.links if ln.kind == "fabric" and ln.src.startswith("leaf")]
+    link = ups[int(rng.integers(len(ups)))]
+    at = FAIL_AT * _ideal_us(message, len(hosts), NIC_GBPS)
+    w = workload_from_jobs([_ring("job", hosts, message)])
+    return ScenarioCase(
+        name="failure",
+        spec=spec,
+        workload=w,
+        measured=(0,),
+        failures=(LinkFailure(link=link, at_us=at, detect_us=DETECT_US),),
+        notes={"failed_link": topo.link_name(link), "fail_at_us": at},
+    )
+
+
+def oversubscribed(gpus: int, seed: int, message: int) -> ScenarioCase:
+    """(f) a ring all-reduce on a 2:1 oversubscribed leaf-spine."""
+    spec = _fabric(gpus, oversubscription=2.0)
+    hosts = _shuffled(spec, np.random.default_rng(seed))
+    w = workload_from_jobs([_ring("job", hosts, message)])
+    return ScenarioCase(name="oversubscribed", spec=spec, workload=w, measured=(0,))
+
+
+def mixed_nics(gpus: int, seed: int, message: int) -> ScenarioCase:
+    """(g) a ring all-reduce where half the hosts (seeded) have 200G NICs."""
+    base = _fabric(gpus)
+    rng = np.random.default_rng(seed)
+    slow = set(rng.permutation(len(base.hosts))[: len(base.hosts) // 2].tolist())
+    spec = replace(
+        base,
+        hosts=tuple(
+            replace(h, rate_gbps=NIC_GBPS / 2) if i in slow else h for i, h in enumerate(base.hosts)
+        ),
+    )
+    hosts = _shuffled(spec, rng)
+    w = workload_from_jobs([_ring("job", hosts, message)])
+    return ScenarioCase(name="mixed-nics", spec=spec, workload=w, measured=(0,))
+
+
+SCENARIOS: dict[str, Callable[[int, int, int], ScenarioCase]] = {
+    "collisions": collisions,
+    "two-jobs": two_jobs,
+    "incast": incast,
+    "background": background,
+    "failure": failure,
+    "oversubscribed": oversubscribed,
+    "mixed-nics": mixed_nics,
+}
+
+
+def build(name: str, gpus: int, seed: int, message: int) -> ScenarioCase:
+    """Scenario ``name`` at ``gpus`` GPUs and ``seed`` (a one-line error for an unknown name)."""
+    try:
+        fn = SCENARIOS[name]
+    except KeyError:
+        raise ValueError(
+            f"scenario: expected one of {', '.join(SCENARIOS)}, got {name!r}"
+        ) from None
+    return fn(gpus, seed, message)
