@@ -32,6 +32,13 @@ Format (traffic/README.md, "Experiment files", is the reference)::
     ice: {anchor: true, derived_ai: true, eta: 0.95}  # ICE's end-side rule (traffic/README.md);
                                       # the defaults; anchor false: HPCC's rule on caps that
                                       # fill links to 95 % (the rule before the anchoring)
+    background:                       # optional: flows the controller does not know (engine
+      - {src: h3, dst: h9, bytes: 8MiB}   # virtual): posted when the job starts, never
+                                      # planned or capped (ice.p4's flowlet / ECMP places them)
+    link_down: {a: leaf1, b: spine1, at_us: 150, drain_us: 20}  # optional (engine virtual):
+                                      # the controller is told the link is down at at_us (the
+                                      # spec's time, x 1/scale like every delay), the link stops
+                                      # drain_us later (0: at once; packets on it are then lost)
 
 Every problem is reported at once as ``file: key: message`` (:class:`ExperimentError`).
 """
@@ -66,6 +73,28 @@ __all__ = ["DEFAULT_MODES", "MODES", "Mode", "packet_modes"]
 def packet_modes() -> tuple[str, ...]:
     """The modes the packet-level engines carry (the others are simulator-only: ``icectl sim``)."""
     return tuple(n for n, m in MODES.items() if "virtual" in m.engines or "mininet" in m.engines)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Background:
+    """One flow the controller does not know of (storage-like traffic from other hosts)."""
+
+    src: str
+    dst: str
+    bytes: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LinkDown:
+    """A fabric link taken down mid-run (times at the spec's rates; the engine runs x 1/scale)."""
+
+    a: str
+    b: str
+    at_us: float
+    drain_us: float = 0.0
+
+
+MAX_BACKGROUND = 64
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -136,6 +165,9 @@ class Experiment:
         w = self.data.get("workload")
         return not (isinstance(w, Mapping) and "nccl_log" in w)
 
+    background: tuple[Background, ...] = ()
+    link_down: LinkDown | None = None
+
     def to_dict(self) -> dict[str, Any]:
         """The normalised config (what results.json records)."""
         return {
@@ -157,6 +189,15 @@ class Experiment:
             "target": self.target,
             "limits": {"virtual_ms": self.limits.virtual_ms, "wall_s": self.limits.wall_s},
             "ice": self.ice.to_dict(),
+            "background": [{"src": b.src, "dst": b.dst, "bytes": b.bytes} for b in self.background],
+            "link_down": None
+            if self.link_down is None
+            else {
+                "a": self.link_down.a,
+                "b": self.link_down.b,
+                "at_us": self.link_down.at_us,
+                "drain_us": self.link_down.drain_us,
+            },
         }
 
 
@@ -233,6 +274,8 @@ def parse_experiment(
         "target",
         "limits",
         "ice",
+        "background",
+        "link_down",
     }
     for k in data:
         if k not in allowed:
@@ -271,6 +314,10 @@ def parse_experiment(
         err("target", f"{target} runs on engine mininet only (the virtual engine is embedded)")
     limits = _limits(data.get("limits", {}), err)
     ice = _ice(data.get("ice", {}), err)
+    background = _background(data.get("background", []), topo, err)
+    link_down = _link_down(data.get("link_down"), topo, err)
+    if (background or link_down) and engine != "virtual":
+        err("engine", "background and link_down run on engine virtual only")
     if errs or topo is None or job is None:
         raise ExperimentError(errs or [f"{source}: (top level): incomplete experiment"])
     return Experiment(
@@ -288,6 +335,8 @@ def parse_experiment(
         limits=limits,
         data=dict(data),
         ice=ice,
+        background=background,
+        link_down=link_down,
     )
 
 
@@ -554,3 +603,54 @@ def _ice(raw: Any, err: Any) -> IceKnobs:
         flags[k] = v
     eta = _number(raw.get("eta", d.eta), "ice.eta", err, 0.0, 1.0, d.eta)
     return IceKnobs(anchor=flags["anchor"], derived_ai=flags["derived_ai"], eta=eta)
+
+
+def _background(raw: Any, topo: TopologySpec | None, err: Any) -> tuple[Background, ...]:
+    if not isinstance(raw, list) or len(raw) > MAX_BACKGROUND:
+        err("background", f"expected a list of at most {MAX_BACKGROUND} {{src, dst, bytes}}")
+        return ()
+    hosts = {h.name for h in topo.hosts} if topo is not None else set()
+    out = []
+    for i, b in enumerate(raw):
+        key = f"background[{i}]"
+        if not isinstance(b, Mapping) or set(b) != {"src", "dst", "bytes"}:
+            err(key, "expected a mapping with exactly src, dst, bytes")
+            continue
+        src, dst = b["src"], b["dst"]
+        bad = [h for h in (src, dst) if not isinstance(h, str) or (hosts and h not in hosts)]
+        if bad or src == dst:
+            err(key, f"expected two different hosts of the topology, got {src!r} -> {dst!r}")
+            continue
+        try:
+            size = parse_size(b["bytes"])
+        except (ValueError, TypeError) as e:
+            err(f"{key}.bytes", str(e))
+            continue
+        if not 1 <= size <= 1 << 30:
+            err(f"{key}.bytes", f"expected 1 B .. 1 GiB, got {size}")
+            continue
+        out.append(Background(src=src, dst=dst, bytes=size))
+    return tuple(out)
+
+
+def _link_down(raw: Any, topo: TopologySpec | None, err: Any) -> LinkDown | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping) or not {"a", "b", "at_us"} <= set(raw) <= {
+        "a",
+        "b",
+        "at_us",
+        "drain_us",
+    }:
+        err("link_down", "expected {a: SWITCH, b: SWITCH, at_us: US, drain_us: US}")
+        return None
+    a, b = raw["a"], raw["b"]
+    if topo is not None and not any({ln.a.node, ln.b.node} == {a, b} for ln in topo.links):
+        err("link_down", f"no link between {a!r} and {b!r} in topology {topo.name!r}")
+        return None
+    at = _number(raw["at_us"], "link_down.at_us", err, 0.0, 1e9, 0.0)
+    drain = raw.get("drain_us", 0.0)
+    if isinstance(drain, bool) or not isinstance(drain, (int, float)) or not 0 <= drain <= 1e9:
+        err("link_down.drain_us", f"expected a number of microseconds 0..1e9, got {drain!r}")
+        drain = 0.0
+    return LinkDown(a=str(a), b=str(b), at_us=at, drain_us=float(drain))

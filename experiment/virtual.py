@@ -36,6 +36,7 @@ STEP_US = 2000  # the loop checks limits and reports progress every 2 ms of virt
 REPORT_EVERY_N = 64  # sampled INT reports (to learn each flow's path), 1 in N packets
 # A RoCEv2 CNP on the wire: Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + 16 reserved + ICRC 4.
 CNP_FRAME_BYTES = 74
+BACKGROUND_TAG = 1 << 30  # message tags of background flows (the job's are its message ids)
 
 
 class VirtualEngine:
@@ -103,6 +104,13 @@ class VirtualEngine:
             ctl.add_job(exp.job)
             install_real_keys(ctl, fab)
         delay = exp.rates.run_control_delay_us()
+        # background flows: opened after the controller learnt the job's keys, so it never
+        # plans or caps them (ice.p4's flowlet / ECMP fallback places them)
+        bg_keys = [
+            fab.open_flow(b.src, b.dst, job="background", flow_id=f"background/{i}")
+            for i, b in enumerate(exp.background)
+        ]
+        bg_done: dict[int, float] = {}
         caps = PhaseCaps(ctl, fab, schedule, exp.rates.scale, delay) if mode.caps else None
         names = {s.switch_id: s.name for s in spec_switches(exp)}
         paths: dict[str, list[str]] = {}
@@ -137,6 +145,9 @@ class VirtualEngine:
             fab.post(keys[m.flow_id], m.nbytes, m.id)
 
         def arrived(host: str, key: Any, tag: int, nbytes: int, now: int) -> None:
+            if tag >= BACKGROUND_TAG:
+                bg_done[tag - BACKGROUND_TAG] = float(now)
+                return
             ex.on_message(tag, float(now))
             if caps is not None:
                 caps.arrived(tag)
@@ -159,15 +170,35 @@ class VirtualEngine:
         limit_us = t0 + exp.limits.virtual_ms * 1e3
         total = len(schedule.messages)
         ex.start(float(t0))
+        for i, (b, k) in enumerate(zip(exp.background, bg_keys, strict=True)):
+            fab.post(k, b.bytes, BACKGROUND_TAG + i)
+        # link down: (virtual time, action); the controller first, the link drain_us later
+        events: list[tuple[float, str]] = []
+        if exp.link_down is not None:
+            ld = exp.link_down
+            at = t0 + ld.at_us / exp.rates.scale
+            events = [(at, "tell"), (at + ld.drain_us / exp.rates.scale, "cut")]
         error = None
         while not ex.done:
+            while events and fab.now_us >= events[0][0]:
+                _, what = events.pop(0)
+                assert exp.link_down is not None
+                if what == "tell":
+                    ctl.fail_link(exp.link_down.a, exp.link_down.b)
+                    if caps is not None:
+                        caps.push()  # the new plan's fair rates
+                else:
+                    fab.cut_link(exp.link_down.a, exp.link_down.b)
             if fab.now_us >= limit_us:
                 error = f"virtual time limit {exp.limits.virtual_ms:g} ms reached with {ex.remaining} message(s) outstanding"
                 break
             if time.monotonic() - wall0 > exp.limits.wall_s:
                 error = f"wall time limit {exp.limits.wall_s:g} s reached with {ex.remaining} message(s) outstanding"
                 break
-            fab.run_until(fab.now_us + STEP_US)
+            nxt = fab.now_us + STEP_US
+            if events:
+                nxt = min(nxt, max(int(events[0][0]), fab.now_us + 1))
+            fab.run_until(nxt)
             progress(mode.name, len(ex.arrived_us) / total)
         progress(mode.name, len(ex.arrived_us) / total)
         obs = observe(exp, mode, fab, ex, ports0, drops0, paths, error, keys)
@@ -176,10 +207,14 @@ class VirtualEngine:
             obs.extra["control_delay_us"] = delay
             obs.extra["caps_ahead"] = exp.phases_known_ahead
             obs.extra["caps_applied"] = fab.channel.applied
-        if mode.lb_mode == "ecmp":
+        if exp.background:
+            obs.extra["background_done"] = len(bg_done)
+        if exp.link_down is not None:
+            obs.extra["link_down"] = f"{exp.link_down.a}-{exp.link_down.b}"
+        if mode.lb_mode == "ecmp" and exp.link_down is None:  # (the model knows no failure)
             obs.extra["ecmp_model"] = ecmp_model_check(
                 exp,
-                keys,
+                {**keys, **{f"background/{i}": k for i, k in enumerate(bg_keys)}},
                 paths,
                 ctl.options.use_qp_in_hash,
                 fab.flow_stats(),
@@ -205,7 +240,7 @@ def ecmp_model_check(
     the first hop), within the CNPs' bytes (routed, not hashed) and 1 %."""
     from dataclasses import replace
 
-    from icefabric.control.ccl.demand import demand_from_job
+    from icefabric.control.ccl.demand import Flow, demand_from_job
     from icefabric.control.planner.ecmp import ecmp_paths, model_description
     from icefabric.control.topology import Topology
 
@@ -215,6 +250,24 @@ def ecmp_model_check(
         for f in demand_from_job(exp.job)
         if f.flow_id in keys
     ]
+    for i, b in enumerate(exp.background):  # background flows cross the links too
+        k = keys.get(f"background/{i}")
+        if k is not None:
+            flows.append(
+                Flow(
+                    flow_id=f"background/{i}",
+                    job="background",
+                    phase="background",
+                    channel=0,
+                    src_host=b.src,
+                    dst_host=b.dst,
+                    src_rank=-1,
+                    dst_rank=-1,
+                    bytes=float(b.bytes),
+                    udp_sport=k.sport,
+                    qp=k.qp,
+                )
+            )
     predicted = ecmp_paths(topo, flows, use_qp_in_hash=use_qp)
     leaf = {h.name: h.leaf for h in exp.topology.hosts}
     match = differ = 0

@@ -101,6 +101,17 @@ def test_file_paths_resolve_relative_to_the_file(tmp_path: Path) -> None:
         ({"workload": {"collective": "all-reduce", "hosts": ["h1", "h9"]}}, "no host 'h9'"),
         ({"workload": {"collective": "all-reduce", "slices": 0}}, "workload.slices"),
         ({"limits": {"wall_s": 0}}, "limits.wall_s"),
+        ({"background": [{"src": "h1", "dst": "h1", "bytes": 10}]}, "background[0]: expected two"),
+        ({"background": [{"src": "h1", "dst": "h9", "bytes": 10}]}, "background[0]: expected two"),
+        ({"background": [{"src": "h1", "dst": "h2"}]}, "background[0]: expected a mapping"),
+        ({"background": [{"src": "h1", "dst": "h2", "bytes": "2GiB"}]}, "background[0].bytes"),
+        ({"link_down": {"a": "leaf1", "b": "leaf2", "at_us": 1}}, "link_down: no link between"),
+        ({"link_down": {"a": "leaf1", "b": "spine1"}}, "link_down: expected {a"),
+        (
+            {"link_down": {"a": "leaf1", "b": "spine1", "at_us": 1}, "engine": "mininet"},
+            "engine: background and link_down run on engine virtual only",
+        ),
+        ({"modes": ["ecmp+pfc"]}, "modes[0]: expected one of"),
     ],
 )
 def test_bad_input_names_file_key_and_expectation(patch: dict, expect: str) -> None:
@@ -238,3 +249,18 @@ def test_icectl_target_bmv2_usage_errors_are_one_line_exit_2(
     assert "p4c-bm2-ss" in err and "simple_switch_grpc" in err, err
     assert len(err.splitlines()) == 1 and "Traceback" not in err
     assert not out.exists()
+
+
+def test_background_and_link_down_round_trip() -> None:
+    exp = parse_experiment(
+        {
+            **GOOD,
+            "background": [{"src": "h1", "dst": "h2", "bytes": "1MiB"}],
+            "link_down": {"a": "leaf1", "b": "spine2", "at_us": 5, "drain_us": 1},
+        }
+    )
+    assert exp.background[0].bytes == 1 << 20 and exp.link_down is not None
+    d = exp.to_dict()
+    assert d["background"] == [{"src": "h1", "dst": "h2", "bytes": 1 << 20}]
+    assert d["link_down"] == {"a": "leaf1", "b": "spine2", "at_us": 5.0, "drain_us": 1.0}
+    assert parse_experiment(GOOD).to_dict()["link_down"] is None
