@@ -68,6 +68,27 @@ def register(verbs: Verbs) -> None:
     ls = esub.add_parser("list", help="the built-in presets")
     add_json(ls)
     ls.set_defaults(func=cmd_experiment_list)
+    mx = esub.add_parser(
+        "matrix",
+        help="schemes x scenarios x seeds: DIR/matrix.json and DIR/matrix.png",
+        description="Run every scheme (traffic/modes.py) on every scenario for N seeds and "
+        "write DIR/matrix.json (busbw / bound median, p10, p90 per cell, the ceiling of each "
+        "scheme's paths, the best peer and ICE / best peer; schema in sim/README.md) and "
+        "DIR/matrix.png (heatmap, best peer boxed). Engine sim: the fluid simulator's "
+        "scenarios (sim/scenarios.py) at --gpus GPUs.",
+    )
+    mx.add_argument("--engine", choices=("sim",), default="sim", help="default sim")
+    mx.add_argument("--seeds", type=int, default=20, help="seeds 1..N per cell (default 20)")
+    mx.add_argument("--scenarios", default=None, help="comma-separated (default: all seven)")
+    mx.add_argument("--schemes", default=None, help="comma-separated modes (default: eight)")
+    mx.add_argument("--gpus", type=int, default=128, help="GPUs (multiple of 16; default 128)")
+    mx.add_argument(
+        "--message-mib", type=int, default=32, help="collective message in MiB (default 32)"
+    )
+    mx.add_argument("--out", type=Path, required=True, help="directory for matrix.json/.png")
+    mx.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    add_json(mx)
+    mx.set_defaults(func=cmd_experiment_matrix)
     show = esub.add_parser("show", help="print a results directory's comparison")
     show.add_argument("dir", metavar="DIR", help="results/<name>-<time>/ (or its results.json)")
     add_json(show)
@@ -272,4 +293,82 @@ def cmd_experiment_show(args: argparse.Namespace) -> int:
         raise CliError(
             f"{args.dir}: results.json does not follow the schema ({what})", EXIT_USAGE
         ) from None
+    return EXIT_OK
+
+
+def _names(text: str | None, default: tuple[str, ...], what: str) -> tuple[str, ...]:
+    if text is None:
+        return default
+    names = tuple(x.strip() for x in text.split(",") if x.strip())
+    if not names or len(set(names)) != len(names):
+        raise CliError(
+            f"--{what}: expected distinct comma-separated names, got {text!r}", EXIT_USAGE
+        )
+    return names
+
+
+def cmd_experiment_matrix(args: argparse.Namespace) -> int:
+    """icectl experiment matrix: the peers matrix (sim/matrix.py)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from icefabric.sim.matrix import DEFAULT_SCHEMES, run_matrix, write_matrix
+    from icefabric.sim.scenarios import SCENARIOS
+
+    scenarios = _names(args.scenarios, tuple(SCENARIOS), "scenarios")
+    schemes = _names(args.schemes, DEFAULT_SCHEMES, "schemes")
+    if not 1 <= args.seeds <= 1000:
+        raise CliError(f"--seeds: expected 1..1000, got {args.seeds}", EXIT_USAGE)
+    if not 16 <= args.gpus <= 16384 or args.gpus % 16:
+        raise CliError(
+            f"--gpus: expected a multiple of 16 in 16..16384, got {args.gpus}", EXIT_USAGE
+        )
+    if not 1 <= args.message_mib <= 4096:
+        raise CliError(f"--message-mib: expected 1..4096, got {args.message_mib}", EXIT_USAGE)
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=render.console(sys.stderr),
+        disable=args.no_progress,
+    )
+    with bar:
+        task = bar.add_task("matrix", total=None)
+
+        def hook(done: int, total: int, what: str) -> None:
+            bar.update(task, completed=done, total=total, description=f"matrix: {what}")
+
+        try:
+            doc = run_matrix(
+                scenarios=scenarios,
+                schemes=schemes,
+                seeds=args.seeds,
+                gpus=args.gpus,
+                message=args.message_mib << 20,
+                progress=hook,
+            )
+        except ValueError as exc:
+            raise CliError(f"icectl experiment matrix: {exc}", EXIT_USAGE) from None
+    doc["command"] = (
+        f"icectl experiment matrix --engine {args.engine} --seeds {args.seeds} --gpus {args.gpus} "
+        f"--message-mib {args.message_mib} --scenarios {','.join(scenarios)} "
+        f"--schemes {','.join(schemes)}"
+    )
+    write_matrix(doc, args.out)
+    if args.json:
+        render.emit_json({k: v for k, v in doc.items() if k != "per_seed"})
+        return EXIT_OK
+    con = render.console()
+    for sc, cell in doc["scenarios"].items():
+        d = cell.get("ice_over_best_peer_dist")
+        e = cell.get("ice_over_ecmp_dcqcn")
+        ice = cell["schemes"].get("ice", {}).get("busbw_over_bound", {})
+        con.print(
+            f"{sc:15s} best peer {cell.get('best_peer', '-'):14s}"
+            + (f" ICE÷best {d['median']:.2f} [{d['p10']:.2f}, {d['p90']:.2f}]" if d else "")
+            + (f"  ICE÷ECMP+DCQCN {e['median']:.2f}" if e else "")
+            + (f"  ICE {ice['median']:.3f}" if ice else "")
+            + f"  ceiling {cell['ceiling']['median']:.3f}"
+        )
+    con.print(f"wrote {args.out / 'matrix.json'} and matrix.png ({doc['cpu_s']:.0f} CPU s)")
     return EXIT_OK

@@ -19,6 +19,7 @@ BENCHMARKS: dict[str, str] = {
     "nccl-log": "icefabric.control.ccl.nccl.bench",
     "endpoint": "icefabric.experiment.bench",
     "sim": "icefabric.sim.bench",
+    "matrix": "icefabric.sim.matrix",
 }
 
 

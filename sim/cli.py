@@ -40,15 +40,32 @@ def _config(args: argparse.Namespace, routing: str, control: str) -> SimConfig:
         raise CliError(f"icectl sim: {e}", EXIT_USAGE) from None
 
 
-def _parse_pair(text: str) -> tuple[str, str]:
+def _mode_config(args: argparse.Namespace, name: str) -> SimConfig:
+    """A mode of traffic/modes.py (its caps and PFC; --caps / --pfc do not apply)."""
+    from icefabric.sim.config import config_for
+    from icefabric.traffic.modes import MODES
+
+    m = MODES[name]
+    if "sim" not in m.engines:
+        raise CliError(f"icectl sim: mode {name} does not run in the simulator", EXIT_USAGE)
+    return config_for(m, dt_us=args.dt_us, max_time_us=args.max_time_ms * 1e3, seed=args.seed)
+
+
+def _parse_pair(args: argparse.Namespace, text: str) -> SimConfig:
+    """--config: a mode name of traffic/modes.py, or ROUTING+CONTROL."""
+    from icefabric.traffic.modes import MODES
+
+    if text in MODES:
+        return _mode_config(args, text)
     parts = text.split("+")
     if len(parts) != 2 or parts[0] not in ROUTINGS or parts[1] not in CONTROLS:
         raise CliError(
-            f"icectl sim compare: --config {text!r}: expected ROUTING+CONTROL with ROUTING one of "
-            f"{', '.join(ROUTINGS)} and CONTROL one of {', '.join(CONTROLS)}",
+            f"icectl sim compare: --config {text!r}: expected a mode ({', '.join(MODES)}) or "
+            f"ROUTING+CONTROL with ROUTING one of {', '.join(ROUTINGS)} and CONTROL one of "
+            f"{', '.join(CONTROLS)}",
             EXIT_USAGE,
         )
-    return parts[0], parts[1]
+    return _config(args, parts[0], parts[1])
 
 
 def _run(args: argparse.Namespace, cfg: SimConfig) -> SimResult:
@@ -73,7 +90,14 @@ def _run(args: argparse.Namespace, cfg: SimConfig) -> SimResult:
     except ValueError as e:
         raise CliError(f"icectl sim: --{e}", EXIT_USAGE) from None
     try:
-        sim = Simulator(Topology(spec), w, cfg)
+        topo = Topology(spec)
+        if cfg.mode is not None:  # E-ECMP's QPs, spraying's stripes
+            from icefabric.sim.matrix import stripes_for
+            from icefabric.sim.stripes import stripe
+            from icefabric.traffic.modes import MODES
+
+            w = stripe(w, stripes_for(MODES[cfg.mode], topo, 0))
+        sim = Simulator(topo, w, cfg)
     except ValueError as e:
         raise CliError(f"icectl sim: {e}", EXIT_RUNTIME) from None
     try:
@@ -184,7 +208,7 @@ def _write(out: str | None, results: list[SimResult], title: str) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    cfg = _config(args, args.routing, args.control)
+    cfg = _mode_config(args, args.mode) if args.mode else _config(args, args.routing, args.control)
     res = _run(args, cfg)
     _write(args.out, [res], f"{res.topology}: {res.label}")
     if args.json:
@@ -195,8 +219,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    pairs = [_parse_pair(c) for c in (args.config or list(DEFAULT_COMPARE))]
-    results = [_run(args, _config(args, r, c)) for r, c in pairs]
+    configs = [_parse_pair(args, c) for c in (args.config or list(DEFAULT_COMPARE))]
+    results = [_run(args, cfg) for cfg in configs]
     _write(args.out, results, f"{results[0].topology}: " + " vs ".join(r.label for r in results))
     base = results[0].completion_us
     ratios = {
@@ -280,6 +304,12 @@ def _common(
     add_json(p)
 
 
+def _sim_modes() -> list[str]:
+    from icefabric.traffic.modes import modes_for
+
+    return list(modes_for("sim"))
+
+
 def register(verbs: Verbs) -> None:
     """``icectl sim run|compare``."""
     add_json = verbs.add_json
@@ -294,6 +324,12 @@ def register(verbs: Verbs) -> None:
     _common(run, add_json)
     run.add_argument("--routing", choices=ROUTINGS, default="ecmp", help="default ecmp")
     run.add_argument("--control", choices=CONTROLS, default="dcqcn", help="default dcqcn")
+    run.add_argument(
+        "--mode",
+        default=None,
+        choices=_sim_modes(),
+        help="a mode of traffic/modes.py instead of --routing/--control (E-ECMP, spraying, PFC ...)",
+    )
     run.set_defaults(func=_cmd_run)
     cmp = ssub.add_parser(
         "compare",
@@ -303,7 +339,7 @@ def register(verbs: Verbs) -> None:
     cmp.add_argument(
         "--config",
         action="append",
-        metavar="ROUTING+CONTROL",
-        help="a configuration to run (repeat; default ecmp+dcqcn and ice+ice)",
+        metavar="MODE|ROUTING+CONTROL",
+        help="a mode of traffic/modes.py or ROUTING+CONTROL (repeat; default ecmp+dcqcn, ice+ice)",
     )
     cmp.set_defaults(func=_cmd_compare)

@@ -88,6 +88,7 @@ class SimConfig:
     switch_latency_us: float = 1.0  # per switch traversed, in the base RTT (INT feedback delay)
     seed: int = 1
     progress: bool = False
+    mode: str | None = None  # the traffic/modes.py mode this configuration runs (its label)
 
     def __post_init__(self) -> None:
         if self.routing not in ROUTINGS:
@@ -133,7 +134,9 @@ class SimConfig:
 
     @property
     def label(self) -> str:
-        """A short name: routing + control (+ caps)."""
+        """A short name: the mode's, else routing + control (+ caps)."""
+        if self.mode is not None:
+            return self.mode
         caps = "+caps" if self.use_caps else ""
         return f"{self.routing}+{self.control}{caps}"
 
@@ -145,6 +148,7 @@ def config_for(mode: Mode, **overrides: Any) -> SimConfig:
         "control": mode.rate,
         "caps": mode.caps,
         "pfc": mode.pfc,
+        "mode": mode.name,
     }
     kw.update(overrides)
     return SimConfig(**kw)
@@ -153,4 +157,13 @@ def config_for(mode: Mode, **overrides: Any) -> SimConfig:
 def ceiling_config(mode: Mode, **overrides: Any) -> SimConfig:
     """``mode``'s paths with no congestion control at all: no end-host control, no caps, no
     PFC (the best any congestion control could do on those paths)."""
-    return config_for(mode, **{**overrides, "control": "none", "caps": False, "pfc": False})
+    return config_for(
+        mode,
+        **{
+            **overrides,
+            "control": "none",
+            "caps": False,
+            "pfc": False,
+            "mode": f"{mode.name}:ceiling",
+        },
+    )

@@ -194,7 +194,7 @@ def plot_matrix(doc: dict[str, Any], path: Path) -> None:
             for sc in scs
         ]
     )
-    fig, ax = plt.subplots(figsize=(1.1 * len(cols) + 4, 0.6 * len(scs) + 1.8))
+    fig, ax = plt.subplots(figsize=(1.1 * len(cols) + 4, 0.6 * len(scs) + 2.6))
     im = ax.imshow(grid, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
     for i, sc in enumerate(scs):
         cell = doc["scenarios"][sc]
@@ -228,7 +228,34 @@ def plot_matrix(doc: dict[str, Any], path: Path) -> None:
         "red: best peer",
         fontsize=9,
     )
-    fig.colorbar(im, ax=ax, fraction=0.03)
+    fig.colorbar(im, ax=ax, orientation="horizontal", fraction=0.05, pad=0.25)
     fig.tight_layout()
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``make bench``: CPU time of the 128-GPU matrix (every scenario and default scheme) over
+    ``--seeds`` seeds, and per seed (a 20-seed run costs 20 times that, within the seeds'
+    spread; ``icectl experiment matrix`` records its own total in matrix.json's cpu_s)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m icefabric.sim.matrix", description=main.__doc__)
+    ap.add_argument("--seeds", type=int, default=2, help="seeds to time (default 2)")
+    ap.add_argument("--gpus", type=int, default=128, help="GPUs (default 128)")
+    args = ap.parse_args(argv)
+    wall0 = time.perf_counter()
+    doc = run_matrix(seeds=args.seeds, gpus=args.gpus)
+    wall = time.perf_counter() - wall0
+    per = doc["cpu_s"] / args.seeds
+    print(
+        f"matrix {args.gpus} GPUs, {len(doc['scenarios'])} scenarios x "
+        f"{len(doc['schemes_order'])} schemes (+ ceilings) x {args.seeds} seeds: "
+        f"{doc['cpu_s']:.1f} s CPU, {wall:.1f} s wall; {per:.1f} s CPU per seed -> "
+        f"20 seeds ~ {20 * per / 60:.1f} CPU min (target < 30)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -138,7 +138,7 @@ def compare(results_path: str | Path) -> dict[str, Any]:
             cap_delay_us=control_delay / scale,
             caps_ahead=bool(modes["ice"].get("engine", {}).get("caps_ahead", True)),
             # ICE's shim, INT records and feedback frames take their share of the fabric links
-            wire_overhead=ice_overhead_for(spec, mtu) if control == "ice" else 0.0,
+            wire_overhead=ice_overhead_for(spec, mtu) if MODES[mode].int_on else 0.0,
         )
         net = SimNetwork(topo)
         if routing == "ecmp":

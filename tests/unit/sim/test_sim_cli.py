@@ -279,3 +279,32 @@ def test_versus_names_a_file_that_is_not_json(
     err = capsys.readouterr().err
     assert f"{text}: not valid JSON: Expecting value at line 1 column 1" in err
     assert "Traceback" not in err
+
+
+def test_sim_compare_takes_modes_with_their_qps(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        capsys,
+        "sim",
+        "compare",
+        "--topo",
+        TOPO,
+        "--job",
+        JOB,
+        "--no-progress",
+        "--json",
+        "--config",
+        "eecmp4+dcqcn",
+        "--config",
+        "spray+hpcc",
+        "--config",
+        "ecmp+pfc",
+    )
+    assert code == 0
+    rep = json.loads(out)
+    eecmp, spray, pfc = rep["results"]
+    assert [r["label"] for r in rep["results"]] == ["eecmp4+dcqcn", "spray+hpcc", "ecmp+pfc"]
+    assert eecmp["collectives"][0]["flows"] == 4 * 16  # 4 QPs per connection
+    assert spray["collectives"][0]["flows"] == 2 * 16  # one stripe per spine (2 spines)
+    assert pfc["config"]["pfc"] and pfc["config"]["control"] == "none"
+    code, _, err = run(capsys, "sim", "compare", "--topo", TOPO, "--job", JOB, "--config", "x+y")
+    assert code == 2 and "expected a mode" in err
