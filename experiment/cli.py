@@ -85,6 +85,9 @@ def register(verbs: Verbs) -> None:
     mx.add_argument(
         "--message-mib", type=int, default=32, help="collective message in MiB (default 32)"
     )
+    mx.add_argument(
+        "--workers", type=int, default=1, help="local processes (default 1: serial; same results)"
+    )
     mx.add_argument("--out", type=Path, required=True, help="directory for matrix.json/.png")
     mx.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     add_json(mx)
@@ -322,6 +325,8 @@ def cmd_experiment_matrix(args: argparse.Namespace) -> int:
         raise CliError(
             f"--gpus: expected a multiple of 16 in 16..16384, got {args.gpus}", EXIT_USAGE
         )
+    if not 1 <= args.workers <= 64:
+        raise CliError(f"--workers: expected 1..64, got {args.workers}", EXIT_USAGE)
     if not 1 <= args.message_mib <= 4096:
         raise CliError(f"--message-mib: expected 1..4096, got {args.message_mib}", EXIT_USAGE)
     bar = Progress(
@@ -346,12 +351,13 @@ def cmd_experiment_matrix(args: argparse.Namespace) -> int:
                 gpus=args.gpus,
                 message=args.message_mib << 20,
                 progress=hook,
+                workers=args.workers,
             )
         except ValueError as exc:
             raise CliError(f"icectl experiment matrix: {exc}", EXIT_USAGE) from None
     doc["command"] = (
         f"icectl experiment matrix --engine {args.engine} --seeds {args.seeds} --gpus {args.gpus} "
-        f"--message-mib {args.message_mib} --scenarios {','.join(scenarios)} "
+        f"--message-mib {args.message_mib} --workers {args.workers} --scenarios {','.join(scenarios)} "
         f"--schemes {','.join(schemes)}"
     )
     write_matrix(doc, args.out)

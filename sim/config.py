@@ -141,7 +141,7 @@ class SimConfig:
         return f"{self.routing}+{self.control}{caps}"
 
 
-def config_for(mode: Mode, **overrides: Any) -> SimConfig:
+def config_for(mode: Mode, /, **overrides: Any) -> SimConfig:
     """The simulator's configuration of ``mode`` (traffic/modes.py), with ``overrides``."""
     kw: dict[str, Any] = {
         "routing": mode.sim_routing,
@@ -154,7 +154,7 @@ def config_for(mode: Mode, **overrides: Any) -> SimConfig:
     return SimConfig(**kw)
 
 
-def ceiling_config(mode: Mode, **overrides: Any) -> SimConfig:
+def ceiling_config(mode: Mode, /, **overrides: Any) -> SimConfig:
     """``mode``'s paths with no congestion control at all: no end-host control, no caps, no
     PFC (the best any congestion control could do on those paths)."""
     return config_for(

@@ -442,22 +442,22 @@ class Simulator:
                 detecting.pop(0)
                 new_routes, self.state = self._route(failed_topo)
                 new = new_routes.path
-                moved = np.flatnonzero(
+                shifted = np.flatnonzero(
                     (new != path).any(axis=1) & ~(deliv >= size * (1 - 1e-9) - 1e-6)
                 )
-                reroutes += int(moved.size)
-                if moved.size:
-                    lost = q_t[:, moved].sum(axis=0)
-                    sent[moved] -= lost
-                    q_t[:, moved] = 0.0
-                    path[moved] = new[moved]
-                    path_t[:, moved] = new[moved].T
-                    real[moved] = new[moved] != pad
-                    hop_id[moved] = np.where(real[moved], new[moved], -1)
-                    link_bps_fh[moved] = cap_bps[new[moved]]
-                    prev_link[moved] = self._prev_links(new[moved], pad)
+                reroutes += int(shifted.size)
+                if shifted.size:
+                    lost = q_t[:, shifted].sum(axis=0)
+                    sent[shifted] -= lost
+                    q_t[:, shifted] = 0.0
+                    path[shifted] = new[shifted]
+                    path_t[:, shifted] = new[shifted].T
+                    real[shifted] = new[shifted] != pad
+                    hop_id[shifted] = np.where(real[shifted], new[shifted], -1)
+                    link_bps_fh[shifted] = cap_bps[new[shifted]]
+                    prev_link[shifted] = self._prev_links(new[shifted], pad)
                     if ice is not None and pristine is not None:
-                        reset_rows(ice, pristine, moved)
+                        reset_rows(ice, pristine, shifted)
                         ice.set_caps(caps)
                 if new_routes.bucket_table is not None:
                     self.routes.bucket_table = new_routes.bucket_table

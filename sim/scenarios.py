@@ -57,7 +57,7 @@ class ScenarioCase:
     notes: dict[str, object] = field(default_factory=dict)
 
 
-def _fabric(gpus: int, **kw: object) -> TopologySpec:
+def _fabric(gpus: int, *, oversubscription: float = 1.0) -> TopologySpec:
     if gpus % HOSTS_PER_LEAF:
         raise ValueError(f"gpus: expected a multiple of {HOSTS_PER_LEAF}, got {gpus}")
     return leaf_spine(
@@ -65,7 +65,7 @@ def _fabric(gpus: int, **kw: object) -> TopologySpec:
         spines=SPINES,
         hosts_per_leaf=HOSTS_PER_LEAF,
         host_rate_gbps=NIC_GBPS,
-        **kw,  # type: ignore[arg-type]
+        oversubscription=oversubscription,
     )
 
 

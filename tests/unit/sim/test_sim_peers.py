@@ -151,8 +151,7 @@ def test_background_is_unplanned_uncapped_and_hashed() -> None:
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
 def test_every_scenario_runs_every_scheme(scenario: str) -> None:
     runs = [
-        run_seed(scenario, seed, ("ecmp+dcqcn", "spray+hpcc", "ice"), 32, 4 << 20)
-        for seed in (1,)
+        run_seed(scenario, seed, ("ecmp+dcqcn", "spray+hpcc", "ice"), 32, 4 << 20) for seed in (1,)
     ]
     cell = summarise({scenario: runs}, ("ecmp+dcqcn", "spray+hpcc", "ice"))[scenario]
     assert cell["best_peer"] in ("ecmp+dcqcn", "spray+hpcc")
@@ -165,3 +164,21 @@ def test_every_scenario_runs_every_scheme(scenario: str) -> None:
         float(np.median([r["scheme"]["ice"] / r["scheme"][cell["best_peer"]] for r in runs])),
         abs=1e-3,
     )
+
+
+def test_the_matrix_on_local_processes_equals_the_serial_run() -> None:
+    from icefabric.sim.matrix import run_matrix
+
+    kw = {"scenarios": ("collisions",), "schemes": ("ecmp+dcqcn",), "seeds": 2}
+    serial = run_matrix(**kw, gpus=32, message=1 << 20)
+    pooled = run_matrix(**kw, gpus=32, message=1 << 20, workers=2)
+    assert serial["scenarios"] == pooled["scenarios"]
+
+    def strip(doc: dict) -> list[dict]:
+        return [
+            {k: v for k, v in r.items() if k != "cpu_s"}
+            for runs in doc["per_seed"].values()
+            for r in runs
+        ]
+
+    assert strip(serial) == strip(pooled)
