@@ -6,7 +6,14 @@
    embedded switches running ``p4src/ice.p4``, the controller installing everything over
    P4Runtime; collective bandwidth comes from the measured completion times. The comparison is
    printed and written to ``results/<preset>-<time>/results.json`` and ``comparison.png``.
-2. **Link failure** (real time, :mod:`icefabric.experiment.linkdemo`): the same fabric as
+   ICE's end-side control alone on ECMP paths (``ecmp+hpcc``) runs beside them: the peer
+   that shows what the planner and caps add.
+2. **Peers matrix** (fluid simulator, a small one computed in this run): every scheme of
+   ``icectl experiment matrix`` at 64 GPUs (32 MiB) on three of its scenarios (collisions,
+   background, failure) and ``--matrix-seeds`` seeds; ICE ÷ the best peer per scenario (median,
+   p10, p90) with ICE ÷ ECMP + DCQCN and the ceiling beside it, and the scenarios where ICE does
+   not win.
+3. **Link failure** (real time, :mod:`icefabric.experiment.linkdemo`): the same fabric as
    in-process embedded switches with their own schedulers; the controller plans the ring and every flow sends
    a short RoCEv2 burst; a leaf-spine wire is cut without telling the controller: its LLDP link
    probes stop arriving, the controller declares the link down, replans the flows that crossed it
@@ -44,10 +51,13 @@ def timed_comparison(
     preset: str, out_base: Path, con: Console, failures: list[str]
 ) -> dict[str, Any] | None:
     """Step 1: the preset's modes in virtual time; prints and writes the comparison."""
+    from dataclasses import replace
+
     from icefabric.experiment.presets import load_preset
     from icefabric.experiment.report import comparison_table, run_with_progress
 
     exp = load_preset(preset)
+    exp = replace(exp, modes=tuple(dict.fromkeys((*exp.modes, "ecmp+hpcc"))))
     ph = exp.job.phases[0]
     con.print(
         f"[bold]1. timed comparison[/bold] (virtual time): preset {exp.name}: "
@@ -101,11 +111,13 @@ def run(
     preset: str = "ecmp-collides",
     out_base: Path = Path("results"),
     timed: bool = True,
+    matrix_seeds: int = 2,
 ) -> int:
     """The whole demo; returns the exit code."""
     t_start = time.perf_counter()
     failures: list[str] = []
     doc = timed_comparison(preset, out_base, con, failures) if timed else None
+    matrix = peers_matrix(con, matrix_seeds) if matrix_seeds else None
     lines = link_failure(
         topo_path,
         packets=packets,
@@ -121,6 +133,8 @@ def run(
     con.print("[bold]summary[/bold]")
     if doc is not None:
         _summary_timed(con, doc)
+    if matrix is not None:
+        _summary_matrix(con, matrix)
     for line in lines:
         con.print(line)
     total = time.perf_counter() - t_start
@@ -163,6 +177,13 @@ def _summary_timed(con: Console, doc: dict[str, Any]) -> None:
                 f"{m['queue_packets']['p99']} packets, {m['ecn_marks']} ECN marks"
             )
     ice, base = by.get("ice"), by.get("ecmp+dcqcn")
+    peers = [m for m in doc["modes"] if m["ok"] and m["mode"] in ("ecmp+dcqcn", "ecmp+hpcc")]
+    if ice and ice["ok"] and peers:
+        best = max(peers, key=lambda m: m["busbw_gbps"])
+        con.print(
+            f"  ICE / best peer ({best['mode']}) = {ice['busbw_gbps'] / best['busbw_gbps']:.2f}x "
+            "on this preset"
+        )
     if ice and base and ice["ok"] and base["ok"]:
         speed = ice["busbw_gbps"] / base["busbw_gbps"]
         con.print(
@@ -170,6 +191,84 @@ def _summary_timed(con: Console, doc: dict[str, Any]) -> None:
             f"ICE at {ice['busbw_over_bound'] * 100:.1f} % of the bound (goal >= 90 %: "
             f"{'met' if ice['busbw_over_bound'] >= 0.9 else 'NOT met'})"
         )
+
+
+MATRIX_GPUS = 64
+# 32 MiB: at 8 MiB over 64 ranks x 8 channels a ring step is 16 KB and every scheme, the
+# ceiling included, stalls at the same 0.655 of the bound (measured): no comparison left
+MATRIX_MESSAGE = 32 << 20
+MATRIX_SCHEMES = ("ecmp+dcqcn", "ecmp+hpcc", "spray+hpcc", "ice")
+# the three where ICE's parts are tested hardest (collisions: the plan; background: end-side
+# control on what the plan ignores; failure: replanning); icectl experiment matrix runs all seven
+MATRIX_SCENARIOS = ("collisions", "background", "failure")
+
+
+def peers_matrix(con: Console, seeds: int) -> dict[str, Any]:
+    """Step 2: a small simulator matrix (sim/matrix.py), measured now."""
+    from icefabric.sim.matrix import run_matrix
+
+    con.print(
+        f"\n[bold]2. peers matrix[/bold] (fluid simulator): {MATRIX_GPUS} GPUs on a 400G "
+        f"leaf-spine, {render.human_bytes(MATRIX_MESSAGE)} collectives, scenarios "
+        f"{', '.join(MATRIX_SCENARIOS)}, {seeds} seeds, schemes "
+        f"{', '.join(MATRIX_SCHEMES)} (+ the ceiling of each one's paths)"
+    )
+    t0 = time.perf_counter()
+    doc = run_matrix(
+        scenarios=MATRIX_SCENARIOS,
+        schemes=MATRIX_SCHEMES,
+        seeds=seeds,
+        gpus=MATRIX_GPUS,
+        message=MATRIX_MESSAGE,
+    )
+    rows = []
+    for sc, cell in doc["scenarios"].items():
+        d, e = cell["ice_over_best_peer_dist"], cell["ice_over_ecmp_dcqcn"]
+        ice = cell["schemes"]["ice"]["busbw_over_bound"]["median"]
+        best = cell["schemes"][cell["best_peer"]]["busbw_over_bound"]["median"]
+        rows.append(
+            (
+                sc,
+                cell["best_peer"],
+                f"{d['median']:.2f} [{d['p10']:.2f}, {d['p90']:.2f}]",
+                f"{e['median']:.2f}",
+                f"{ice:.3f}",
+                f"{best:.3f}",
+                f"{cell['ceiling']['median']:.3f}",
+            )
+        )
+    con.print(
+        render.table(
+            f"ICE ÷ best peer per scenario (median \\[p10, p90] of {seeds} seeds; busbw ÷ bound "
+            f"medians; {time.perf_counter() - t0:.0f} s)",
+            [
+                "scenario",
+                "best peer",
+                "ICE ÷ best",
+                "ICE ÷ ECMP+DCQCN",
+                "ICE",
+                "best peer",
+                "ceiling",
+            ],
+            rows,
+        )
+    )
+    return doc
+
+
+def _summary_matrix(con: Console, doc: dict[str, Any]) -> None:
+    cells = doc["scenarios"]
+    wins = [sc for sc, c in cells.items() if c["ice_over_best_peer"] > 1.0]
+    loses = [
+        f"{sc} ({c['best_peer']} {1 / max(c['ice_over_best_peer'], 1e-9):.2f}x ICE)"
+        for sc, c in cells.items()
+        if c["ice_over_best_peer"] < 1.0
+    ]
+    con.print(
+        f"  peers matrix ({doc['gpus']} GPUs, {len(doc['seeds'])} seeds): ICE beats the best "
+        f"peer in {len(wins)} of {len(cells)} scenarios ({', '.join(wins) or 'none'}); "
+        f"ICE does not win in: {', '.join(loses) or 'none'}"
+    )
 
 
 def _positive_ms(text: str) -> float:
@@ -196,6 +295,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p.add_argument(
         "--no-timed", action="store_true", help="skip the timed comparison (failure step only)"
+    )
+    p.add_argument(
+        "--matrix-seeds",
+        type=int_range(0, 50),
+        default=2,
+        help="seeds of the small simulator peers matrix (0: skip it; default 2)",
     )
     p.add_argument(
         "--packets",
@@ -262,6 +367,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             preset=args.preset,
             out_base=args.out,
             timed=not args.no_timed,
+            matrix_seeds=args.matrix_seeds,
         )
     except Exception as exc:
         if args.verbose:

@@ -308,7 +308,7 @@ def link_failure(
 
     spec = load_topology(topo_path)
     con.print(
-        f"\n[bold]2. link failure[/bold] (real time): {spec.name} from {_shown(topo_path)}"
+        f"\n[bold]3. link failure[/bold] (real time): {spec.name} from {_shown(topo_path)}"
         f" - {len(spec.switches)} embedded P4 switches with their own schedulers, "
         f"{len(spec.hosts)} hosts"
     )

@@ -155,7 +155,7 @@ def route(
         raise ValueError(f"flow {state.flows[bad].flow_id}: no live path between the leaves")
     if routing == "spray":
         if stripe is None:
-            raise ValueError("spray routing needs each row's stripe (sim/stripes.py)")
+            raise ValueError("spray routing needs striped connections: use the mode spray+hpcc")
         # evenly spaced picks from the row's buckets in path order: each path gets the share
         # of the stripes the controller gave it of the buckets (in proportion to its rate)
         bucket = (np.asarray(stripe, dtype=np.int64) * n.PATH_BUCKETS) // max(stripes, 1)

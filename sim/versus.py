@@ -68,9 +68,12 @@ def _paths_routes(net: SimNetwork, w: Workload, paths: dict[str, list[str]], sou
     """Aligned routes from node sequences (leaf, spine, ..., leaf) per flow id."""
     topo = net.topo
     by_nodes = {(ln.src, ln.dst): ln.id for ln in topo.links if ln.kind == "fabric"}
+    leaf = {h.name: h.leaf for h in topo.spec.hosts}
     rows = []
     for f in w.flows:
         nodes = paths.get(f.flow_id)
+        if nodes is None and leaf[f.src_host] == leaf[f.dst_host]:
+            nodes = [leaf[f.src_host]]  # under one leaf: no fabric link to name
         if nodes is None:
             raise VersusError(f"{source}: modes[ecmp+dcqcn].paths: no path for {f.flow_id}")
         fabric = []
