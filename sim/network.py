@@ -23,12 +23,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from icefabric.control import ice_names as n
 from icefabric.control.ccl.demand import Demand, Flow
 from icefabric.control.planner.ecmp import EcmpModel
 from icefabric.control.planner.planner import DEFAULT_WORK_BUDGET, Planner
 from icefabric.control.planner.state import PlanState
 from icefabric.control.topology import Topology
+from icefabric.p4src import ice_p4 as n
 
 log = logging.getLogger(__name__)
 

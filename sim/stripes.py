@@ -23,8 +23,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from icefabric.control import ice_names as n
 from icefabric.control.topology import Topology
+from icefabric.p4src import ice_p4 as n
 from icefabric.sim.workload import Workload
 
 MAX_SPRAY_STRIPES = 16
