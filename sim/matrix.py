@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -259,6 +260,27 @@ def plot_matrix(doc: dict[str, Any], path: Path) -> None:
     write_output(path, png.getvalue())
 
 
+def markdown(doc: dict[str, Any]) -> str:
+    """The matrix as Markdown: per scenario ICE ÷ best peer (median [p10, p90]), ICE ÷ ECMP +
+    DCQCN, then every scheme's median busbw ÷ bound and the ceiling."""
+    schemes = list(doc["schemes_order"])
+    head = ["scenario", "best peer", "ICE ÷ best peer", "ICE ÷ ECMP+DCQCN", *schemes, "ceiling"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for sc, cell in doc["scenarios"].items():
+        d = cell.get("ice_over_best_peer_dist")
+        e = cell.get("ice_over_ecmp_dcqcn")
+        row = [
+            sc,
+            cell.get("best_peer", "-"),
+            f"{d['median']:.2f} [{d['p10']:.2f}, {d['p90']:.2f}]" if d else "-",
+            f"{e['median']:.2f} [{e['p10']:.2f}, {e['p90']:.2f}]" if e else "-",
+            *(f"{cell['schemes'][s]['busbw_over_bound']['median']:.3f}" for s in schemes),
+            f"{cell['ceiling']['median']:.3f}",
+        ]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``make bench``: CPU time of the 128-GPU matrix (every scenario and default scheme) over
     ``--seeds`` seeds, and per seed (a 20-seed run costs 20 times that, within the seeds'
@@ -268,7 +290,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m icefabric.sim.matrix", description=main.__doc__)
     ap.add_argument("--seeds", type=int, default=2, help="seeds to time (default 2)")
     ap.add_argument("--gpus", type=int, default=128, help="GPUs (default 128)")
+    ap.add_argument(
+        "--markdown", metavar="MATRIX_JSON", default=None, help="print a matrix.json as Markdown"
+    )
     args = ap.parse_args(argv)
+    if args.markdown:
+        from icefabric.files import DataFileError, JsonError, parse_json, read_text
+
+        try:
+            doc = parse_json(read_text(args.markdown, what="a matrix.json"))
+            print(markdown(doc), end="")
+        except (DataFileError, JsonError, KeyError, TypeError) as e:
+            print(f"matrix: {args.markdown}: {str(e).splitlines()[0]}", file=sys.stderr)
+            return 2
+        return 0
     wall0 = time.perf_counter()
     doc = run_matrix(seeds=args.seeds, gpus=args.gpus)
     wall = time.perf_counter() - wall0
