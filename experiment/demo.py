@@ -79,8 +79,13 @@ def timed_comparison(
         if model is not None:
             on = model["links_checked"] - len(model["links_off"])
             con.print(
-                f"  {model['model']} (control/planner/ecmp.py), for the agents' real keys: "
-                f"{on}/{model['links_checked']} fabric links carry the bytes it predicts"
+                f"  {m['mode']}: {model['model']} (control/planner/ecmp.py), for the agents' "
+                "real keys: "
+                + (
+                    f"{on}/{model['links_checked']} fabric links carry the bytes it predicts"
+                    if model["links_checked"]
+                    else "(links not counted: INT and feedback ride on them)"
+                )
                 + (
                     f", {model['match']}/{model['flows_checked']} flows on the predicted path"
                     if model["flows_checked"]

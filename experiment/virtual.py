@@ -220,6 +220,7 @@ class VirtualEngine:
                 fab.flow_stats(),
                 obs.link_bytes,
                 cnp_bytes=obs.cnps * CNP_FRAME_BYTES,
+                int_on=mode.int_on,
             )
         return obs
 
@@ -232,6 +233,7 @@ def ecmp_model_check(
     flow_stats: dict[Any, Any],
     link_bytes: dict[str, int],
     cnp_bytes: int,
+    int_on: bool = False,
 ) -> dict[str, Any]:
     """What the one ECMP model (``control/planner/ecmp.py``) predicts for the flows' real keys,
     against what the switches did: each flow's path where INT reports named it, else (the
@@ -308,6 +310,8 @@ def ecmp_model_check(
         if abs(link_bytes.get(name, 0) - want_bytes.get(name, 0))
         > cnp_bytes + 0.01 * want_bytes.get(name, 0)
     ]
+    if int_on:  # INT records and feedback frames ride on the links: the paths are checked instead
+        fabric, off = set(), []
     out["links_checked"] = len(fabric)
     out["links_off"] = off
     out["predicted_paths"] = dict(sorted(predicted_paths.items()))  # switches, first leaf first
