@@ -235,6 +235,13 @@ def test_the_readme_tour_as_typed(tour: Tour) -> None:
                 (summary,) = re.findall(r"^h3 <- h1 qp .*$", out, re.M)
                 assert "received 1000000 bytes" in summary, summary
                 assert "lost 0 (0.0 %)" in summary and "1 message(s) complete" in summary
+            elif mcmd.startswith("iperf "):
+                src, dst, size = mcmd.split("#", 1)[0].split()[1:4]
+                out = tour.mininet_line(mcmd, rf"^{dst} <- {src} qp ")
+                (tx,) = re.findall(rf"^{src} -> {dst} qp .*$", out, re.M)
+                (rx,) = re.findall(rf"^{dst} <- {src} qp .*$", out, re.M)
+                assert f"sent {size} bytes" in tx and f"received {size} bytes" in rx, out
+                assert "lost 0 (0.0 %)" in rx, rx
             elif mcmd == "pingall":
                 tour.mininet_line(mcmd, r"Results: 0% dropped", timeout=600)
             elif mcmd.startswith("h1 ping -c 1 h8"):
