@@ -337,7 +337,7 @@ class RealTimeHost:
         sws = switch_names or {}
         me = self.agent.host
         lines = []
-        for key, st in sorted(self.endpoint.tx_stats().items(), key=lambda kv: kv[0].qp):
+        for key, st in sorted(self.endpoint.tx_stats().items(), key=lambda kv: kv[0].dst_qp):
             peer = hosts.get(key.dst_ip, key.dst_ip)
             secs = _span_s(st.first_tx_us, st.last_tx_us)
             rate = st.bytes_sent * 8 / secs if secs > 0 else 0.0
@@ -345,20 +345,20 @@ class RealTimeHost:
             path = ">".join(sws.get(i, str(i)) for i in st.path_switches) or "- (no INT feedback)"
             left = self.endpoint.backlog_bytes(key)
             lines.append(
-                f"{me} -> {peer} qp {key.qp:#x}: sent {self.posted_bytes.get(key, 0)} bytes "
+                f"{me} -> {peer} qp {key.dst_qp:#x}: sent {self.posted_bytes.get(key, 0)} bytes "
                 f"({st.packets_sent} packets, {st.bytes_sent} on the wire) in {secs:.3f} s, "
                 f"{fmt_bps(rate)}"
                 f"{rate_note}, cap {fmt_bps(cap) + ' applied' if cap else 'none'}, path {path}"
                 + (f", {left} bytes NOT SENT" if left else "")
             )
-        for key, st in sorted(self.endpoint.rx_stats().items(), key=lambda kv: kv[0].qp):
+        for key, st in sorted(self.endpoint.rx_stats().items(), key=lambda kv: kv[0].dst_qp):
             peer = hosts.get(key.src_ip, key.src_ip)
             secs = _span_s(st.first_rx_us, st.last_rx_us)
             total = st.packets_received + st.psn_gap_losses
             pct = 100.0 * st.psn_gap_losses / total if total else 0.0
             verdict = "complete" if st.psn_gap_losses == 0 else "INCOMPLETE"
             lines.append(
-                f"{me} <- {peer} qp {key.qp:#x}: received {st.bytes_received} bytes "
+                f"{me} <- {peer} qp {key.dst_qp:#x}: received {st.bytes_received} bytes "
                 f"({st.packets_received} of {total} packets) in {secs:.3f} s, goodput "
                 f"{fmt_bps(st.goodput_bps())}, lost {st.psn_gap_losses} ({pct:.1f} %), "
                 f"{st.messages_received} message(s) {verdict}"

@@ -157,7 +157,7 @@ def _bind(
     before: Mapping[str, FlowKey],
 ) -> str | None:
     """The planned flow a report of no job stands for: same hosts, not taken (see update)."""
-    if r.key.dport != ROCE_UDP_PORT:
+    if r.key.udp_dport != ROCE_UDP_PORT:
         return None
     try:
         if r.key.src_ip != address(host):

@@ -152,7 +152,7 @@ def test_a_message_with_a_packet_missing_fails_the_receiver_and_its_summary_says
     rc, why = outcome(b, scheduled=False)
     assert rc == 1 and why is not None and "1 packet(s) lost" in why
     (line,) = b.summary_lines({"10.0.1.1": "h1", "10.0.2.1": "h3"})
-    assert line.startswith(f"h3 <- h1 qp {key.qp:#x}: received ")
+    assert line.startswith(f"h3 <- h1 qp {key.dst_qp:#x}: received ")
     assert "lost 1 (" in line and "INCOMPLETE" in line
     # An experiment's schedule run measures losses instead of failing on them.
     assert outcome(b, scheduled=True) == (0, None)
@@ -167,7 +167,7 @@ def test_a_whole_message_exits_0_and_both_ends_print_an_iperf_like_line() -> Non
     a.endpoint.tx[key].stats.path_switches = (1, 5, 2)
     names = {"10.0.1.1": "h1", "10.0.2.1": "h3"}
     (tx,) = a.summary_lines(names, {1: "leaf1", 5: "spine1", 2: "leaf2"})
-    assert tx.startswith(f"h1 -> h3 qp {key.qp:#x}: sent 20000 bytes (")
+    assert tx.startswith(f"h1 -> h3 qp {key.dst_qp:#x}: sent 20000 bytes (")
     assert "cap 47.5 Gbit/s applied, path leaf1>spine1>leaf2" in tx
     (rx,) = b.summary_lines(names)
     assert "received 20000 bytes (20 of 20 packets)" in rx and "lost 0 (0.0 %)" in rx

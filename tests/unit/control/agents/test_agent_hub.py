@@ -303,7 +303,7 @@ def test_a_flow_started_by_hand_is_bound_to_the_planned_flow_of_its_two_hosts(
     """icefabric-host --flow reports no job: it gets the path and cap of h1 -> h3's flow."""
     ctl.add_job(FANIN)
     h1 = Agent(ctl, "h1")
-    hand = FlowKey(src_ip="10.0.1.1", dst_ip="10.0.2.1", sport=50123, qp=0x99)
+    hand = FlowKey(src_ip="10.0.1.1", dst_ip="10.0.2.1", udp_sport=50123, dst_qp=0x99)
     try:
         h1.client.report_flows([FlowReport(job="", flow_id="", key=hand)])
         assert _until(lambda: ctl.agents.flows.keys.get(F2) == hand)
@@ -314,7 +314,7 @@ def test_a_flow_started_by_hand_is_bound_to_the_planned_flow_of_its_two_hosts(
         (a,) = api_handlers(ctl)["agents"]({})["agents"]
         assert a["unplanned"] == 0 and a["accepted"] == 1
         # a flow to a host no planned flow goes to stays traffic of no job
-        other = FlowKey(src_ip="10.0.1.1", dst_ip="10.0.4.1", sport=50124, qp=0x9A)
+        other = FlowKey(src_ip="10.0.1.1", dst_ip="10.0.4.1", udp_sport=50124, dst_qp=0x9A)
         h1.client.report_flows(
             [FlowReport(job="", flow_id="", key=hand), FlowReport(job="", flow_id="", key=other)]
         )
