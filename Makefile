@@ -4,7 +4,7 @@ PY      := $(VENV)/bin/python
 PYTEST  := $(PY) -m pytest
 BUILD   := build
 
-.PHONY: setup test test-unit test-hostile test-dataplane test-e2e demo bench p4 p4-tna lint clean
+.PHONY: setup test test-unit test-hostile test-dataplane test-e2e demo bench p4 p4-tna p4-py lint clean
 
 setup:
 	@scripts/setup.sh
@@ -64,6 +64,11 @@ lint: setup
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	scripts/typecheck.sh
+	$(PY) -m icefabric.p4src.generate --check
+
+# After changing p4src/: rewrite p4src/ice_p4.py (names, constants, header layouts of ice.p4).
+p4-py: setup
+	$(PY) -m icefabric.p4src.generate
 
 clean:
 	rm -rf $(BUILD) .pytest_cache .mypy_cache .ruff_cache
