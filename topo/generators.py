@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import ipaddress
 
+from icefabric.p4src.ice_p4 import CPU_PORT
 from icefabric.topo.spec import (
-    CPU_PORT,
     MAX_HOSTS,
     MAX_PORT,
     MAX_SWITCHES,

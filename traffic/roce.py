@@ -20,16 +20,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from icefabric.control.flowkey import ROCE_UDP_PORT
-
-# ice.p4's header sizes and ports, under the names this module has always used
-from icefabric.p4src.ice_p4 import BTH_BYTES, ETHERTYPE_IPV4, IPV4_BYTES, UDP_BYTES
-from icefabric.p4src.ice_p4 import ETHERNET_BYTES as ETH_BYTES
-from icefabric.p4src.ice_p4 import ICE_FEEDBACK_BYTES as FEEDBACK_BYTES
-from icefabric.p4src.ice_p4 import INT_HOP_BYTES as HOP_BYTES
-from icefabric.p4src.ice_p4 import IP_PROTO_UDP as IPPROTO_UDP
-from icefabric.p4src.ice_p4 import UDP_PORT_ICE_FEEDBACK as FEEDBACK_PORT
+from icefabric.p4src import ice_p4
 from icefabric.traffic.rate import HopSample
 
+# ice.p4's header sizes and ports (generated from it), under the names this module always used
+ETH_BYTES = ice_p4.ETHERNET_BYTES
+IPV4_BYTES = ice_p4.IPV4_BYTES
+UDP_BYTES = ice_p4.UDP_BYTES
+BTH_BYTES = ice_p4.BTH_BYTES
+FEEDBACK_BYTES = ice_p4.ICE_FEEDBACK_BYTES
+HOP_BYTES = ice_p4.INT_HOP_BYTES
+ETHERTYPE_IPV4 = ice_p4.ETHERTYPE_IPV4
+IPPROTO_UDP = ice_p4.IP_PROTO_UDP
+FEEDBACK_PORT = ice_p4.UDP_PORT_ICE_FEEDBACK
 ICRC_BYTES = 4
 HEADER_BYTES = ETH_BYTES + IPV4_BYTES + UDP_BYTES + BTH_BYTES  # 54
 CNP_PAD_BYTES = 16
