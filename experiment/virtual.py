@@ -66,6 +66,7 @@ class VirtualEngine:
             mtu=exp.rates.mtu_bytes,
             kind=mode.rate,
             seed=exp.seed,
+            reorder=mode.balance == "spray",  # sprayed packets arrive out of PSN order
             ice=ice_params(exp),
         )
         options = mode_options(exp, mode, report_every_n=REPORT_EVERY_N)

@@ -76,6 +76,7 @@ class VirtualConfig:
     base_rtt_us: float | None = None  # ICE's T; None: computed from the topology
     cnp_interval_us: float | None = None  # None: DCQCN's 50 us scaled to the host rate
     ice: IceParams | None = None  # ICE's constants before scaling (None: the defaults)
+    reorder: bool = False  # NICs that place out-of-order packets (a sprayed fabric)
 
     def __post_init__(self) -> None:
         if not self.rate_scale > 0:
@@ -403,6 +404,7 @@ class VirtualFabric:
             link_rate_scale=cfg.rate_scale,
             nic_quantum_us=1.0,  # the switches drain in whole microseconds per packet
             on_message=self._message_handler(h.name),
+            reorder=cfg.reorder,
         )
         return VirtualHost(
             name=h.name,

@@ -46,6 +46,7 @@ from icefabric.traffic.roce import (
     UDP_BYTES,
     FrameBuilder,
     MalformedFrame,
+    RoceHeader,
     build_cnp,
     parse_feedback,
     parse_roce,
@@ -59,6 +60,7 @@ OP_SEND_ONLY_IMM = 0x05
 IMM_BYTES = 4
 DEFAULT_MTU = 1024  # RoCE path MTU (payload bytes per packet)
 SENT_RING = 1024  # send times remembered per flow, for feedback's sent_us
+REORDER_WINDOW = 4096  # packets a reorder-tolerant receiver holds per flow (bounded state)
 MAX_RX_FLOWS = 65_536  # receive flows kept per host (like the agent channel's flows per host)
 
 MessageCallback = Callable[[FlowKey, int, int, float], None]
@@ -156,6 +158,8 @@ class _RxFlow:
     expected_psn: int | None = None
     msg_bytes: int = 0
     last_cnp_us: float = float("-inf")
+    # reorder-tolerant receiver: frames ahead of expected_psn, placed until the gap fills
+    held: dict[int, bytes] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -186,6 +190,7 @@ class Endpoint:
         granularity_us: float = 1.0,
         nic_quantum_us: float = 0.0,
         on_message: MessageCallback | None = None,
+        reorder: bool = False,
     ) -> None:
         if not 64 <= mtu <= 9000:
             raise ValueError(f"Endpoint {agent.host}: mtu {mtu} out of range 64..9000")
@@ -198,6 +203,12 @@ class Endpoint:
         self.cnp_interval_us = cnp_interval_us
         self.link_rate_scale = link_rate_scale
         self.on_message = on_message
+        # A NIC that places out-of-order packets (Spectrum-X / Ultra Ethernet style, for a
+        # sprayed fabric): a packet up to REORDER_WINDOW PSNs ahead is held (counted in
+        # out_of_order, never a loss) and delivered in PSN order once the gap before it fills;
+        # a message completes when all its packets are in. Off: RoCE's go-back-N view (a gap
+        # is a loss, a late packet is dropped).
+        self.reorder = reorder
         self.granularity_us = granularity_us  # how late a driver may poll (its time step)
         # The NIC's serialisation time rounded up to this (0: exact).  The virtual-time switches
         # drain a port in whole microseconds per packet; a NIC exactly at the same line rate
@@ -382,6 +393,28 @@ class Endpoint:
             rx = self.rx[rkey] = _RxFlow(stats=FlowStats(key=key))
         else:
             self.rx.move_to_end(rkey)
+        s = rx.stats
+        if self.reorder:
+            if rx.expected_psn is None:
+                rx.expected_psn = 0  # every QP here starts at PSN 0 (_TxFlow.psn)
+            ahead = (h.psn - rx.expected_psn) % PSN_MOD
+            if ahead >= PSN_MOD // 2 or (ahead and h.psn in rx.held):
+                s.out_of_order += 1  # behind what was delivered, or held already: a duplicate
+                return []
+            if ahead and ahead < REORDER_WINDOW and len(rx.held) < REORDER_WINDOW:
+                s.out_of_order += 1
+                rx.held[h.psn] = frame
+                return []
+            # in order (or beyond the window: a loss, as without reordering)
+            replies = self._accept(now_us, h, frame, rx)
+            while rx.expected_psn in rx.held:
+                nxt = rx.held.pop(rx.expected_psn)
+                replies += self._accept(now_us, parse_roce(nxt), nxt, rx)
+            return replies
+        return self._accept(now_us, h, frame, rx)
+
+    def _accept(self, now_us: float, h: RoceHeader, frame: bytes, rx: _RxFlow) -> list[bytes]:
+        """A data packet at (or past) the next expected PSN: account, mark, complete."""
         s = rx.stats
         if rx.expected_psn is None and 0 < h.psn < PSN_MOD // 2:
             # Every QP here starts at PSN 0 (_TxFlow.psn): the packets before the first one

@@ -192,7 +192,7 @@ MODES: Mapping[str, Mode] = {
             name="spray+hpcc",
             balance="spray",
             rate="ice",
-            engines=SIM_ONLY,
+            engines=("sim", "virtual"),  # ice.p4's spray mode; the NICs reorder (endpoint.py)
             about="per-packet spraying over every uplink, reordering NICs, HPCC-style senders",
         ),
     )

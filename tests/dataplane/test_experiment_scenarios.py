@@ -60,3 +60,20 @@ def test_a_link_down_mid_collective_moves_the_traffic_without_loss(engine: Virtu
         links = _links(m)
         # down after 40 of ~150-500 us: the leaf's other uplink carried most of its bytes
         assert links[f"{a}>{b}"] < links[f"{a}>spine2"], (m["mode"], links)
+
+
+def test_spray_spreads_every_leafs_packets_over_its_uplinks_without_loss(
+    engine: VirtualEngine,
+) -> None:
+    exp = _smaller("ecmp-collides")
+    exp = parse_experiment({**exp.data, "modes": ["spray+hpcc"]}, source="spray", base=PRESET_DIR)
+    doc = run_experiment(exp, out_base=None, engine=engine).doc
+    (m,) = doc["modes"]
+    assert m["ok"], m["error"]
+    # the receivers placed every out-of-order packet: nothing lost, nothing dropped
+    assert m["psn_losses"] == 0 and m["drops"] == 0
+    links = _links(m)
+    for leaf in sorted({h.leaf for h in exp.topology.hosts}):
+        up = [links[f"{leaf}>spine1"], links[f"{leaf}>spine2"]]
+        # per packet in turn (bucket = PSN mod 64): each uplink carries half of the leaf's bytes
+        assert abs(up[0] - up[1]) <= 0.1 * sum(up), (leaf, up)
