@@ -267,8 +267,8 @@ def ecmp_model_check(
                     src_rank=-1,
                     dst_rank=-1,
                     bytes=float(b.bytes),
-                    udp_sport=k.sport,
-                    qp=k.qp,
+                    udp_sport=k.udp_sport,
+                    qp=k.dst_qp,
                 )
             )
     predicted = ecmp_paths(topo, flows, use_qp_in_hash=use_qp)
