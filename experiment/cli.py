@@ -59,7 +59,8 @@ def register(verbs: Verbs) -> None:
         "--ice",
         default=None,
         metavar="KEY=VALUE,...",
-        help="override the file's ice: knobs (anchor, derived_ai: true|false; eta: number), "
+        help="override the file's ice: knobs (anchor, derived_ai: true|false; eta: number; "
+        "sample_n: INT and feedback on 1 in N packets, a power of two), "
         "e.g. anchor=false,derived_ai=false for HPCC's rule before the plan anchoring",
     )
     run.add_argument("--no-plot", action="store_true", help="do not write comparison.png")

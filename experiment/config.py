@@ -29,7 +29,8 @@ Format (traffic/README.md, "Experiment files", is the reference)::
     target: embedded                  # the switches: embedded (ice-switch, default) | bmv2
                                       # (simple_switch_grpc; engine mininet only)
     limits: {virtual_ms: 60000, wall_s: 600}  # give up (mode fails) past either
-    ice: {anchor: true, derived_ai: true, eta: 0.95}  # ICE's end-side rule (traffic/README.md);
+    ice: {anchor: true, derived_ai: true, eta: 0.95, sample_n: 32}  # ICE's end-side rule and INT
+                                      # sampling (traffic/README.md);
                                       # the defaults; anchor false: HPCC's rule on caps that
                                       # fill links to 95 % (the rule before the anchoring)
     background:                       # optional: flows the controller does not know (engine
@@ -128,10 +129,18 @@ class IceKnobs:
     anchor: bool = True  # capped flows send at their caps until an unforeseen queue
     derived_ai: bool = True  # a capped flow's W_AI = (1 - eta) x cap
     eta: float = 0.95
+    # INT records and feedback on 1 in sample_n packets of a flow (a power of two: ice.p4
+    # samples on the PSN at the first leaf)
+    sample_n: int = 32
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (results.json)."""
-        return {"anchor": self.anchor, "derived_ai": self.derived_ai, "eta": self.eta}
+        return {
+            "anchor": self.anchor,
+            "derived_ai": self.derived_ai,
+            "eta": self.eta,
+            "sample_n": self.sample_n,
+        }
 
 
 _DEF_RATES = Rates()
@@ -592,8 +601,8 @@ def _ice(raw: Any, err: Any) -> IceKnobs:
         return IceKnobs()
     d = IceKnobs()
     for k in raw:
-        if k not in ("anchor", "derived_ai", "eta"):
-            err(f"ice.{k}", "unknown key (expected one of anchor, derived_ai, eta)")
+        if k not in ("anchor", "derived_ai", "eta", "sample_n"):
+            err(f"ice.{k}", "unknown key (expected one of anchor, derived_ai, eta, sample_n)")
     flags = {}
     for k in ("anchor", "derived_ai"):
         v = raw.get(k, getattr(d, k))
@@ -602,7 +611,13 @@ def _ice(raw: Any, err: Any) -> IceKnobs:
             v = getattr(d, k)
         flags[k] = v
     eta = _number(raw.get("eta", d.eta), "ice.eta", err, 0.0, 1.0, d.eta)
-    return IceKnobs(anchor=flags["anchor"], derived_ai=flags["derived_ai"], eta=eta)
+    n = raw.get("sample_n", d.sample_n)
+    if isinstance(n, float) and n.is_integer():
+        n = int(n)
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1024 or n & (n - 1):
+        err("ice.sample_n", f"expected a power of two 1..1024, got {n!r}")
+        n = d.sample_n
+    return IceKnobs(anchor=flags["anchor"], derived_ai=flags["derived_ai"], eta=eta, sample_n=n)
 
 
 def _background(raw: Any, topo: TopologySpec | None, err: Any) -> tuple[Background, ...]:

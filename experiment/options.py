@@ -11,13 +11,14 @@ from icefabric.traffic.rate import IceParams
 from icefabric.traffic.roce import HEADER_BYTES, ICRC_BYTES
 
 FLOWLET_TIMEOUT_US = 100  # FabricOptions' default, for links at the spec's rates
-# ICE: INT feedback for every 8th data packet of a flow.  Each feedback packet is a separate
-# ~190-byte frame on the reverse path (4-5 % of a 4 KiB data flow's rate at N=1, queued with the
-# data at the last hop's uplink), and the tx-rate term of HPCC's per-hop utilisation is measured
-# between two feedbacks, so over few packets it is dominated by whole-packet quantisation.
-# Measured on the default preset (virtual time; 4 MiB, 4 slices, 1 us links): ICE's busbw /
-# bound 0.81 with N=1, 0.87 with 2, 0.89 with 4, 0.91 with 8.
-FEEDBACK_EVERY_N = 8
+# ICE: INT records and feedback for 1 in N data packets of a flow (``ice: sample_n``, default
+# in experiment/config.py IceKnobs): the first leaf samples (ice.p4's int_sampling), every
+# sampled packet makes feedback and nothing else does, so no record is carried that is not
+# read.  Each feedback packet is a separate ~190-byte frame on the reverse path, and the
+# tx-rate term of HPCC's per-hop utilisation is measured between two feedbacks, so over few
+# packets it is dominated by whole-packet quantisation (measured before the sampling, feedback
+# every Nth packet with INT on all: ICE's busbw / bound on the default preset 0.81 with N=1,
+# 0.87 with 2, 0.89 with 4, 0.91 with 8).
 
 
 def mode_options(exp: Experiment, mode: Mode, *, report_every_n: int) -> FabricOptions:
@@ -25,6 +26,7 @@ def mode_options(exp: Experiment, mode: Mode, *, report_every_n: int) -> FabricO
     only where the mode's rate algorithm reads INT (``Mode.int_on``); INT reports sampled 1 in ``report_every_n`` packets (to learn
     each flow's path); the flowlet gap stretched by 1/scale like every time constant."""
     ice = mode.int_on
+    n = exp.ice.sample_n
     return FabricOptions(
         mode=mode.lb_mode,
         # INT only where the rate control reads it: a baseline (DCQCN) fabric carries no INT,
@@ -32,8 +34,10 @@ def mode_options(exp: Experiment, mode: Mode, *, report_every_n: int) -> FabricO
         # ECN on a single flow (planned paths + DCQCN: 59.5 % of the bound with INT, 97.5 %
         # without, on the default preset in virtual time)
         int_kinds=ALL_PATH_KINDS if ice else (),
-        feedback_every_n=FEEDBACK_EVERY_N if ice else 0,
-        report_every_n=report_every_n,
+        int_sample_every_n=n if ice else 1,
+        feedback_every_n=1 if ice else 0,  # every sampled packet, and only those
+        # reports come from sampled packets only: 1 in report_every_n packets all the same
+        report_every_n=max(1, report_every_n // n) if ice else report_every_n,
         flowlet_timeout_us=min(round(FLOWLET_TIMEOUT_US / exp.rates.scale), 2**32 - 1),
     )
 
@@ -68,22 +72,22 @@ def cap_target(exp: Experiment, mode: Mode) -> float:
     the whole link less ICE's own bytes on it, 1 / (1 + :func:`ice_wire_overhead`), so that
     a flow at its cap (anchored, traffic/README.md) leaves no link over its capacity; 1.0 for
     modes without ICE's shim and INT."""
-    if mode.rate != "ice":
+    if not mode.int_on:
         return 1.0
     if not exp.ice.anchor:
         return DEFAULT_TARGET  # HPCC's rule everywhere: its headroom in the caps too
-    return 1.0 / (1.0 + ice_overhead_for(exp.topology, exp.rates.mtu_bytes))
+    return 1.0 / (1.0 + ice_overhead_for(exp.topology, exp.rates.mtu_bytes, exp.ice.sample_n))
 
 
-def ice_overhead_for(spec: TopologySpec, mtu_bytes: int) -> float:
-    """:func:`ice_wire_overhead` of the ICE mode's options (INT and feedback sampling) on the
-    longest path of ``spec`` with ``mtu_bytes`` of payload per frame (the simulator's model of
+def ice_overhead_for(spec: TopologySpec, mtu_bytes: int, sample_n: int) -> float:
+    """:func:`ice_wire_overhead` of the ICE mode's options (INT and feedback on 1 in
+    ``sample_n`` packets) on the longest path of ``spec`` with ``mtu_bytes`` of payload per frame (the simulator's model of
     ICE's bytes on the fabric links too: ``SimConfig.wire_overhead``)."""
     return ice_wire_overhead(
         HEADER_BYTES + mtu_bytes + ICRC_BYTES,
         longest_path_switches(spec),
-        int_every_n=1,
-        feedback_every_n=FEEDBACK_EVERY_N,
+        int_every_n=sample_n,
+        feedback_every_n=sample_n,
     )
 
 

@@ -107,6 +107,7 @@ def compare(results_path: str | Path) -> dict[str, Any]:
         slices = int(exp.get("slices") or 1)
         delay = exp["rates"].get("link_delay_us")
         control_delay = float(exp["rates"].get("control_delay_us", 0.0))
+        sample_n = int(exp.get("ice", {}).get("sample_n", 1))  # results from before the sampling: 1
         spec = _scaled(
             parse_topology(exp["topology"], source),
             scale,
@@ -141,7 +142,7 @@ def compare(results_path: str | Path) -> dict[str, Any]:
             cap_delay_us=control_delay / scale,
             caps_ahead=bool(modes["ice"].get("engine", {}).get("caps_ahead", True)),
             # ICE's shim, INT records and feedback frames take their share of the fabric links
-            wire_overhead=ice_overhead_for(spec, mtu) if MODES[mode].int_on else 0.0,
+            wire_overhead=ice_overhead_for(spec, mtu, sample_n) if MODES[mode].int_on else 0.0,
         )
         net = SimNetwork(topo)
         if routing == "ecmp":

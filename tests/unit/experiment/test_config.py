@@ -168,7 +168,14 @@ def test_ice_knobs_from_the_file_and_the_command_line() -> None:
     from icefabric.experiment.options import cap_target, ice_params
 
     exp = parse_experiment({**GOOD, "ice": {"anchor": False, "eta": 0.9}})
-    assert exp.to_dict()["ice"] == {"anchor": False, "derived_ai": True, "eta": 0.9}
+    assert exp.to_dict()["ice"] == {
+        "anchor": False,
+        "derived_ai": True,
+        "eta": 0.9,
+        "sample_n": 32,
+    }
+    with pytest.raises(ExperimentError, match=r"ice\.sample_n: expected a power of two"):
+        parse_experiment({**GOOD, "ice": {"sample_n": 12}})
     p = ice_params(exp)
     assert (p.anchor, p.derived_ai, p.eta) == (False, True, 0.9)
     assert cap_target(exp, MODES["ice"]) == 0.95  # no anchor: HPCC's headroom in the caps too
@@ -185,7 +192,7 @@ def test_ice_knobs_from_the_file_and_the_command_line() -> None:
 
 def test_ice_caps_leave_room_for_ices_own_bytes() -> None:
     from icefabric.experiment.config import MODES
-    from icefabric.experiment.options import cap_target, ice_wire_overhead
+    from icefabric.experiment.options import cap_target, ice_wire_overhead, mode_options
 
     # a 4 KiB RoCEv2 frame (4154 bytes) on a 3-switch path, INT on every frame, feedback 1 in 8:
     # shim 8 + two records 72 + a 186-byte feedback frame / 8
@@ -196,9 +203,14 @@ def test_ice_caps_leave_room_for_ices_own_bytes() -> None:
     assert ice_wire_overhead(4154, 3, int_every_n=32, feedback_every_n=32) == pytest.approx(
         (8 + 258 / 32) / 4154
     )
-    exp = parse_experiment(GOOD)
-    assert cap_target(exp, MODES["ice"]) == pytest.approx(1 / (1 + (8 + 72 + 186 / 8) / 4154))
+    exp = parse_experiment({**GOOD, "ice": {"sample_n": 8}})
+    # INT and feedback on 1 in 8: shim 8 + (two records 72 + a 186-byte feedback frame) / 8
+    assert cap_target(exp, MODES["ice"]) == pytest.approx(1 / (1 + (8 + 258 / 8) / 4154))
     assert cap_target(exp, MODES["ice-paths"]) == 1.0
+    opts = mode_options(exp, MODES["ice"], report_every_n=64)
+    assert (opts.int_sample_every_n, opts.feedback_every_n, opts.report_every_n) == (8, 1, 8)
+    opts = mode_options(exp, MODES["ice-paths"], report_every_n=64)
+    assert (opts.int_sample_every_n, opts.feedback_every_n, opts.report_every_n) == (1, 0, 64)
 
 
 def test_mininet_queue_rates_from_the_link_rates() -> None:
