@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from icefabric.experiment.config import ExperimentError, packet_modes, parse_experiment
-from icefabric.experiment.options import FEEDBACK_EVERY_N
 from icefabric.sim.config import ceiling_config, config_for
 from icefabric.traffic.modes import MODES, Mode, ModeError, get_mode, modes_for
 
@@ -68,5 +67,7 @@ def test_fabric_options_turn_int_on_by_the_rate_algorithm() -> None:
     hpcc = mode_options(exp, get_mode("ecmp+hpcc"), report_every_n=64)
     dcqcn = mode_options(exp, get_mode("ecmp+dcqcn"), report_every_n=64)
     assert hpcc.mode == dcqcn.mode == "ecmp"
-    assert hpcc.int_path_kinds() and hpcc.feedback_every_n == FEEDBACK_EVERY_N
+    # INT and feedback on the same sampled packets, 1 in ice.sample_n
+    assert hpcc.int_path_kinds() and hpcc.feedback_every_n == 1
+    assert hpcc.int_sample_every_n == exp.ice.sample_n
     assert dcqcn.int_path_kinds() == () and dcqcn.feedback_every_n == 0
