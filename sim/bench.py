@@ -6,15 +6,20 @@ eventful configuration: collisions, queues, CNPs):
 
 * 1,024 GPUs: 32 leaves x 32 hosts, 16 spines (1:1); 8,192 flows. Target <= 30 s on one core.
 * 4,096 GPUs: 64 leaves x 64 hosts, 32 spines (1:1); 32,768 flows. Target <= 5 min.
+* 16,384 GPUs (``--only 16384``, or ``--big`` to add it to the two above): 128 leaves x 128
+  hosts, 64 spines (1:1); 131,072 flows. Target <= 30 min.
 
 Both the wall time and the process's CPU time are printed: on a shared machine the CPU time is
-what one core spent; the target is judged on it.
+what one core spent; the target is judged on it. The peak memory column is the process's peak
+resident set (``ru_maxrss``) when the scenario ended: scenarios run smallest first, so each
+row's figure is that scenario's peak unless an earlier one's was higher.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import resource
 import sys
 import time
 from dataclasses import dataclass
@@ -44,6 +49,7 @@ class SimBench:
     busbw_over_bound: float
     wall_s: float
     cpu_s: float
+    peak_mb: float  # the process's peak resident set when the scenario ended
     target_s: float
 
     @property
@@ -75,7 +81,7 @@ def ring_job(spec: TopologySpec, *, gpus: int, size: int, channels: int, seed: i
 
 def run(gpus: int, *, target_s: float, config: SimConfig, seed: int = 1) -> SimBench:
     """Simulate the scenario of ``gpus`` GPUs and time it."""
-    side = 32 if gpus <= 1024 else 64
+    side = 32 if gpus <= 1024 else 64 if gpus <= 4096 else 128
     spec = leaf_spine(
         leaves=gpus // side, spines=side // 2, hosts_per_leaf=side, host_rate_gbps=400.0
     )
@@ -94,6 +100,7 @@ def run(gpus: int, *, target_s: float, config: SimConfig, seed: int = 1) -> SimB
         busbw_over_bound=res.collectives[0].busbw_over_bound,
         wall_s=wall,
         cpu_s=cpu,
+        peak_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         target_s=target_s,
     )
 
@@ -102,13 +109,14 @@ def format_table(rows: list[SimBench]) -> str:
     """A plain-text table."""
     head = (
         f"{'scenario':<26}{'flows':>7}{'config':>12}{'steps':>7}{'sim ms':>8}{'busbw/B':>8}"
-        f"{'wall s':>8}{'cpu s':>7}{'target':>7}  ok"
+        f"{'wall s':>8}{'cpu s':>7}{'peak MB':>8}{'target':>7}  ok"
     )
     lines = [head, "-" * len(head)]
     for r in rows:
         lines.append(
             f"{r.name:<26}{r.flows:>7}{r.label:>12}{r.steps:>7}{r.sim_ms:>8.1f}"
-            f"{r.busbw_over_bound:>8.3f}{r.wall_s:>8.1f}{r.cpu_s:>7.1f}{r.target_s:>7.0f}"
+            f"{r.busbw_over_bound:>8.3f}{r.wall_s:>8.1f}{r.cpu_s:>7.1f}{r.peak_mb:>8.0f}"
+            f"{r.target_s:>7.0f}"
             f"  {'yes' if r.ok else 'NO'}"
         )
     lines.append(
@@ -123,7 +131,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m icefabric.sim.bench", description=__doc__.split("\n")[0]
     )
-    ap.add_argument("--only", choices=("1024", "4096"), help="run one scenario")
+    ap.add_argument("--only", choices=("1024", "4096", "16384"), help="run one scenario")
+    ap.add_argument(
+        "--big", action="store_true", help="also run 16,384 GPUs (its cost: sim/README.md, Speed)"
+    )
     ap.add_argument("--seed", type=int_range(0), default=1)
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
@@ -134,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(run(1024, target_s=30.0, config=cfg, seed=args.seed))
     if args.only in (None, "4096"):
         rows.append(run(4096, target_s=300.0, config=cfg, seed=args.seed))
+    if args.only == "16384" or (args.only is None and args.big):
+        rows.append(run(16384, target_s=1800.0, config=cfg, seed=args.seed))
     sys.stdout.write(format_table(rows) + "\n")
     return 0 if all(r.ok for r in rows) else 1
 

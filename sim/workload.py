@@ -86,9 +86,13 @@ def _ring_preds(job: JobSpec, phase: Phase, flows: Sequence[Flow]) -> dict[str, 
     by_pair = {(f.channel, f.src_rank, f.dst_rank): f for f in flows}
     out: dict[str, tuple[str, int]] = {}
     n = len(phase.ranks)
+    # each ring's rank positions once (built per flow, this was quadratic: 4 s at 8,192 flows)
+    positions: dict[int, tuple[Sequence[int], dict[int, int]]] = {}
     for f in flows:
-        ring = phase.rings[f.channel] if phase.rings else phase.ranks
-        pos = {r: i for i, r in enumerate(ring)}
+        if f.channel not in positions:
+            ring = phase.rings[f.channel] if phase.rings else phase.ranks
+            positions[f.channel] = (ring, {r: i for i, r in enumerate(ring)})
+        ring, pos = positions[f.channel]
         cur = f.src_rank
         for hops in range(n):
             prev = ring[(pos[cur] - 1) % n]
