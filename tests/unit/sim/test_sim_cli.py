@@ -1,18 +1,16 @@
-"""icectl sim run|compare, PFC and flowlet runs, the heterogeneous-training model."""
+"""icectl sim run|compare, PFC and flowlet runs."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from icefabric.control.topology import Topology
 from icefabric.icectl import main
 from icefabric.sim.config import SimConfig
 from icefabric.sim.engine import Simulator
-from icefabric.sim.hetero import Group, ModelSpec, Scenario, _split, run_scenario, step_time
 from icefabric.sim.workload import workload_from_jobs
 from icefabric.topo.generators import leaf_spine
 
@@ -116,85 +114,6 @@ def test_pfc_pauses_and_flowlets_move() -> None:
     assert lossless.queue_max_bytes < lossy.queue_max_bytes
     fl = Simulator(topo, w, SimConfig(routing="flowlet", control="dcqcn", dt_us=2.0)).run()
     assert fl.unfinished == 0
-
-
-def test_split_is_proportional_and_whole() -> None:
-    assert _split(40, [3.0, 1.0], minimum=1) == [30, 10]
-    assert sum(_split(7, [1.0, 1.0, 1.0])) == 7
-    assert min(_split(5, [100.0, 1.0], minimum=1)) == 1
-    # four A100 servers and four BR104 (312 : 256): six and four layers, not six/five and five/four
-    assert _split(40, [312.0] * 4 + [256.0] * 4, minimum=1) == [6] * 4 + [4] * 4
-    with pytest.raises(ValueError, match="weights"):
-        _split(4, [1.0, 0.0])
-
-
-def test_split_minimises_the_slowest_worker() -> None:
-    import itertools
-
-    rng = np.random.default_rng(7)
-    for _ in range(40):
-        k = int(rng.integers(2, 5))
-        w = [float(x) for x in rng.uniform(0.5, 4.0, size=k)]
-        total = int(rng.integers(k, 13))
-        got = _split(total, w, minimum=1)
-        assert sum(got) == total and min(got) >= 1
-        best = min(
-            max(c / x for c, x in zip(combo, w, strict=True))
-            for combo in itertools.product(range(1, total + 1), repeat=k)
-            if sum(combo) == total
-        )
-        assert max(c / x for c, x in zip(got, w, strict=True)) == pytest.approx(best)
-
-
-def test_hetero_pipeline_of_equal_devices_is_fully_efficient() -> None:
-    # the baselines pay the mixed pipeline's fill/drain: two identical groups lose nothing
-    spec = leaf_spine(leaves=2, spines=2, hosts_per_leaf=4, host_rate_gbps=400.0)
-    topo = Topology(spec)
-    model = ModelSpec(layers=40, global_batch=64)
-    sc = Scenario(
-        name="same",
-        parallel="pp",
-        groups=(Group(device="A100", servers=4), Group(device="A100", servers=4)),
-        model=model,
-    )
-    res = run_scenario(topo, sc, SimConfig(routing="ice", control="none"))
-    assert res.efficiency == pytest.approx(1.0, rel=0.005)
-    assert res.mixed.comm_s > 0
-    # each baseline: 4 stages of 10 layers (twice the mixed stage time) in the same m + 7 slots
-    a100 = next(iter(res.groups.values()))
-    assert a100.compute_s == pytest.approx(2 * res.mixed.compute_s)
-
-
-def test_hetero_pipeline_loses_only_the_whole_layer_split() -> None:
-    from icefabric.sim.devices import Device
-
-    table = {
-        "fast": Device(name="fast", vendor="a", peak_tflops=300.0),
-        "slow": Device(name="slow", vendor="b", peak_tflops=150.0),
-    }
-    spec = leaf_spine(leaves=2, spines=2, hosts_per_leaf=4, host_rate_gbps=400.0)
-    topo = Topology(spec)
-    cfg = SimConfig(routing="ice", control="none")
-    groups = (Group(device="fast", servers=2), Group(device="slow", servers=2))
-    # 48 layers split 16, 16, 8, 8: every stage equally fast, nothing lost
-    even = Scenario(name="even", parallel="pp", groups=groups, model=ModelSpec(layers=48))
-    assert run_scenario(topo, even, cfg, table=table).efficiency == pytest.approx(1.0, rel=0.005)
-    # 40 layers: the best whole-layer split (14, 13, 7, 6 -> slowest 7/150) vs 40/900 ideal
-    odd = Scenario(name="odd", parallel="pp", groups=groups, model=ModelSpec(layers=40))
-    got = run_scenario(topo, odd, cfg, table=table).efficiency
-    assert got == pytest.approx((40 / 900) / (7 / 150), rel=0.005)
-
-
-def test_hetero_data_parallel_splits_the_batch_by_speed() -> None:
-    spec = leaf_spine(leaves=2, spines=2, hosts_per_leaf=4, host_rate_gbps=400.0)
-    topo = Topology(spec)
-    hosts = [h.name for h in spec.hosts]
-    model = ModelSpec(global_batch=96)
-    st = step_time(topo, hosts[:2], [2e15, 1e15], "dp", model, SimConfig(routing="ice"))
-    flops = 6 * model.params * model.seq
-    assert st.compute_s == pytest.approx(64 * flops / 2e15)
-    assert st.comm_s > 0 and st.comm_scale == pytest.approx(model.params * 2 / (64 << 20))
-    assert np.isfinite(st.throughput)
 
 
 def _results(tmp_path: Path, *, drop_path: bool = False) -> Path:
