@@ -1,0 +1,284 @@
+"""Mixed training under each network scheme, as distributions over seeds:
+``python -m icefabric.sim.hetero_report --write sim/README.md --plot sim/hetero.png``.
+
+Two parts, every run a task of one sweep (``sweep.py``: a local Dask cluster by default,
+``--cluster tcp://SCHEDULER:8786`` for a user's, ``--serial`` for none):
+
+* **The study's three scenarios** (``hetero.STUDY_SCENARIOS``) under each scheme, and the data
+  parallel one also as the earlier model ran it (one NIC per server, no overlap), beside the
+  study's figures and the efficiency with an infinitely fast network.
+* **The network's effect with scale**: NVIDIA + Biren (half the servers each) in data parallel
+  and in pipeline parallel (one stage per group) at 128 ... 4,096 GPUs, the global batch growing
+  with the job (16 samples per server, the study scenarios' 256 over 16 servers).
+
+A seed places the servers on the fabric's slots (``hetero.place``), so ECMP's collisions differ
+from seed to seed; medians with p10 / p90 over the seeds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import platform
+import sys
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from icefabric.sim.config import SimConfig
+from icefabric.sim.hetero import STUDY_SCENARIOS, Cluster, Group, Scenario, Training, run_scenario
+from icefabric.sim.sweep import SweepError, run_tasks
+
+BEGIN = "<!-- hetero:begin -->"
+END = "<!-- hetero:end -->"
+# the peers issue's schemes available in the simulator: ECMP + HPCC is ICE's end-side control
+# (HPCC-style, INT-driven) on ECMP's paths, without the planner or the controller's caps
+SCHEMES: tuple[tuple[str, SimConfig], ...] = (
+    ("ECMP + DCQCN", SimConfig(routing="ecmp", control="dcqcn")),
+    ("ECMP + HPCC", SimConfig(routing="ecmp", control="ice", caps=False)),
+    ("ICE", SimConfig(routing="ice", control="ice")),
+)
+GPUS = (128, 256, 512, 1024, 2048, 4096)
+SAMPLES_PER_SERVER = 16  # the study scenarios' 256 samples over 16 servers
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class Outcome:
+    """One scenario under one scheme and seed (what a sweep task returns)."""
+
+    scenario: str
+    parallel: str
+    scheme: str
+    gpus: int
+    seed: int
+    efficiency: float
+    compute_efficiency: float
+    step_s: float
+    comm_s: float
+    cpu_s: float = field(compare=False)  # differs from run to run; results compare without
+
+
+def task(
+    scenario: Scenario, scheme: str, config: SimConfig, seed: int, cluster: Cluster
+) -> Outcome:
+    """One sweep task: ``run_scenario`` reduced to plain figures."""
+    cpu0 = time.process_time()
+    r = run_scenario(scenario, config, seed=seed, cluster=cluster)
+    return Outcome(
+        scenario=scenario.name,
+        parallel=scenario.parallel,
+        scheme=scheme,
+        gpus=r.gpus,
+        seed=seed,
+        efficiency=r.efficiency,
+        compute_efficiency=r.compute_efficiency,
+        step_s=r.mixed.step_s,
+        comm_s=r.mixed.comm_s,
+        cpu_s=time.process_time() - cpu0,
+    )
+
+
+def scaled(parallel: str, gpus: int, cluster: Cluster) -> Scenario:
+    """NVIDIA + Biren over ``gpus`` GPUs, half the servers each, 16 samples per server."""
+    servers = gpus // cluster.gpus
+    if servers < 2 or servers % 2:
+        raise ValueError(f"gpus: expected an even number of {cluster.gpus}-GPU servers, got {gpus}")
+    half = servers // 2
+    return Scenario(
+        name=f"NVIDIA + Biren, {parallel}, {gpus} GPUs",
+        parallel=parallel,
+        groups=(Group(device="A100", servers=half), Group(device="BR104", servers=half)),
+        training=Training(global_batch=SAMPLES_PER_SERVER * servers),
+    )
+
+
+def _stats(xs: list[float]) -> tuple[float, float, float]:
+    a = np.array(xs)
+    return float(np.median(a)), float(np.percentile(a, 10)), float(np.percentile(a, 90))
+
+
+def _pct(x: tuple[float, float, float]) -> str:
+    return f"{x[0] * 100:.2f} % ({x[1] * 100:.2f}-{x[2] * 100:.2f})"
+
+
+def study_rows(cluster: Cluster) -> list[tuple[str, Scenario, Cluster]]:
+    """The study scenarios, and the data parallel one as the earlier model ran it."""
+    rows = [(sc.name, sc, cluster) for sc in STUDY_SCENARIOS]
+    dp = STUDY_SCENARIOS[2]
+    old = replace(dp, training=replace(dp.training, overlap=False))
+    rows.append((f"{dp.name}: 1 NIC per server, no overlap", old, replace(cluster, nics=1)))
+    return rows
+
+
+def report(
+    seeds: list[int],
+    gpus: tuple[int, ...],
+    *,
+    cluster: str | None,
+    workers: int,
+    serial: bool,
+    plot: str | None,
+) -> str:
+    """Run both parts through one sweep; the Markdown section."""
+    base = Cluster()
+    study = study_rows(base)
+    tasks: list[tuple[object, ...]] = []
+    for _, sc, cl in study:
+        tasks += [(sc, name, cfg, s, cl) for name, cfg in SCHEMES for s in seeds]
+    for parallel in ("dp", "pp"):
+        for n in gpus:
+            sc = scaled(parallel, n, base)
+            tasks += [(sc, name, cfg, s, base) for name, cfg in SCHEMES for s in seeds]
+    wall0 = time.perf_counter()
+    out: list[Outcome] = run_tasks(
+        task, tasks, cluster=cluster, workers=workers, serial=serial, label="hetero"
+    )
+    wall = time.perf_counter() - wall0
+    cpu = sum(o.cpu_s for o in out)
+    by: dict[tuple[str, str], list[Outcome]] = {}
+    for t, o in zip(tasks, out, strict=True):
+        sc = t[0]
+        assert isinstance(sc, Scenario)
+        key = next((label for label, s, cl in study if s is sc and cl is t[4]), sc.name)
+        by.setdefault((key, o.scheme), []).append(o)
+    names = [n for n, _ in SCHEMES]
+    gpu_args = "" if gpus == GPUS else "".join(f" --gpus {n}" for n in gpus)
+    run_args = " --serial" if serial else f" --workers {workers}" if workers != 2 else ""
+    where = "serially" if serial else f"on {cluster}" if cluster else f"on {workers} local workers"
+    lines = [
+        BEGIN,
+        "",
+        f"Generated by `python -m icefabric.sim.hetero_report --write sim/README.md --plot "
+        f"sim/hetero.png --seeds {len(seeds)}{gpu_args}{run_args}` ({len(tasks)} runs {where}, "
+        f"{wall / 60:.1f} min "
+        f"wall, {cpu / 60:.1f} CPU min in the tasks; {platform.machine()}, Python "
+        f"{platform.python_version()}). Efficiency: median (p10-p90) over seeds "
+        f"{seeds[0]}-{seeds[-1]} (server placement); ideal net: with an infinitely fast network.",
+        "",
+        "| case | " + " | ".join(names) + " | ideal net | the study |",
+        "|---|" + "---|" * (len(names) + 2),
+    ]
+    for label, sc, _ in study:
+        effs = [_pct(_stats([o.efficiency for o in by[(label, n)]])) for n in names]
+        ideal = by[(label, names[0])][0].compute_efficiency
+        st = f"{sc.study_efficiency * 100:.2f} %" if sc.study_efficiency else "-"
+        lines.append(f"| {label} | " + " | ".join(effs) + f" | {ideal * 100:.2f} % | {st} |")
+    lines += [
+        "",
+        "NVIDIA + Biren at scale (half the servers each, 16 samples per server; pipeline parallel: "
+        "one stage per group):",
+        "",
+        "| parallel | GPUs | " + " | ".join(names) + " | ideal net | CPU s per run |",
+        "|---|---|" + "---|" * (len(names) + 2),
+    ]
+    curves: dict[tuple[str, str], list[tuple[int, tuple[float, float, float]]]] = {}
+    for parallel in ("dp", "pp"):
+        for n in gpus:
+            key = scaled(parallel, n, base).name
+            stats = {m: _stats([o.efficiency for o in by[(key, m)]]) for m in names}
+            for m in names:
+                curves.setdefault((parallel, m), []).append((n, stats[m]))
+            ideal = by[(key, names[0])][0].compute_efficiency
+            cpus = [o.cpu_s for m in names for o in by[(key, m)]]
+            lines.append(
+                f"| {parallel} | {n} | "
+                + " | ".join(_pct(stats[m]) for m in names)
+                + f" | {ideal * 100:.2f} % | {float(np.median(cpus)):.0f} |"
+            )
+    lines += ["", END]
+    if plot:
+        _plot(curves, names, plot)
+    return "\n".join(lines)
+
+
+def _plot(
+    curves: dict[tuple[str, str], list[tuple[int, tuple[float, float, float]]]],
+    names: list[str],
+    path: str,
+) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=False)
+    for ax, parallel, title in zip(
+        axes, ("dp", "pp"), ("data parallel", "pipeline parallel"), strict=True
+    ):
+        for m in names:
+            pts = curves.get((parallel, m), [])
+            if not pts:
+                continue
+            x = [p[0] for p in pts]
+            med = [p[1][0] * 100 for p in pts]
+            ax.plot(x, med, marker="o", label=m)
+            ax.fill_between(
+                x, [p[1][1] * 100 for p in pts], [p[1][2] * 100 for p in pts], alpha=0.2
+            )
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("GPUs")
+        ax.set_ylabel("mixed-training efficiency %")
+        ax.set_title(f"NVIDIA + Biren, {title}")
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+    fig.suptitle("median and p10-p90 over seeds (hetero_report.py)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the report; print it, or write it into a file between the markers."""
+    ap = argparse.ArgumentParser(
+        prog="python -m icefabric.sim.hetero_report", description=__doc__.split("\n")[0]
+    )
+    ap.add_argument("--write", default=None, help="file whose marked section to replace")
+    ap.add_argument("--plot", default=None, help="PNG of efficiency vs GPUs per scheme")
+    ap.add_argument("--seeds", type=int, default=5, help="seeds 1..N (default 5)")
+    ap.add_argument(
+        "--gpus", type=int, action="append", help=f"scale points (default {list(GPUS)})"
+    )
+    ap.add_argument("--cluster", default=None, help="Dask scheduler address, tcp://HOST:8786")
+    ap.add_argument("--workers", type=int, default=2, help="local Dask worker processes")
+    ap.add_argument("--serial", action="store_true", help="no Dask: one task after another")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    if args.seeds < 1:
+        sys.stderr.write(f"hetero_report: --seeds: expected >= 1, got {args.seeds}\n")
+        return 2
+    if args.write and not Path(args.write).is_file():
+        sys.stderr.write(f"hetero_report: --write: no file {args.write}\n")
+        return 2
+    try:
+        gpus = tuple(args.gpus or GPUS)
+        for n in gpus:
+            scaled("dp", n, Cluster())
+        text = report(
+            list(range(1, args.seeds + 1)),
+            gpus,
+            cluster=args.cluster,
+            workers=args.workers,
+            serial=args.serial,
+            plot=args.plot,
+        )
+    except (SweepError, ValueError) as e:
+        sys.stderr.write(f"hetero_report: {e}\n")
+        return 2
+    if args.write:
+        path = Path(args.write)
+        old = path.read_text()
+        if BEGIN not in old or END not in old:
+            sys.stderr.write(f"hetero_report: {path}: no {BEGIN} ... {END} section to replace\n")
+            return 2
+        head, rest = old.split(BEGIN, 1)
+        _, tail = rest.split(END, 1)
+        path.write_text(head + text + tail)
+    else:
+        sys.stdout.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,135 @@
+"""Sweeps on Dask: the same results serially, on a local cluster and through a scheduler address
+(scheduler and worker started as separate processes, as on two machines, here on loopback)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from icefabric.sim.config import SimConfig
+from icefabric.sim.hetero import Cluster, Group, Scenario, Training
+from icefabric.sim.hetero_report import Outcome, task
+from icefabric.sim.model import TransformerModel
+from icefabric.sim.sweep import SweepError, run_tasks
+from icefabric.waiting import poll_until
+
+distributed = pytest.importorskip("distributed")
+
+WORKER = ("--nworkers", "1", "--nthreads", "1")
+SMALL = TransformerModel(layers=8, hidden=1024, ffn_hidden=2816, vocab=8000, seq=1024)
+SCENARIO = Scenario(
+    name="sweep",
+    parallel="dp",
+    groups=(Group(device="A100", servers=2), Group(device="BR104", servers=2)),
+    training=Training(model=SMALL, global_batch=24),
+)
+CLUSTER = Cluster(servers_per_leaf=2)  # two units: rings cross the spines
+# ECMP's collisions and DCQCN's cuts differ by placement (seed): results that must come back
+# in task order, not in the order the workers finish
+TASKS: list[tuple[object, ...]] = [
+    (SCENARIO, name, SimConfig(routing=r, control=c), s, CLUSTER)
+    for name, r, c in (("ecmp", "ecmp", "dcqcn"), ("ice", "ice", "ice"))
+    for s in (1, 2)
+]
+
+
+@pytest.fixture(scope="module")
+def serial() -> list[Outcome]:
+    return run_tasks(task, TASKS, serial=True, progress=False)
+
+
+def test_local_cluster_gives_the_serial_results(serial: list[Outcome]) -> None:
+    assert len({o.step_s for o in serial}) > 1  # the tasks differ: order matters
+    got = run_tasks(task, TASKS, workers=2, progress=False)
+    assert got == serial
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+def scheduler() -> Iterator[str]:
+    """``dask scheduler`` and one ``dask worker`` as separate processes on loopback."""
+    port = _free_port()
+    addr = f"tcp://127.0.0.1:{port}"
+    common = ["--no-dashboard"]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "dask",
+                "scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                *common,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    ]
+    try:
+        procs.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "dask",
+                    "worker",
+                    addr,
+                    "--host",
+                    "127.0.0.1",
+                    *WORKER,
+                    *common,
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+
+        def one_worker() -> bool:
+            try:
+                with distributed.Client(addr, timeout=2) as c:
+                    return len(c.scheduler_info()["workers"]) == 1
+            except (OSError, TimeoutError):
+                return False
+
+        assert poll_until(one_worker, timeout=120, interval=0.5), "no worker joined in 120 s"
+        yield addr
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in reversed(procs):
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+def test_scheduler_address_gives_the_serial_results(scheduler: str, serial: list[Outcome]) -> None:
+    got = run_tasks(task, TASKS, cluster=scheduler, progress=False)
+    assert got == serial
+
+
+def test_unreachable_scheduler_is_one_clear_error() -> None:
+    addr = f"tcp://127.0.0.1:{_free_port()}"
+    with pytest.raises(SweepError, match="cannot reach the Dask scheduler at"):
+        run_tasks(task, TASKS[:1], cluster=addr, progress=False, connect_timeout=2.0)
+
+
+def test_a_failing_task_is_named() -> None:
+    unknown = Scenario(name="z", parallel="dp", groups=(Group(device="Z9", servers=2),))
+    bad = [TASKS[0], (unknown, "x", SimConfig(), 1, CLUSTER)]
+    with pytest.raises(SweepError, match=r"task 1 .* unknown accelerator 'Z9'"):
+        run_tasks(task, bad, workers=1, progress=False)
