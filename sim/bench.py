@@ -6,8 +6,13 @@ eventful configuration: collisions, queues, CNPs):
 
 * 1,024 GPUs: 32 leaves x 32 hosts, 16 spines (1:1); 8,192 flows. Target <= 30 s on one core.
 * 4,096 GPUs: 64 leaves x 64 hosts, 32 spines (1:1); 32,768 flows. Target <= 5 min.
-* 16,384 GPUs (``--only 16384``, or ``--big`` to add it to the two above): 128 leaves x 128
-  hosts, 64 spines (1:1); 131,072 flows. Target <= 30 min.
+* 16,384 GPUs: 128 leaves x 128 hosts, 64 spines (1:1); 131,072 flows. Target <= 30 min.
+* A 16,384-GPU data-parallel mixed-training step (``hetero.py``): NVIDIA + Biren, 1,024
+  servers each, 8 x 400G NICs per server on a rail-optimised fabric, 16 samples per server; the
+  mixed job's and each group's bucketed gradient all-reduces simulated (ECMP + DCQCN) and the
+  efficiency computed. Target <= 30 min.
+
+``--quick`` runs the first two only.
 
 Both the wall time and the process's CPU time are printed: on a shared machine the CPU time is
 what one core spent; the target is judged on it. The peak memory column is the process's peak
@@ -31,9 +36,12 @@ from icefabric.control.cli.common import int_range
 from icefabric.control.topology import Topology
 from icefabric.sim.config import SimConfig
 from icefabric.sim.engine import Simulator
+from icefabric.sim.hetero import Cluster, run_scenario
 from icefabric.sim.workload import workload_from_jobs
 from icefabric.topo.generators import leaf_spine
 from icefabric.topo.spec import TopologySpec
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)
@@ -105,6 +113,33 @@ def run(gpus: int, *, target_s: float, config: SimConfig, seed: int = 1) -> SimB
     )
 
 
+def run_dp(gpus: int, *, target_s: float, config: SimConfig, seed: int = 1) -> SimBench:
+    """A data-parallel mixed-training step over ``gpus`` GPUs (NVIDIA + Biren), timed."""
+    from icefabric.sim.hetero_report import scaled
+
+    cluster = Cluster()
+    scenario = scaled("dp", gpus, cluster)
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    res = run_scenario(scenario, config, seed=seed, cluster=cluster)
+    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    log.info(
+        "dp %d: efficiency %.4f (ideal net %.4f)", gpus, res.efficiency, res.compute_efficiency
+    )
+    return SimBench(
+        name=f"DP mixed step {gpus}",
+        gpus=gpus,
+        flows=gpus * cluster.channels_per_nic,  # the mixed job's all-reduce: 2 rings per NIC
+        label=res.label,
+        steps=0,
+        sim_ms=res.mixed.step_s * 1e3,
+        busbw_over_bound=res.efficiency,
+        wall_s=wall,
+        cpu_s=cpu,
+        peak_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        target_s=target_s,
+    )
+
+
 def format_table(rows: list[SimBench]) -> str:
     """A plain-text table."""
     head = (
@@ -120,8 +155,9 @@ def format_table(rows: list[SimBench]) -> str:
             f"  {'yes' if r.ok else 'NO'}"
         )
     lines.append(
-        "1 GiB ring all-reduce, 8 channels, ranks scattered over a 400G leaf-spine (1:1); "
-        "busbw/B = busbw / NIC rate; target on CPU time (one core)"
+        "ring: 1 GiB all-reduce, 8 channels, ranks scattered over a 400G leaf-spine (1:1), "
+        "busbw/B = busbw / NIC rate; DP mixed step: sim ms = the training step, busbw/B column = "
+        "mixed-training efficiency, steps not counted; target on CPU time (one core)"
     )
     return "\n".join(lines)
 
@@ -131,22 +167,23 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m icefabric.sim.bench", description=__doc__.split("\n")[0]
     )
-    ap.add_argument("--only", choices=("1024", "4096", "16384"), help="run one scenario")
-    ap.add_argument(
-        "--big", action="store_true", help="also run 16,384 GPUs (its cost: sim/README.md, Speed)"
-    )
+    ap.add_argument("--only", choices=("1024", "4096", "16384", "dp16384"), help="run one scenario")
+    ap.add_argument("--quick", action="store_true", help="1,024 and 4,096 GPUs only")
     ap.add_argument("--seed", type=int_range(0), default=1)
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING)
     cfg = SimConfig(routing="ecmp", control="dcqcn")
     rows = []
+    big = not args.quick
     if args.only in (None, "1024"):
         rows.append(run(1024, target_s=30.0, config=cfg, seed=args.seed))
     if args.only in (None, "4096"):
         rows.append(run(4096, target_s=300.0, config=cfg, seed=args.seed))
-    if args.only == "16384" or (args.only is None and args.big):
+    if args.only == "16384" or (args.only is None and big):
         rows.append(run(16384, target_s=1800.0, config=cfg, seed=args.seed))
+    if args.only == "dp16384" or (args.only is None and big):
+        rows.append(run_dp(16384, target_s=1800.0, config=cfg, seed=args.seed))
     sys.stdout.write(format_table(rows) + "\n")
     return 0 if all(r.ok for r in rows) else 1
 

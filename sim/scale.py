@@ -203,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--serial", action="store_true", help="no Dask: one run after another")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
+    logging.getLogger("distributed").setLevel(logging.WARNING)  # its INFO lines drown the bar
     cases = [c for c in CASES if not args.only or c.name in args.only]
     if args.only and not cases:
         names = ", ".join(c.name for c in CASES)
