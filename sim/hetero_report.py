@@ -18,6 +18,7 @@ from seed to seed; medians with p10 / p90 over the seeds.
 from __future__ import annotations
 
 import argparse
+import io
 import logging
 import platform
 import sys
@@ -27,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from icefabric.files import write_output
 from icefabric.sim.config import SimConfig
 from icefabric.sim.hetero import STUDY_SCENARIOS, Cluster, Group, Scenario, Training, run_scenario
 from icefabric.sim.sweep import SweepError, run_tasks
@@ -225,8 +227,10 @@ def _plot(
         ax.legend()
     fig.suptitle("median and p10-p90 over seeds (hetero_report.py)")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="svg" if path.endswith(".svg") else "png", dpi=110)
     plt.close(fig)
+    write_output(path, buf.getvalue())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -275,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         head, rest = old.split(BEGIN, 1)
         _, tail = rest.split(END, 1)
-        path.write_text(head + text + tail)
+        write_output(path, head + text + tail)
     else:
         sys.stdout.write(text + "\n")
     return 0
