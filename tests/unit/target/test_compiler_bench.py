@@ -1,4 +1,4 @@
-"""The benchmark pipeline forwards correctly and fast enough; compile-once cache."""
+"""The benchmark pipeline forwards correctly; compile-once cache (its speed is `make bench`'s)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from icefabric.target.compiler.bench import (
     FORWARDING_P4,
     forwarding_pipeline,
     forwarding_program,
-    run_pipeline,
 )
 
 
@@ -24,14 +23,6 @@ def test_forwarding_result_is_bit_exact() -> None:
     s = sum(int.from_bytes(ip[i : i + 2], "big") for i in range(0, 20, 2))
     assert (s & 0xFFFF) + (s >> 16) == 0xFFFF  # checksum valid after the ttl change
     assert out[34:] == packets[2][34:]
-
-
-def test_throughput_floor() -> None:
-    pipeline, packets = forwarding_pipeline()
-    run_pipeline(pipeline, packets, 500)  # warm up the lookup structures
-    result = run_pipeline(pipeline, packets, 5000)
-    # The target is 20k packets/s on one core; leave room for a loaded CI machine.
-    assert result.pps > 10_000, result
 
 
 def test_compile_cache_returns_the_same_program() -> None:
