@@ -253,7 +253,7 @@ def ecmp_model_check(
         for f in demand_from_job(exp.job)
         if f.flow_id in keys
     ]
-    for i, b in enumerate(exp.background):  # background flows cross the links too
+    for i, bg in enumerate(exp.background):  # background flows cross the links too
         k = keys.get(f"background/{i}")
         if k is not None:
             flows.append(
@@ -262,11 +262,11 @@ def ecmp_model_check(
                     job="background",
                     phase="background",
                     channel=0,
-                    src_host=b.src,
-                    dst_host=b.dst,
+                    src_host=bg.src,
+                    dst_host=bg.dst,
                     src_rank=-1,
                     dst_rank=-1,
-                    bytes=float(b.bytes),
+                    bytes=float(bg.bytes),
                     udp_sport=k.udp_sport,
                     qp=k.dst_qp,
                 )
