@@ -99,6 +99,14 @@ class AgentHub:
         self.server = server
         return server
 
+    def reset(self) -> None:
+        """Forget keys, phases and pushed caps (a replica about to load them from its store);
+        connected agents' reports are read again as jobs are added."""
+        self.flows = AgentFlows()
+        self.phases.clear()
+        self.pushed.clear()
+        self.planned_nodes = {}
+
     def stop(self) -> None:
         """Close the channel."""
         if self.server is not None:
@@ -222,7 +230,13 @@ class AgentHub:
             rates = ctl.rates.compute(
                 plan, self.active_flows(), reason=reason, background=background
             )
-            return self.push(self.caps_by_host(rates))
+            sent = self.push(self.caps_by_host(rates))
+            if ctl.store is not None and ctl.store.kind != "file":
+                try:  # the etcd store keeps the caps (the state file does not)
+                    ctl._save_state()
+                except Exception as exc:  # the caps are pushed; the store catches up later
+                    log.warning("%s: caps not saved: %s", reason, exc)
+            return sent
 
     def planned_path(self, flow_id: str) -> tuple[str, ...] | None:
         """The switches of a flow's planned path (telemetry checks reports against it)."""

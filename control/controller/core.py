@@ -35,6 +35,7 @@ from icefabric.control.install import ChangeReport, flow_key
 from icefabric.control.linkmon import DEFAULT_INTERVAL_S, DEFAULT_MISSES, LinkMonitor
 from icefabric.control.p4rt import Entity, PipelineConfig, SwitchConnection, SwitchPool
 from icefabric.control.planner.planner import Planner
+from icefabric.control.store import FileStore, StateStore, StoreFenced
 from icefabric.control.telemetry.poller import CounterPoller, switch_ports
 from icefabric.control.telemetry.reports import ReportLog
 from icefabric.control.telemetry.store import TelemetryStore
@@ -71,6 +72,7 @@ class Controller(
         plan_work_budget: int | None = None,
         addresses: Mapping[str, str] | None = None,
         state_file: str | Path | None = None,
+        store: StateStore | None = None,
         report_buffer: int = 1000,
         connect_timeout: float = 10.0,
         switch_dead_s: float | None = DEFAULT_SWITCH_DEAD_S,
@@ -89,6 +91,7 @@ class Controller(
         # None: the planner stops on the wall clock (a live controller must answer in time);
         # counted steps make its plans independent of the load (the experiment engines)
         self.planner = Planner(self.topo, method=method, work_budget=plan_work_budget)
+        self._planner_args = (method, plan_work_budget)
         self.jobs: dict[str, JobSpec] = {}
         self.flows: dict[str, Flow] = {}
         self._keys: dict[FlowKey, str] = {}  # planned key -> flow id
@@ -104,11 +107,14 @@ class Controller(
             planned_path=self.agents.planned_path,
             on_over_target=self.agents.over_target,
         )
+        if store is not None and state_file:
+            raise ValueError("Controller: give a state_file or a store, not both")
+        # the shared state: a FileStore for state_file (the default), or the store given (etcd)
+        self.store: StateStore | None = FileStore(state_file) if state_file else store
         self.state_file = Path(state_file) if state_file else None
         # what happened, in order (icectl events): kept next to the state file across restarts
         self.events = EventLog(events_path(self.state_file) if self.state_file else None)
-        self.state_errors: list[str] = []  # what the last state-file load could not read
-        self._state_written = b""  # bytes last written, so an unchanged state is not rewritten
+        self.state_errors: list[str] = []  # what the last state load could not read
         self.takeover_retry_s = 1.0  # a failed takeover is retried after this long
         self.connect_timeout = connect_timeout
         self.switch_dead_s = switch_dead_s
@@ -135,6 +141,9 @@ class Controller(
         self._applied_base: tuple[bytes, FabricOptions] | None = None  # base the switches hold
         self._stopping = False
         self.active = False  # True once this controller has installed the fabric as primary
+        self.startup_jobs: list[JobSpec] = []  # etcd store: added after a takeover if missing
+        self.takeovers: list[dict[str, Any]] = []  # etcd store: term, ms, writes of each takeover
+        self.fenced: list[dict[str, Any]] = []  # etcd store: when and why it stopped writing
         self.pool = SwitchPool(
             SwitchConnection(
                 s.name,
@@ -166,6 +175,11 @@ class Controller(
             conn.on("arbitration", functools.partial(self._on_arbitration, name))
         self.start_worker()
         self.counter_poller.start()
+        if self.store is not None and self.store.elects:
+            # etcd elects the primary: switches are connected (election id = term) once won
+            log.info("standby: campaigning through %s", self.store.where())
+            self.store.start(self._on_elected, self._on_fenced)  # type: ignore[attr-defined]
+            return
         self.pool.connect_all(self.connect_timeout)
         primaries = self.pool.primaries()
         if len(primaries) == len(self.pool):
@@ -184,8 +198,10 @@ class Controller(
             )
 
     def stop(self) -> None:
-        """Close every connection and stop the worker."""
+        """Close every connection and stop the worker (an elected replica resigns)."""
         self._stopping = True
+        if self.store is not None:
+            self.store.close()
         self.agents.stop()
         self.counter_poller.stop()
         if self.linkmon is not None:
@@ -200,8 +216,9 @@ class Controller(
         """Become the active controller: load shared state, push pipelines, resync everything."""
         with self.lock:
             t0 = time.perf_counter()
-            if not self.jobs and self.state_file is not None:
+            if not self.jobs and self.store is not None:
                 self._load_state()
+            self.check_fence()
             self.pool.run_all(self._ensure_pipeline, operation="pipeline")
             desired = self.desired()
             summaries = self.pool.run_all(
@@ -227,6 +244,90 @@ class Controller(
                 writes,
                 (time.perf_counter() - t0) * 1e3,
             )
+
+    def check_fence(self) -> None:
+        """StoreFenced unless this replica may write to the switches now (etcd: the lease
+        certainly holds; the file store: always)."""
+        if self.store is not None and not self.store.may_write():
+            raise StoreFenced(
+                f"{self.store.where()}: not the primary (lease lost or not elected); "
+                "nothing written to the switches"
+            )
+
+    # ------------------------------------------------------------------ etcd election
+
+    def _on_elected(self, term: int) -> None:
+        """The store's election thread: this replica won ``term`` (queued on the worker)."""
+        self.post(lambda: self._take_over_elected(term))
+
+    def _take_over_elected(self, term: int) -> None:
+        store = self.store
+        if store is None or self._stopping or getattr(store, "term", 0) != term:
+            return  # lost again before the worker got here
+        t0 = time.perf_counter()
+        with self.lock:
+            self._reset_shared_state()
+            self.election_id = term  # the switches follow the newest term
+            for conn in self.pool.values():
+                conn.close()
+                conn.election_id = term
+            try:
+                self.pool.connect_all(self.connect_timeout)
+                self.take_over()
+            except Exception as exc:
+                log.error("term %d: takeover failed (%s); resigning the term", term, exc)
+                self.pool.close_all()
+                self.active = False
+                store.resign()  # type: ignore[attr-defined]
+                return
+            added = []
+            for job in self.startup_jobs:
+                if job.name not in self.jobs:
+                    self.add_job(job)
+                    added.append(job.name)
+            writes = sum(s.writes for s in self.last_resync.values())
+            rec = {
+                "term": term,
+                "ms": (time.perf_counter() - t0) * 1e3,
+                "writes": writes,
+                "jobs": len(self.jobs),
+                "startup_jobs_added": added,
+                "at": time.time(),
+            }
+            self.takeovers.append(rec)
+            log.warning(
+                "term %d: primary on %d switches with %d job(s) in %.1f ms (%d writes)",
+                term,
+                len(self.pool),
+                len(self.jobs),
+                rec["ms"],
+                writes,
+            )
+
+    def _on_fenced(self, reason: str) -> None:
+        """The store's election thread: stop writing now (before the lease can end)."""
+        was = self.active
+        self.active = False
+        if self.linkmon is not None:
+            self.linkmon.stop()
+            self.linkmon = None
+        self.pool.close_all()  # in-flight writes fail; the switches forget this controller
+        self.fenced.append({"reason": reason, "was_primary": was, "at": time.time()})
+        log.error("stopped writing to the switches: %s", reason)
+
+    def _reset_shared_state(self) -> None:
+        """Forget jobs, failures and keys before loading them from the store (a takeover)."""
+        self.jobs.clear()
+        self.flows.clear()
+        self._keys.clear()
+        self.planner = Planner(
+            self.topo, method=self._planner_args[0], work_budget=self._planner_args[1]
+        )
+        self.topo.failed[:] = False
+        self.failed_switches.clear()
+        self._probe_down.clear()
+        self.agents.reset()
+        self._applied_base = None
 
     def _ensure_pipeline(self, conn: SwitchConnection) -> bool:
         """Push the pipeline unless the switch already runs it (same cookie); True if pushed."""

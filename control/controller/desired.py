@@ -52,6 +52,10 @@ class DesiredState:
     _base_cache: tuple[tuple[bytes, FabricOptions], dict[str, list[Entity]]] | None
     _applied_base: tuple[bytes, FabricOptions] | None
 
+    if TYPE_CHECKING:  # the Controller's fencing (its store)
+
+        def check_fence(self) -> None: ...
+
     def desired(self, plan: Plan | None = None) -> dict[str, list[Entity]]:
         """Every switch's entities: base forwarding plus the planned flows."""
         return merge(self._base(), self._flow_entries(plan))
@@ -104,6 +108,7 @@ class DesiredState:
         # A switch that is down gets everything by resync when it returns.
         live = [sw for sw in plans if self.pool[sw].is_connected]
         if self.active and live:
+            self.check_fence()  # an etcd replica whose lease may end writes nothing
             self.pool.run_all(lambda c: c.write(plans[c.name][0]), names=live, operation="write")
         for sw, (_, after) in plans.items():
             self.installed[sw] = after

@@ -61,6 +61,8 @@ class SwitchEvents:
 
         def take_over(self) -> None: ...
 
+        def check_fence(self) -> None: ...
+
         def _ensure_pipeline(self, conn: SwitchConnection) -> bool: ...
 
         def desired(self, plan: Plan | None = None) -> dict[str, list[Entity]]: ...
@@ -81,6 +83,7 @@ class SwitchEvents:
         with self.lock:
             conn = self.pool[name]
             t0 = time.perf_counter()
+            self.check_fence()
             pushed = self._ensure_pipeline(conn)
             desired = self.desired().get(name, [])
             summary = conn.resync(desired, scope="all")

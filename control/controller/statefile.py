@@ -1,8 +1,10 @@
-"""The state file a primary writes and a backup loads when it takes over.
+"""The shared state a primary saves and a backup loads when it takes over, through the
+Controller's store (:mod:`icefabric.control.store`: the local state file or etcd).
 
 It holds the running jobs, failed links and switches, the links the probes took down, the real
-flow keys agents reported and each flow's chosen path, so a backup that takes over plans the same
-paths and writes nothing to the switches. Format: :mod:`icefabric.control.daemon.state`.
+flow keys agents reported and each flow's chosen path (and, in etcd, the jobs' phases and the
+caps), so a backup that takes over plans the same paths and writes nothing to the switches.
+File format: :mod:`icefabric.control.daemon.state`.
 """
 
 from __future__ import annotations
@@ -17,15 +19,17 @@ import numpy as np
 
 from icefabric.control.ccl.demand import demand_from_job
 from icefabric.control.ccl.job import check_hosts
-from icefabric.control.daemon.state import StateWriteError, encode_state, load_state
-from icefabric.private import write_private
+from icefabric.control.daemon.state import StateWriteError
+from icefabric.control.store.base import Snapshot, StoreError
 
 if TYPE_CHECKING:
     from icefabric.control.agents.hub import AgentHub
     from icefabric.control.ccl.demand import Flow
     from icefabric.control.ccl.job import JobSpec
+    from icefabric.control.congestion.allocator import RateAllocator
     from icefabric.control.p4rt import SwitchPool
     from icefabric.control.planner.planner import Planner
+    from icefabric.control.store.base import StateStore
     from icefabric.control.topology import Topology
     from icefabric.topo.spec import TopologySpec
 
@@ -50,60 +54,57 @@ class StateFile:
     planner: Planner
     pool: SwitchPool
     agents: AgentHub
+    rates: RateAllocator
     jobs: dict[str, JobSpec]
     flows: dict[str, Flow]
     failed_switches: set[str]
     state_file: Path | None
+    store: StateStore | None
     state_errors: list[str]
-    _state_written: bytes
     _probe_down: set[int]
 
     if TYPE_CHECKING:  # the Controller's job registry
 
         def _register(self, job: JobSpec, flows: Iterable[Flow]) -> None: ...
 
+    def store_snapshot(self, *, without_job: str | None = None) -> Snapshot:
+        """What the store keeps: jobs, failures, real keys, path choices, phases, caps
+        (``without_job``: as it will be once that job is removed)."""
+        by_flow = self.planner.choices()
+        gone = {fid for fid, f in self.flows.items() if f.job == without_job}
+        return Snapshot(
+            topology=self.spec.name,
+            jobs=[j for j in self.jobs.values() if j.name != without_job],
+            failed_links=[i for i in range(self.topo.n_links) if self.topo.failed[i]],
+            failed_switches=sorted(self.failed_switches),
+            probe_down_links=sorted(self._probe_down),
+            flow_keys={k: v for k, v in self.agents.flows.to_state().items() if k not in gone},
+            choices={
+                name: [by_flow.get(fid, -1) for fid in fids]
+                for name, fids in self._flows_by_job().items()
+                if name != without_job
+            },
+            phases={j: p for j, p in self.agents.phases.items() if j != without_job},
+            caps={k: v for k, v in self.rates.rates.items() if k not in gone},
+        )
+
     def _save_state(self, *, without_job: str | None = None) -> None:
         """Write the state as it is in memory (``without_job``: as it will be once that job is
-        removed). The rule every change follows: the state is written *before* its entries
-        reach a switch (:meth:`DesiredState._install_change` saves first), so when the write
-        fails (StateWriteError) the caller rolls its change back and the switches keep what the
-        file says."""
-        if self.state_file is None:
-            return
-        failed = [i for i in range(self.topo.n_links) if self.topo.failed[i]]
-        by_flow = self.planner.choices()
-        choices = {
-            name: [by_flow.get(fid, -1) for fid in fids]
-            for name, fids in self._flows_by_job().items()
-            if name != without_job
-        }
-        keys = self.agents.flows.to_state()
-        if without_job is not None:
-            keys = {
-                fid: k
-                for fid, k in keys.items()
-                if getattr(self.flows.get(fid), "job", None) != without_job
-            }
-        data = encode_state(
-            self.spec.name,
-            [j for j in self.jobs.values() if j.name != without_job],
-            failed_links=failed,
-            failed_switches=self.failed_switches,
-            probe_down_links=self._probe_down,
-            flow_keys=keys,
-            choices=choices,
-        )
-        if data == self._state_written and self.state_file.exists():
+        removed) to the store. The rule every change follows: the state is written *before* its
+        entries reach a switch (:meth:`DesiredState._install_change` saves first), so when the
+        write fails (StateWriteError; with etcd also when this replica is no longer primary)
+        the caller rolls its change back and the switches keep what the store says."""
+        if self.store is None:
             return
         try:
-            write_private(self.state_file, data)
-        except OSError as exc:
-            log.error("state file %s: cannot write: %s", self.state_file, exc.strerror or exc)
+            self.store.save(self.store_snapshot(without_job=without_job))
+        except StateWriteError:
+            raise
+        except StoreError as exc:
+            log.error("%s", exc)
             raise StateWriteError(
-                f"state file {self.state_file}: cannot write ({exc.strerror or exc}); the change "
-                "was not applied: the switches still hold what the file says"
+                f"{exc}; the change was not applied: the switches still hold what the store says"
             ) from exc
-        self._state_written = data
 
     def _snapshot(self) -> _Snapshot:
         """What a change may alter, to put back when its state write fails."""
@@ -125,13 +126,14 @@ class StateFile:
         self.planner.pin(snap.choices)
 
     def _load_state(self) -> None:
-        assert self.state_file is not None
-        state = load_state(self.state_file, self.spec.name)
+        assert self.store is not None
+        where = self.store.where()
+        state = self.store.load(self.spec.name)
         n_links = self.topo.n_links
         bad_links = [i for i in state.failed_links + state.probe_down_links if not 0 <= i < n_links]
         if bad_links:
             state.errors.append(
-                f"{self.state_file}: link ids {bad_links[:5]} are not links of {self.spec.name} "
+                f"{where}: link ids {bad_links[:5]} are not links of {self.spec.name} "
                 f"(0..{n_links - 1}); ignored"
             )
         failed_links = [i for i in state.failed_links if 0 <= i < n_links]
@@ -151,7 +153,7 @@ class StateFile:
                 demand = demand_from_job(job)
                 self.planner.add(demand)
             except Exception as exc:  # a job that cannot be planned must not stop the takeover
-                state.errors.append(f"{self.state_file}: job {job.name!r}: {exc}")
+                state.errors.append(f"{where}: job {job.name!r}: {exc}")
                 continue
             self._register(job, demand.flows)
             self.agents.job_added(job.name, job.phases[0].name)
@@ -163,22 +165,26 @@ class StateFile:
             got = state.choices.get(name, [])
             if len(got) == len(fids):
                 saved.update(zip(fids, got, strict=True))
+        for job_name, phase in state.phases.items():  # the phase each job runs (etcd store)
+            spec = self.jobs.get(job_name)
+            if spec is not None and phase in {p.name for p in spec.phases}:
+                self.agents.phases[job_name] = phase
         moved = self.planner.pin(saved)
         if moved:
-            log.info("%s: %d flow(s) put back on the primary's paths", self.state_file, moved)
+            log.info("%s: %d flow(s) put back on the primary's paths", where, moved)
         self.state_errors = state.errors
         for e in state.errors:
-            log.error("state file: %s", e)
+            log.error("state store: %s", e)
         if state.errors:
             log.error(
                 "%s: %d problem(s); taking over with the %d job(s) that could be read",
-                self.state_file,
+                where,
                 len(state.errors),
                 len(self.jobs),
             )
         log.info(
             "%s: %d job(s), %d failed link(s) loaded",
-            self.state_file,
+            where,
             len(self.jobs),
             len(failed_links) // 2,
         )

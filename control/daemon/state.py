@@ -42,6 +42,8 @@ class SharedState:
     # The primary's plan: per job, each flow's candidate index in the job's flow order, so a
     # standby restores exactly these paths (its own search may end elsewhere in its time).
     choices: dict[str, list[int]] = field(default_factory=dict)
+    phases: dict[str, str] = field(default_factory=dict)  # job -> running phase (etcd store)
+    caps: dict[str, float] = field(default_factory=dict)  # flow id -> cap bit/s (etcd store)
     errors: list[str] = field(default_factory=list)  # what could not be read, one line each
 
 
@@ -115,6 +117,12 @@ def load_state(path: Path, topology: str) -> SharedState:
     if data.get("topology") != topology:
         log.warning("%s: state of topology %r ignored", path, str(data.get("topology"))[:100])
         return SharedState()
+    return state_from_data(data, str(path))
+
+
+def state_from_data(data: dict[str, Any], path: str) -> SharedState:
+    """A decoded state document (the file's JSON object, or the documents of the etcd store)
+    checked field by field; what cannot be read goes to ``errors`` naming ``path``."""
     state = SharedState()
     jobs = data.get("jobs", [])
     if not isinstance(jobs, list):
@@ -149,10 +157,22 @@ def load_state(path: Path, topology: str) -> SharedState:
         state.failed_switches = list(sw)
     else:
         state.errors.append(f"{path}: failed_switches: expected a list of switch names")
+    ph = data.get("phases", {})
+    if isinstance(ph, dict) and all(isinstance(v, str) for v in ph.values()):
+        state.phases = {str(k): v for k, v in ph.items()}
+    else:
+        state.errors.append(f"{path}: phases: expected an object of job -> phase name")
+    caps = data.get("caps", {})
+    if isinstance(caps, dict) and all(
+        isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 for v in caps.values()
+    ):
+        state.caps = {str(k): float(v) for k, v in caps.items()}
+    else:
+        state.errors.append(f"{path}: caps: expected an object of flow id -> bit/s >= 0")
     return state
 
 
-def _ints(data: dict[str, Any], key: str, path: Path, errors: list[str]) -> list[int]:
+def _ints(data: dict[str, Any], key: str, path: str, errors: list[str]) -> list[int]:
     v = data.get(key, [])
     if isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in v):
         return list(v)
