@@ -383,6 +383,9 @@ def _add_run(verbs: Verbs) -> None:
     from icefabric.control.telemetry.options import add_telemetry_options
 
     add_telemetry_options(p)
+    from icefabric.control.store.options import add_store_options
+
+    add_store_options(p)
     p.set_defaults(func=_cmd_run)
 
 

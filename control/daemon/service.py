@@ -36,6 +36,8 @@ from icefabric.control.fabric import (
     FabricError,
     FabricOptions,
 )
+from icefabric.control.store.base import StoreError
+from icefabric.control.store.options import StoreOptionError, make_store
 from icefabric.control.telemetry.metrics import MetricsServer
 from icefabric.control.telemetry.options import (
     TelemetryOptionError,
@@ -197,6 +199,18 @@ def api_handlers(ctl: Controller) -> dict[str, Handler]:
     return {name: _usage_errors(fn) for name, fn in ops.items()}
 
 
+def agent_addresses(server: Any) -> list[str]:
+    """The addresses agents reach this replica's channel at (unix:PATH, tcp:HOST:PORT)."""
+    if server is None:
+        return []
+    out = []
+    if server.unix_path:
+        out.append(f"unix:{server.unix_path}")
+    if server.tcp:
+        out.append(f"tcp:{server.tcp.host}:{server.tcp_port}")
+    return out
+
+
 def run_daemon(args: argparse.Namespace) -> int:
     """Run the controller until SIGINT/SIGTERM; returns the exit code."""
     from icefabric.control.ccl.job import load_job
@@ -256,7 +270,12 @@ def run_daemon(args: argparse.Namespace) -> int:
     jobs = [load_job(p) for p in args.job]
     state_file = Path(args.state) if args.state else default_state_file(spec.name)
     try:
-        if not args.state:
+        store = make_store(args, spec.name, state_file)
+    except (StoreOptionError, StoreError) as exc:
+        print(f"icectl: run: {exc}", file=sys.stderr)
+        return 2
+    try:
+        if not args.state and store.kind == "file":
             ensure_private_dir(state_file.parent)
     except OSError as exc:
         print(f"icectl: run: {exc}", file=sys.stderr)
@@ -268,7 +287,7 @@ def run_daemon(args: argparse.Namespace) -> int:
         backup=args.backup,
         options=options,
         method=args.method,
-        state_file=state_file,
+        store=store,
         connect_timeout=args.connect_timeout,
         switch_dead_s=args.switch_dead if args.switch_dead and args.switch_dead > 0 else None,
         probe_interval_s=args.probe_interval / 1e3,
@@ -291,13 +310,19 @@ def run_daemon(args: argparse.Namespace) -> int:
     except ApiUnavailable as exc:
         print(f"icectl: {exc}", file=sys.stderr)
         return 1
+    if store.elects:
+        ctl.startup_jobs = jobs  # added by whichever replica is primary, if missing
     try:
         ctl.start()
         try:
-            start_agent_channel(ctl, args, args.socket)
+            agent_server = start_agent_channel(ctl, args, args.socket)
         except (AgentOptionError, AgentServerError) as exc:
             print(f"icectl: run: agent channel: {exc}", file=sys.stderr)
             return 2 if isinstance(exc, AgentOptionError) else 1
+        if store.elects:  # every replica's addresses in etcd: agents and icectl find them
+            store.publish(  # type: ignore[attr-defined]
+                api=str(args.socket), agent=agent_addresses(agent_server)
+            )
         try:
             metrics = start_metrics(
                 ctl, metrics_at, best_effort=getattr(args, "metrics_default", False)
@@ -305,7 +330,7 @@ def run_daemon(args: argparse.Namespace) -> int:
         except OSError as exc:
             print(f"icectl: run: --metrics {args.metrics}: {exc.strerror or exc}", file=sys.stderr)
             return 1
-        for job in jobs:  # idempotent: a restart finds its --job in the state file
+        for job in jobs if not store.elects else []:  # idempotent: a restart finds its --job
             try:
                 ctl.ensure_job(job)
             except (JobRejected, TopologyError) as exc:
@@ -314,7 +339,7 @@ def run_daemon(args: argparse.Namespace) -> int:
             except StateWriteError as exc:
                 print(f"icectl: run: --job {job.name}: {exc}", file=sys.stderr)
                 return 1
-        role = "primary" if ctl.active else "backup"
+        role = "primary" if ctl.active else ("standby" if store.elects else "backup")
         log.info(
             "icectl run: %s controller for %s (%d switches), API on %s",
             role,
