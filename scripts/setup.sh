@@ -5,9 +5,10 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
-# prometheus: tests/e2e/test_prometheus.py scrapes icectl run with it; tmux: the README tour test
+# prometheus: tests/e2e/test_prometheus.py scrapes icectl run with it; tmux: the README tour test;
+# etcd-server, etcd-client: the etcd store's tests start a 3-member cluster (etcdctl to inspect it)
 DEB_PKGS=(mininet bridge-utils iproute2 iputils-ping tcpdump ethtool python3-venv python3-pip procps
-          prometheus tmux)
+          prometheus tmux etcd-server etcd-client)
 
 missing=()
 for p in "${DEB_PKGS[@]}"; do
