@@ -41,6 +41,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         f"[bold]{st['mode']}[/bold], topology {st['topology']}, {st['jobs']} job(s), "
         f"{st['flows']} planned flow(s), max link load {render.load_ms(st['max_load'])}"
     )
+    _print_store(con, st.get("store", {}))
     con.print(
         render.table(
             "switches",
@@ -64,6 +65,47 @@ def cmd_status(args: argparse.Namespace) -> int:
     else:
         con.print("link probes off")
     return EXIT_OK
+
+
+def _print_store(con: Any, store: dict[str, Any]) -> None:
+    """The store line; for etcd also the term, the leader, every replica and member."""
+    if store.get("kind") != "etcd":
+        con.print(f"store: {store.get('kind', 'none')} {store.get('where', '')}".rstrip())
+        return
+    con.print(
+        f"store: etcd {','.join(store['endpoints'])}; this replica {store['replica']} is "
+        f"[bold]{store['role']}[/bold] (term {store['term'] or '-'}), leader "
+        f"{store.get('leader') or 'none'} (term {store.get('leader_term') or '-'}), lease "
+        f"{store['lease_s']} s ({store['lease_left_s']:.2f} s left), generation "
+        f"{store['generation']}"
+    )
+    if store.get("fenced"):
+        con.print(f"[red]last stopped writing: {store['fenced']}[/red]")
+    if store.get("error"):
+        con.print(f"[red]etcd: {store['error']}[/red]")
+    con.print(
+        render.table(
+            "replicas",
+            ["replica", "role", "term", "host", "API", "agents"],
+            [
+                (
+                    r.get("name", "?"),
+                    r.get("role", "?"),
+                    r.get("term") or "-",
+                    r.get("host", ""),
+                    r.get("api", ""),
+                    " ".join(r.get("agent", []) or []),
+                )
+                for r in store.get("replicas", [])
+            ],
+        )
+    )
+    members = store.get("members", [])
+    up = sum(1 for m in members if m["up"])
+    con.print(
+        f"etcd members: {up} of {len(members)} answering"
+        + "".join(f"; {m['endpoint']} down" for m in members if not m["up"])
+    )
 
 
 def _read_job_arg(args: argparse.Namespace) -> dict[str, Any]:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from icefabric.control.install import ChangeReport
     from icefabric.control.p4rt import Entity, SwitchPool
     from icefabric.control.planner.planner import Planner
+    from icefabric.control.store.base import StateStore
     from icefabric.control.topology import Topology
     from icefabric.topo.spec import TopologySpec
 
@@ -42,6 +43,9 @@ class ControllerViews:
     state_errors: list[str]
     failed_switches: set[str]
     _down_since: dict[str, float]
+    store: StateStore | None
+    takeovers: list[dict[str, Any]]
+    fenced: list[dict[str, Any]]
 
     if TYPE_CHECKING:  # provided by LinkFailures
 
@@ -77,11 +81,16 @@ class ControllerViews:
         return rows
 
     def status(self) -> dict[str, Any]:
-        """Role, mode, switches (connected, primary, entries), jobs."""
+        """Role, mode, switches (connected, primary, entries), jobs, the store and replicas."""
+        store = self.store.describe() if self.store is not None else {"kind": "none"}
+        standby = "standby" if self.store is not None and self.store.elects else "backup"
         with self.lock:
             plan = self.planner.plan()
             out = {
-                "role": "primary" if self.active else "backup",
+                "role": "primary" if self.active else standby,
+                "store": store,
+                "takeovers": list(self.takeovers[-5:]),
+                "fenced": list(self.fenced[-5:]),
                 "election_id": self.election_id,
                 "mode": self.options.mode,
                 "topology": self.spec.name,
