@@ -77,8 +77,11 @@ def link_ports(spec: TopologySpec, a: str, b: str) -> list[tuple[str, int]]:
 class InProcessFabric:
     """Embedded switches of a topology with in-process wires; use as a context manager."""
 
-    def __init__(self, spec: TopologySpec, *, fabric_pps: int | None = None) -> None:
+    def __init__(
+        self, spec: TopologySpec, *, fabric_pps: int | None = None, host: str = "127.0.0.1"
+    ) -> None:
         self.spec = spec
+        self.host = host  # where the switches serve P4Runtime (loopback unless a test says)
         self.fabric_pps = fabric_pps  # drain rate of switch-to-switch ports (None: unlimited)
         self.switches: dict[str, _Switch] = {}
         self.inbox = HostInboxes(h.name for h in spec.hosts)
@@ -97,7 +100,7 @@ class InProcessFabric:
     def start(self) -> None:
         """Start every switch (no pipeline yet: the controller pushes it) and wire the ports."""
         for s in self.spec.switches:
-            self.switches[s.name] = self._start_switch(s.name, s.device_id, "127.0.0.1:0")
+            self.switches[s.name] = self._start_switch(s.name, s.device_id, f"{self.host}:0")
         for s in self.spec.switches:
             self._wire(s.name)
 
@@ -120,7 +123,7 @@ class InProcessFabric:
         )
         server, port, _service = serve(device, addr)
         device.start()
-        log.debug("%s: embedded switch on 127.0.0.1:%d", name, port)
+        log.debug("%s: embedded switch on %s:%d", name, self.host, port)
         return _Switch(name=name, device=device, server=server, port=port)
 
     def _wire(self, name: str) -> None:
@@ -155,8 +158,8 @@ class InProcessFabric:
     @property
     def addresses(self) -> dict[str, str]:
         """P4Runtime address of every switch."""
-        out = {name: f"127.0.0.1:{sw.port}" for name, sw in self.switches.items()}
-        out.update({name: f"127.0.0.1:{port}" for name, port in self._dead.items()})
+        out = {name: f"{self.host}:{sw.port}" for name, sw in self.switches.items()}
+        out.update({name: f"{self.host}:{port}" for name, port in self._dead.items()})
         return out
 
     # ------------------------------------------------------------------ events
@@ -177,7 +180,7 @@ class InProcessFabric:
         """Start a fresh switch (no pipeline, no entries) where a killed one was."""
         port = self._dead.pop(name)
         spec_sw = self.spec.switch(name)
-        self.switches[name] = self._start_switch(name, spec_sw.device_id, f"127.0.0.1:{port}")
+        self.switches[name] = self._start_switch(name, spec_sw.device_id, f"{self.host}:{port}")
         self._wire(name)
 
     def cut_link(self, a: str, b: str) -> None:

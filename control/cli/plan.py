@@ -352,6 +352,14 @@ def _add_run(verbs: Verbs) -> None:
         "(default <runtime dir>/<topology>.state.json, see control/README.md)",
     )
     p.add_argument(
+        "--switch-addr",
+        action="append",
+        default=[],
+        metavar="NAME=HOST:PORT",
+        help="reach this switch's P4Runtime server here instead of 127.0.0.1:<its grpc_port> "
+        "(repeat; a controller on another server than the switches)",
+    )
+    p.add_argument(
         "--switch-dead",
         type=float,
         default=1.0,

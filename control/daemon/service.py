@@ -267,6 +267,19 @@ def run_daemon(args: argparse.Namespace) -> int:
     except (AgentOptionError, TelemetryOptionError) as exc:
         print(f"icectl: run: {exc}", file=sys.stderr)
         return 2
+    addresses: dict[str, str] = {}
+    names = {s.name for s in spec.switches}
+    for item in args.switch_addr:
+        name, sep, addr = item.partition("=")
+        host, colon, port = addr.rpartition(":")
+        if not sep or name not in names or not colon or not host or not port.isdigit():
+            print(
+                f"icectl: run: --switch-addr {item!r}: expected NAME=HOST:PORT with NAME a switch "
+                f"of {spec.name} ({', '.join(sorted(names))})",
+                file=sys.stderr,
+            )
+            return 2
+        addresses[name] = addr
     jobs = [load_job(p) for p in args.job]
     state_file = Path(args.state) if args.state else default_state_file(spec.name)
     try:
@@ -288,6 +301,7 @@ def run_daemon(args: argparse.Namespace) -> int:
         options=options,
         method=args.method,
         store=store,
+        addresses=addresses,
         connect_timeout=args.connect_timeout,
         switch_dead_s=args.switch_dead if args.switch_dead and args.switch_dead > 0 else None,
         probe_interval_s=args.probe_interval / 1e3,
