@@ -20,6 +20,7 @@ BENCHMARKS: dict[str, str] = {
     "endpoint": "icefabric.experiment.bench",
     "sim": "icefabric.sim.bench",
     "matrix": "icefabric.sim.matrix",
+    "store": "icefabric.control.store.bench",
 }
 
 
