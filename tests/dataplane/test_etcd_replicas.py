@@ -15,13 +15,13 @@ from icefabric.control import ice_names as n
 from icefabric.control.agents.client import AgentClient, Backoff
 from icefabric.control.agents.protocol import FlowKey, FlowReport
 from icefabric.control.controller import Controller
-from icefabric.control.demo import interleaved_hosts, ring_job
+from icefabric.experiment.demo import interleaved_hosts, ring_job
 from icefabric.control.fabric import entity_key
 from icefabric.control.p4rt import PipelineConfig
 from icefabric.control.store import StoreFenced
 from icefabric.control.store.etcd import EtcdStore
 from icefabric.control.store.localcluster import LocalEtcdCluster
-from icefabric.control.wire import InProcessFabric
+from icefabric.experiment.wire import InProcessFabric
 from icefabric.topo.spec import TopologySpec
 
 pytestmark = pytest.mark.dataplane
