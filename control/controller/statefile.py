@@ -151,7 +151,12 @@ class StateFile:
                 continue
             try:
                 demand = demand_from_job(job)
-                self.planner.add(demand)
+                got = state.choices.get(job.name, [])
+                if len(got) == len(demand.flows):  # straight onto the primary's paths
+                    fids = (f.flow_id for f in demand.flows)
+                    self.planner.add_pinned(demand, dict(zip(fids, got, strict=True)))
+                else:
+                    self.planner.add(demand)
             except Exception as exc:  # a job that cannot be planned must not stop the takeover
                 state.errors.append(f"{where}: job {job.name!r}: {exc}")
                 continue

@@ -104,6 +104,33 @@ class Planner:
         self._place(rows, t0)
         return self._finish(before, t0)
 
+    def add_pinned(self, demand: Demand, choices: Mapping[str, int]) -> Plan:
+        """Add ``demand`` with its flows on the candidates another planner chose (a standby
+        taking over): usable choices are placed as they are, without a search; the other flows
+        are planned as :meth:`add` plans them, and the saved choices are pinned again after."""
+        t0 = time.perf_counter()
+        s = self.state
+        s.compact()
+        before = self._snapshot()
+        rows = s.add_flows(list(demand.flows))
+        rest: list[int] = []
+        for i in rows.tolist():
+            c = choices.get(s.flows[i].flow_id, -1)
+            if c < 0:
+                rest.append(i)
+                continue
+            cand_t = s.candidates_t(i)[0]
+            if c >= cand_t.shape[1] or not s.live_mask_t(cand_t[:, c : c + 1])[0]:
+                rest.append(i)
+                continue
+            s.place(i, c, cand_t[:, c])
+        if rest:
+            self._place(np.array(rest, dtype=np.int64), t0)
+            self.pin(choices)
+        else:
+            self.last_method = "pinned"
+        return self._finish(before, t0)
+
     def remove_job(self, job: str) -> Plan:
         """Take every flow of ``job`` out of the plan (the others keep their paths)."""
         t0 = time.perf_counter()

@@ -8,7 +8,8 @@ cluster (``LocalEtcdCluster``, loopback, data on disk in a temporary folder):
   choice, phases): blob chunks + one term-guarded transaction; then a save after one flow moved
   (the plan document is rewritten, the job is not);
 * **takeover**: a standby reads every document at one revision and rebuilds the plan on the
-  saved paths (parse the job, its demand, plan, pin the primary's choices). Checked: the
+  saved paths (parse the job, its demand, every flow straight onto the primary's choice:
+  ``Planner.add_pinned``, no search). Checked: the
   standby's choices equal the primary's.
 
 A switch resync is not part of it: a fabric of 1,805 switches cannot run on one machine (the
@@ -119,10 +120,8 @@ def main(argv: list[str] | None = None) -> int:
                     return 1
                 again = Planner(topo, method="heuristic", work_budget=DEFAULT_WORK_BUDGET)
                 d2 = demand_from_job(state.jobs[0])
-                again.add(d2)
-                again.pin(
-                    dict(zip((f.flow_id for f in d2.flows), state.choices[job.name], strict=True))
-                )
+                saved = zip((f.flow_id for f in d2.flows), state.choices[job.name], strict=True)
+                again.add_pinned(d2, dict(saved))  # what a takeover does (statefile.py)
                 t2 = time.perf_counter()
                 if again.choices() != by_flow:
                     print(

@@ -383,3 +383,27 @@ def test_tight_three_tier_fabric_reaches_the_bound(seed: int) -> None:
     assert st.max_load() > cut_lower_bound(st) * 1.1  # greedy alone ends one flow above
     plan = Planner(Topology(spec), method="heuristic", work_budget=DEFAULT_WORK_BUDGET).add(d)
     assert plan.gap <= REL
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_add_pinned_puts_every_flow_on_the_saved_path_without_a_search(seed: int) -> None:
+    spec, demand = random_instance(seed)
+    first = Planner(Topology(spec), method="heuristic", work_budget=2000)
+    first.add(demand)
+    saved = first.choices()
+    again = Planner(Topology(spec), method="heuristic", work_budget=2000)
+    plan = again.add_pinned(demand, saved)
+    assert again.choices() == saved
+    assert plan.max_load_s == pytest.approx(first.plan().max_load_s)
+    _check_consistent(again)
+    # a choice that is out of range is planned instead, the others stay as saved
+    bad = dict(saved)
+    fid = next(iter(bad))
+    bad[fid] = 10_000
+    third = Planner(Topology(spec), method="heuristic", work_budget=2000)
+    third.add_pinned(demand, bad)
+    assert third.choices()[fid] >= 0
+    assert {k: v for k, v in third.choices().items() if k != fid} == {
+        k: v for k, v in saved.items() if k != fid
+    }
+    _check_consistent(third)
