@@ -526,6 +526,15 @@ def build_parser() -> argparse.ArgumentParser:
         "backup); default: icectl run's default agent socket when it exists; 'off': none",
     )
     ap.add_argument(
+        "--controller-store",
+        metavar="URL",
+        help="etcd://HOST:2379[,...] where controller replicas publish their agent channels: "
+        "the agent follows the primary (needs --topology-name)",
+    )
+    ap.add_argument(
+        "--topology-name", help="with --controller-store: the topology's name (its spec's name:)"
+    )
+    ap.add_argument(
         "--token-file",
         type=Path,
         help="file holding this host's agent token (TCP; icectl agent-token HOST)",
@@ -726,14 +735,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     client = None
     host = RealTimeHost(endpoint, sock, expect_messages=args.expect)
-    if not args.controller:
+    if not args.controller and not args.controller_store:
         args.controller = default_controller()
-    args.controller = [c for c in args.controller if c != "off"]
-    if args.controller:
+    args.controller = [c for c in (args.controller or []) if c != "off"]
+    if args.controller or args.controller_store:
         from icefabric.control.agents.client import AgentClient
 
         try:
-            client = AgentClient(args.controller, cfg.name, token=token, on_caps=host.on_caps)
+            discover = None
+            addresses = list(args.controller or [])
+            if args.controller_store:
+                from icefabric.control.store.etcd import agent_discovery
+
+                if not args.topology_name:
+                    raise ValueError("--controller-store needs --topology-name")
+                discover = agent_discovery(args.controller_store, args.topology_name)
+                try:
+                    addresses = discover() or addresses
+                except Exception as exc:  # etcd down at start: the given addresses, or fail
+                    if not addresses:
+                        raise ValueError(f"--controller-store: {exc}") from None
+            if not addresses:
+                raise ValueError("no controller address (none published in etcd yet?)")
+            client = AgentClient(
+                addresses, cfg.name, token=token, on_caps=host.on_caps, discover=discover
+            )
         except ValueError as exc:
             print(f"icefabric-host: --controller: {exc}", file=sys.stderr)
             sock.close()

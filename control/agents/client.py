@@ -94,6 +94,7 @@ class AgentClient:
         heartbeat_s: float = 1.0,
         connect_timeout_s: float = 2.0,
         backoff: Backoff | None = None,
+        discover: Callable[[], Sequence[str]] | None = None,
     ) -> None:
         given = [address] if isinstance(address, str | Path | AgentAddress) else list(address)
         self.addresses = [parse_address(a) for a in given]
@@ -106,6 +107,9 @@ class AgentClient:
         self.heartbeat_s = heartbeat_s  # the controller's welcome overrides it
         self._connect_timeout = connect_timeout_s
         self._backoff = backoff or Backoff()
+        # asked for fresh addresses after every address failed once (the etcd store lists
+        # every replica's channel, the primary's first): agents follow replicas that move
+        self._discover = discover
         self._rng = random.Random(zlib.crc32(host.encode()))
         self.stats = ClientStats()
         self.session: int | None = None
@@ -187,6 +191,7 @@ class AgentClient:
                 nxt = (self.addresses.index(self.address) + 1) % len(self.addresses)
                 self.address = self.addresses[nxt]
                 if nxt == 0:  # back off once every address was tried
+                    self._rediscover()
                     self._stop.wait(self._backoff.delay(attempt, self._rng))
                     attempt += 1
                 continue
@@ -203,6 +208,18 @@ class AgentClient:
                     "agent %s: connection to %s lost; reconnecting", self.host, self.address
                 )
                 self._stop.wait(self._backoff.delay(0, self._rng))
+
+    def _rediscover(self) -> None:
+        if self._discover is None:
+            return
+        try:
+            fresh = [parse_address(a) for a in self._discover()]
+        except Exception as exc:  # the store may be down too: keep the addresses we have
+            log.debug("agent %s: discovering controllers failed: %s", self.host, exc)
+            return
+        if fresh:
+            self.addresses = fresh
+            self.address = fresh[0]
 
     def _open(self) -> socket.socket:
         addr = self.address

@@ -312,6 +312,9 @@ class Controller(
             self.linkmon.stop()
             self.linkmon = None
         self.pool.close_all()  # in-flight writes fail; the switches forget this controller
+        server = self.agents.server
+        if server is not None:  # agents move on to the new primary (this one refuses them)
+            server.disconnect_all(f"standby controller: {reason}")
         self.fenced.append({"reason": reason, "was_primary": was, "at": time.time()})
         log.error("stopped writing to the switches: %s", reason)
 

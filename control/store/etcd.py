@@ -354,3 +354,31 @@ def _blob_of(value: bytes) -> str | None:
         return str(json.loads(value[1:])["blob"])
     except (ValueError, KeyError, TypeError):
         return None
+
+
+def agent_discovery(
+    endpoints: str | list[str],
+    topology: str,
+    *,
+    prefix: str = "/icefabric",
+    security: EtcdSecurity | None = None,
+) -> Callable[[], list[str]]:
+    """For ``AgentClient(discover=...)``: every replica's agent addresses from etcd, the
+    primary's first (read each time it is called; no campaign, no lease)."""
+    client = EtcdClient(endpoints, security=security, timeout_s=1.0)
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in topology)[:100]
+    base = f"{prefix.rstrip('/')}/{safe}/replicas/".encode()
+
+    def discover() -> list[str]:
+        kvs, _ = client.range(base, prefix_end(base))
+        rows = []
+        for kv in kvs:
+            try:
+                d = json.loads(kv.value)
+            except ValueError:
+                continue
+            if isinstance(d, dict):
+                rows.append(d)
+        return primary_first_addresses(rows)
+
+    return discover
