@@ -5,8 +5,8 @@ agents follow, fencing on quorum loss, a partitioned old primary cannot write.""
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,12 +16,12 @@ from icefabric.control import ice_names as n
 from icefabric.control.agents.client import AgentClient, Backoff
 from icefabric.control.agents.protocol import FlowKey, FlowReport
 from icefabric.control.controller import Controller
-from icefabric.experiment.demo import interleaved_hosts, ring_job
 from icefabric.control.fabric import entity_key
 from icefabric.control.p4rt import PipelineConfig
 from icefabric.control.store import StoreFenced
 from icefabric.control.store.etcd import EtcdStore, agent_discovery
 from icefabric.control.store.localcluster import LocalEtcdCluster
+from icefabric.experiment.demo import interleaved_hosts, ring_job
 from icefabric.experiment.wire import InProcessFabric
 from icefabric.topo.spec import TopologySpec
 
