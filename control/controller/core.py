@@ -178,6 +178,7 @@ class Controller(
         if self.store is not None and self.store.elects:
             # etcd elects the primary: switches are connected (election id = term) once won
             log.info("standby: campaigning through %s", self.store.where())
+            self.post(self._base)  # base forwarding computed ahead: a takeover only resyncs
             self.store.start(self._on_elected, self._on_fenced)  # type: ignore[attr-defined]
             return
         self.pool.connect_all(self.connect_timeout)
@@ -273,6 +274,7 @@ class Controller(
                 conn.election_id = term
             try:
                 self.pool.connect_all(self.connect_timeout)
+                connected = time.perf_counter()
                 self.take_over()
             except Exception as exc:
                 log.error("term %d: takeover failed (%s); resigning the term", term, exc)
@@ -281,14 +283,17 @@ class Controller(
                 store.resign()  # type: ignore[attr-defined]
                 return
             added = []
-            for job in self.startup_jobs:
-                if job.name not in self.jobs:
-                    self.add_job(job)
-                    added.append(job.name)
+            for job in self.startup_jobs:  # --job: idempotent, as on a restart
+                try:
+                    if self.ensure_job(job) != "unchanged":
+                        added.append(job.name)
+                except (JobRejected, StateWriteError) as exc:
+                    log.error("term %d: --job %s: %s", term, job.name, exc)
             writes = sum(s.writes for s in self.last_resync.values())
             rec = {
                 "term": term,
                 "ms": (time.perf_counter() - t0) * 1e3,
+                "connect_ms": (connected - t0) * 1e3,
                 "writes": writes,
                 "jobs": len(self.jobs),
                 "startup_jobs_added": added,

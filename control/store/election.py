@@ -90,6 +90,7 @@ class Election:
         self._resign = False
         self._registered: dict[str, Any] | None = None  # what replicas/<name> holds now
         self._hold_until = 0.0  # monotonic: after stepping down, let the others campaign first
+        self._last_check = 0.0  # monotonic: when the primary last read the leader key
 
     @property
     def leader_key(self) -> bytes:
@@ -154,7 +155,7 @@ class Election:
                 self._tick()
             except Exception:  # the session must outlive any single failure
                 log.exception("etcd election: unexpected error")
-            period = self.poll_s if self.term == 0 else min(self.poll_s, self.ttl / 3 or 0.1)
+            period = self.poll_s if self.term == 0 else min(self.ttl / 6, 0.25)
             self._wake.wait(period)
             self._wake.clear()
 
@@ -173,7 +174,9 @@ class Election:
             return
         self._register()
         if self.term:
-            self._check_leader()
+            if now - self._last_check >= self.ttl:  # saves are term-guarded anyway: rarely
+                self._last_check = now
+                self._check_leader()
         elif time.monotonic() >= self._hold_until:
             self._campaign()
 
@@ -201,7 +204,7 @@ class Election:
     def _keepalive(self) -> bool:
         t0 = time.monotonic()
         try:
-            ttl = self.client.lease_keepalive(self.lease, timeout=max(0.1, self.ttl / 3))
+            ttl = self.client.lease_keepalive(self.lease, timeout=max(0.1, self.ttl / 2))
         except EtcdError as exc:
             log.debug("etcd: keepalive failed: %s", exc)
             return False

