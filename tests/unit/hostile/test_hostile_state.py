@@ -111,7 +111,7 @@ def test_a_failed_state_write_changes_nothing(
     def full(path: Path, data: bytes) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr("icefabric.control.controller.statefile.write_private", full)
+    monkeypatch.setattr("icefabric.control.store.filestore.write_private", full)
     every_change_fails_and_changes_nothing(c, pipeline)
     monkeypatch.undo()
     c.remove_job("j2")  # space again: the same change goes through
