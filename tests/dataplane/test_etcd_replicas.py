@@ -145,7 +145,7 @@ def test_quorum_loss_fences_the_primary_and_it_recovers(
     term = p.election_id
     etcd3.stop_member(1)
     etcd3.stop_member(2)
-    assert wait_until(lambda: not p.active, 5)
+    assert wait_until(lambda: not p.active and bool(p.fenced), 10)
     assert "stopped writing" in p.fenced[-1]["reason"]
     with pytest.raises(StoreFenced):
         p.check_fence()
