@@ -114,10 +114,19 @@ class Planner:
         before = self._snapshot()
         rows = s.add_flows(list(demand.flows))
         rest: list[int] = []
+        any_failed = bool(self.topo.failed.any())
         for i in rows.tolist():
             c = choices.get(s.flows[i].flow_id, -1)
             if c < 0:
                 rest.append(i)
+                continue
+            halves = None if any_failed else s.halves_t(i)  # as greedy: no full path table
+            if halves is not None:
+                up, _, down, _ = halves
+                if c < up.shape[1]:
+                    s.place(i, c, np.concatenate([up[:, c], down[:, c]]))
+                else:
+                    rest.append(i)
                 continue
             cand_t = s.candidates_t(i)[0]
             if c >= cand_t.shape[1] or not s.live_mask_t(cand_t[:, c : c + 1])[0]:
