@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from icefabric.control.cli import main
+from icefabric.icectl import main
 
 ROOT = Path(__file__).resolve().parents[4]
 EXAMPLE = str(ROOT / "topo" / "examples" / "leaf_spine_2x4.yaml")
