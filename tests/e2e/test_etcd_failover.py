@@ -43,8 +43,8 @@ from p4.v1 import p4runtime_pb2  # noqa: E402
 from icefabric.control import ice_names as n  # noqa: E402
 from icefabric.control.agents.client import AgentClient, Backoff  # noqa: E402
 from icefabric.control.agents.protocol import FlowKey, FlowReport  # noqa: E402
-from icefabric.control.daemon.api import ApiClient, ApiError, ApiUnavailable  # noqa: E402
 from icefabric.control.controller import Controller  # noqa: E402
+from icefabric.control.daemon.api import ApiClient, ApiError, ApiUnavailable  # noqa: E402
 from icefabric.control.p4rt import PipelineConfig  # noqa: E402
 from icefabric.control.p4rt.entities import decode_entity  # noqa: E402
 from icefabric.control.store.etcd import EtcdStore, agent_discovery  # noqa: E402
@@ -414,7 +414,7 @@ def test_primary_killed_mid_install_ten_times(world: tuple[Replicas, Any, Any]) 
         "\nper round: kill -> done s, takeover ms (of it connecting ms), writes: "
         + "; ".join(
             f"{t:.2f} {d['ms']:.0f} ({d['connect_ms']:.0f}) {d['writes']}"
-            for t, d in zip(times, steps)
+            for t, d in zip(times, steps, strict=True)
         )
     )
     times.sort()
