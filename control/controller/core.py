@@ -178,7 +178,7 @@ class Controller(
         if self.store is not None and self.store.elects:
             # etcd elects the primary: switches are connected (election id = term) once won
             log.info("standby: campaigning through %s", self.store.where())
-            self.post(self._base)  # base forwarding computed ahead: a takeover only resyncs
+            self.post(self._warm_base)
             self.store.start(self._on_elected, self._on_fenced)  # type: ignore[attr-defined]
             return
         self.pool.connect_all(self.connect_timeout)
@@ -256,6 +256,11 @@ class Controller(
             )
 
     # ------------------------------------------------------------------ etcd election
+
+    def _warm_base(self) -> None:
+        """Compute base forwarding ahead (a standby): a takeover then only resyncs."""
+        with self.lock:
+            self._base()
 
     def _on_elected(self, term: int) -> None:
         """The store's election thread: this replica won ``term`` (queued on the worker)."""

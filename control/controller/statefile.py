@@ -153,8 +153,8 @@ class StateFile:
                 demand = demand_from_job(job)
                 got = state.choices.get(job.name, [])
                 if len(got) == len(demand.flows):  # straight onto the primary's paths
-                    fids = (f.flow_id for f in demand.flows)
-                    self.planner.add_pinned(demand, dict(zip(fids, got, strict=True)))
+                    ids = [f.flow_id for f in demand.flows]
+                    self.planner.add_pinned(demand, dict(zip(ids, got, strict=True)))
                 else:
                     self.planner.add(demand)
             except Exception as exc:  # a job that cannot be planned must not stop the takeover
