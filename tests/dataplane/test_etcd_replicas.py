@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from harness import wait_until
 
-from icefabric.control import ice_names as n
 from icefabric.control.agents.client import AgentClient, Backoff
 from icefabric.control.agents.protocol import FlowKey, FlowReport
 from icefabric.control.controller import Controller
@@ -23,6 +22,7 @@ from icefabric.control.store.etcd import EtcdStore, agent_discovery
 from icefabric.control.store.localcluster import LocalEtcdCluster
 from icefabric.experiment.demo import interleaved_hosts, ring_job
 from icefabric.experiment.wire import InProcessFabric
+from icefabric.p4src import ice_p4 as n
 from icefabric.topo.spec import TopologySpec
 
 pytestmark = pytest.mark.dataplane

@@ -40,7 +40,6 @@ if shutil.which("etcd") is None:
 
 from p4.v1 import p4runtime_pb2  # noqa: E402
 
-from icefabric.control import ice_names as n  # noqa: E402
 from icefabric.control.agents.client import AgentClient, Backoff  # noqa: E402
 from icefabric.control.agents.protocol import FlowKey, FlowReport  # noqa: E402
 from icefabric.control.controller import Controller  # noqa: E402
@@ -51,6 +50,7 @@ from icefabric.control.store.etcd import EtcdStore, agent_discovery  # noqa: E40
 from icefabric.control.store.localcluster import LocalEtcdCluster  # noqa: E402
 from icefabric.experiment.wire import InProcessFabric  # noqa: E402
 from icefabric.p4src import ICE_P4  # noqa: E402
+from icefabric.p4src import ice_p4 as n  # noqa: E402
 from icefabric.topo.spec import load_topology  # noqa: E402
 from icefabric.waiting import poll_until  # noqa: E402
 
@@ -112,8 +112,8 @@ class Fabric(InProcessFabric):
         self.on_write: Callable[[], None] | None = None
 
     def _start_switch(self, name: str, device_id: int, addr: str) -> Any:
-        from icefabric.control.ice_names import CPU_PORT
         from icefabric.experiment.wire import _Switch
+        from icefabric.p4src.ice_p4 import CPU_PORT
         from icefabric.target.device import Device
         from icefabric.target.server import serve
 
