@@ -38,7 +38,7 @@ from icefabric.control.store.etcd_client import (
 
 log = logging.getLogger(__name__)
 
-DEFAULT_LEASE_S = 1
+DEFAULT_LEASE_S = 2  # survives an etcd leader election (<= 2 x 500 ms) without fencing
 MIN_MARGIN_S = 0.15
 
 

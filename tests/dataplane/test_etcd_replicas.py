@@ -81,7 +81,14 @@ def on_switches(c: Controller) -> dict[str, set[tuple[object, ...]]]:
 
 
 def primary_of(ctls: list[Controller]) -> Controller:
-    assert wait_until(lambda: sum(c.active for c in ctls) == 1, 30), [c.active for c in ctls]
+    if not wait_until(lambda: sum(c.active for c in ctls) == 1, 30):
+        import sys
+        import traceback
+
+        stacks = "\n".join(
+            "".join(traceback.format_stack(f)[-6:]) for f in sys._current_frames().values()
+        )
+        raise AssertionError(f"no single primary: {[c.active for c in ctls]}\n{stacks}")
     return next(c for c in ctls if c.active)
 
 

@@ -64,7 +64,7 @@ def stores(etcd3: LocalEtcdCluster) -> Iterator[list[tuple[EtcdStore, Events]]]:
     made: list[tuple[EtcdStore, Events]] = []
 
     def make(name: str) -> tuple[EtcdStore, Events]:
-        st = EtcdStore(etcd3.url, "fab", name=name, lease_s=1, poll_s=0.05)
+        st = EtcdStore(etcd3.url, "fab", name=name, poll_s=0.05)  # the default 2 s lease
         ev = Events()
         st.start(ev.on_elected, ev.on_fenced)
         made.append((st, ev))
@@ -73,6 +73,15 @@ def stores(etcd3: LocalEtcdCluster) -> Iterator[list[tuple[EtcdStore, Events]]]:
     yield [make("r1"), make("r2")]
     for st, _ in made:
         st.close()
+
+
+def etcd_leader(etcd: LocalEtcdCluster) -> int:
+    c = EtcdClient(etcd.endpoints)
+    for i, ep in enumerate(etcd.endpoints):
+        st = c.endpoint_status(ep)
+        if st is not None and st.get("leader") == st.get("header", {}).get("member_id"):
+            return i
+    raise AssertionError("no etcd leader")
 
 
 def primary(pair: list[tuple[EtcdStore, Events]]) -> tuple[EtcdStore, EtcdStore]:
@@ -148,7 +157,7 @@ def test_standby_takes_over_when_the_primary_dies_and_the_old_one_is_fenced(
     with pytest.raises(StoreFenced):
         p.save(snapshot(choices={"ring": [1, 1, 1, 1]}))
     assert s.load("fab").choices == {"ring": [0, 1, 1, 0]}
-    assert took < 3.0, took
+    assert took < 5.0, took
 
 
 def test_member_loss_changes_nothing_quorum_loss_fences_and_recovers(
@@ -157,12 +166,14 @@ def test_member_loss_changes_nothing_quorum_loss_fences_and_recovers(
     p, s = primary(stores)
     ev = dict((id(st), e) for st, e in stores)[id(p)]
     term = p.term
-    etcd3.stop_member(0)
-    deadline = time.monotonic() + 3.0
+    leader = etcd_leader(etcd3)  # etcd's own leader: its loss makes etcd elect a new one
+    etcd3.stop_member(leader)
+    deadline = time.monotonic() + 6.0
     while time.monotonic() < deadline:  # three lease periods with one member lost
         assert p.term == term and p.may_write()
         p.save(snapshot(caps={"x": float(int(time.monotonic() * 1000))}))
-    etcd3.stop_member(1)  # quorum lost: keepalives stop once the leader steps down
+    other = next(i for i in range(3) if i != leader)
+    etcd3.stop_member(other)  # quorum lost: keepalives stop once the leader steps down
     el = p.election
     stopped: list[tuple[float, float]] = []  # (when may_write turned False, earliest expiry)
 
@@ -177,6 +188,6 @@ def test_member_loss_changes_nothing_quorum_loss_fences_and_recovers(
     assert when < earliest_expiry  # strictly before etcd could let anyone else win
     assert poll_until(lambda: bool(ev.fenced), 3)
     assert "stopped writing" in ev.fenced[-1]
-    etcd3.start_member(0, wait=False)
-    etcd3.start_member(1, wait=False)
+    etcd3.start_member(leader, wait=False)
+    etcd3.start_member(other, wait=False)
     assert poll_until(lambda: p.term > term or s.term > term, 20)  # a primary again
