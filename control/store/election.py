@@ -1,7 +1,7 @@
 """Leader election through etcd: one lease per replica, a campaign key, fencing.
 
 Every replica holds a **session lease** (``--lease`` seconds; etcd raises a TTL below its
-minimum, 1.5 x its election timeout rounded up) and keeps it alive every third of its TTL. Under
+minimum, 1.5 x its election timeout rounded up) and keeps it alive every quarter of its TTL. Under
 that lease it publishes ``replicas/<name>`` (its API and agent addresses). To become primary it
 runs a transaction: *if ``leader`` does not exist, create it under my lease*. The key's create
 revision is the **term**: it only grows, so the P4Runtime election id derived from it makes the
@@ -9,8 +9,8 @@ switches follow the newest primary. A standby retries the campaign every ``poll_
 disappears when the primary resigns or when its lease runs out (SIGKILL, lost server).
 
 **Fencing.** The primary computes its own deadline from the keepalives etcd acknowledged: the
-send time of the last acknowledged keepalive + the TTL granted, less a margin (a quarter of the
-TTL, at least 150 ms). etcd cannot expire the lease before that send time + TTL, so once the
+send time of the last acknowledged keepalive + the TTL granted, less a margin (an eighth of the
+TTL, at least 200 ms). etcd cannot expire the lease before that send time + TTL, so once the
 deadline passes the replica stops writing (``may_write`` is False, ``on_fenced`` runs) strictly
 before any other replica can win. The store's writes are transactions guarded by the term
 (``create_revision(leader) == term``), so an old primary can never overwrite a newer one's
@@ -39,7 +39,7 @@ from icefabric.control.store.etcd_client import (
 log = logging.getLogger(__name__)
 
 DEFAULT_LEASE_S = 2  # survives an etcd leader election (<= 2 x 500 ms) without fencing
-MIN_MARGIN_S = 0.15
+MIN_MARGIN_S = 0.2
 
 
 def default_replica_name() -> str:
@@ -145,7 +145,7 @@ class Election:
 
     def margin_s(self) -> float:
         """How long before the lease can end the primary stops writing."""
-        return max(MIN_MARGIN_S, self.ttl / 4)
+        return max(MIN_MARGIN_S, self.ttl / 8)
 
     # -- the session thread ----------------------------------------------------------------
 
@@ -170,7 +170,7 @@ class Election:
         if not self.lease:
             if not self._grant():
                 return
-        elif now - self._last_ka >= self.ttl / 3 and not self._keepalive():
+        elif now - self._last_ka >= self.ttl / 4 and not self._keepalive():
             return
         self._register()
         if self.term:

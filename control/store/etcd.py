@@ -277,7 +277,7 @@ class EtcdStore:
     def replicas(self) -> list[dict[str, Any]]:
         """Every registered replica (their leases alive), by name."""
         base = self.prefix + b"replicas/"
-        kvs, _ = self.client.range(base, prefix_end(base), timeout=0.5)
+        kvs, _ = self.client.range(base, prefix_end(base), timeout=2.0)
         out = []
         for kv in kvs:
             try:

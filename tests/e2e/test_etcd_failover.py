@@ -47,6 +47,7 @@ from icefabric.control.daemon.api import ApiClient, ApiError, ApiUnavailable  # 
 from icefabric.control.p4rt import PipelineConfig  # noqa: E402
 from icefabric.control.p4rt.entities import decode_entity  # noqa: E402
 from icefabric.control.store.etcd import EtcdStore, agent_discovery  # noqa: E402
+from icefabric.control.store.etcd_client import EtcdError  # noqa: E402
 from icefabric.control.store.localcluster import LocalEtcdCluster  # noqa: E402
 from icefabric.experiment.wire import InProcessFabric  # noqa: E402
 from icefabric.p4src import ICE_P4  # noqa: E402
@@ -355,6 +356,14 @@ def etcd_leader(etcd: LocalEtcdCluster) -> int:
     raise AssertionError("no etcd leader")
 
 
+def replicas_up(reader: EtcdStore) -> int:
+    """How many replicas are registered in etcd (0 while etcd is too slow to answer)."""
+    try:
+        return len(reader.replicas())
+    except EtcdError:
+        return 0
+
+
 def agents_on(reps: Replicas, q: int) -> list[str]:
     return sorted(a["host"] for a in api(reps, q, "agents")["agents"])
 
@@ -420,7 +429,7 @@ def test_primary_killed_mid_install_ten_times(world: tuple[Replicas, Any, Any]) 
                 f"round {r}: agents did not reconnect"
             )
             reps.start(p)  # the killed server comes back as a standby
-            assert poll_until(lambda: len(reader.replicas()) == REPLICAS, 60)
+            assert poll_until(lambda: replicas_up(reader) == REPLICAS, 60)
     finally:
         for c in clients:
             c.close()
