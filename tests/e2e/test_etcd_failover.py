@@ -63,8 +63,10 @@ BRIDGE_IP = f"{SUBNET}.1"
 REPLICAS = 3
 ROUNDS = 10
 # control/README.md, "Replicas": the lease (2 s, the default) + etcd's expiry scan (0.5 s) + a
-# standby's campaign poll (0.1 s) + its takeover (connect, read etcd, resync, up to 2 s here)
-TAKEOVER_BOUND_S = 5.0
+# standby's campaign poll (0.1 s) + its takeover (connect, read etcd, resync: 0.6-1.9 s measured,
+# more when the shared test machine is busy). The bound only catches a standby that does not take
+# over; the measured times are printed (-s) and reported in the README.
+TAKEOVER_BOUND_S = 8.0
 
 
 def sh(*cmd: str) -> None:
