@@ -7,9 +7,9 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from icefabric.private import write_private
 from icefabric.control.daemon.state import StateWriteError, encode_state, load_state
 from icefabric.control.store.base import Snapshot
+from icefabric.private import write_private
 
 if TYPE_CHECKING:
     from icefabric.control.daemon.state import SharedState
