@@ -20,7 +20,7 @@ from icefabric.control.p4rt import PipelineConfig
 from icefabric.control.store import StoreFenced
 from icefabric.control.store.etcd import EtcdStore, agent_discovery
 from icefabric.control.store.localcluster import LocalEtcdCluster
-from icefabric.experiment.demo import interleaved_hosts, ring_job
+from icefabric.experiment.linkdemo import interleaved_hosts, ring_job
 from icefabric.experiment.wire import InProcessFabric
 from icefabric.p4src import ice_p4 as n
 from icefabric.topo.spec import TopologySpec
