@@ -35,6 +35,7 @@ from icefabric.control.store.etcd_client import (
     op_get,
     op_put,
 )
+from icefabric.files import parse_json
 
 log = logging.getLogger(__name__)
 
@@ -255,7 +256,7 @@ class Election:
                 from icefabric.control.store.etcd_client import unb64
 
                 try:
-                    self.leader = json.loads(unb64(kvs[0].get("value", "")))
+                    self.leader = parse_json(unb64(kvs[0].get("value", "")))
                 except ValueError:
                     self.leader = {"name": "?"}
                 self.leader_term = int(kvs[0].get("create_revision", 0))

@@ -43,6 +43,7 @@ from icefabric.control.store.etcd_client import (
     op_put,
     prefix_end,
 )
+from icefabric.files import parse_json
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -222,14 +223,14 @@ class EtcdStore:
                 total += len(body)
                 if total > MAX_STATE_BYTES:
                     raise ValueError(f"the state passes {MAX_STATE_BYTES} bytes")
-                data[doc] = json.loads(body)
+                data[doc] = parse_json(body)
                 docs[doc] = body
             except (ValueError, EtcdError) as exc:
                 errors.append(f"{where}state/{doc}: {str(exc).splitlines()[0][:200]}")
         gen = stored.get("gen")
         if gen is not None:
             try:
-                self.gen = int(json.loads(gen).get("gen", 0))
+                self.gen = int(parse_json(gen).get("gen", 0))
             except (ValueError, AttributeError):
                 errors.append(f"{where}state/gen: not a generation record")
         meta = data.get("meta", {})
@@ -259,7 +260,7 @@ class EtcdStore:
             return raw[1:]
         if raw[:1] != b"@":
             raise ValueError("expected an inline document or a blob reference")
-        ref = json.loads(raw[1:])
+        ref = parse_json(raw[1:])
         sha, parts, size = str(ref["blob"]), int(ref["parts"]), int(ref["bytes"])
         if size > MAX_STATE_BYTES or not 0 < parts <= MAX_STATE_BYTES // CHUNK + 1:
             raise ValueError(f"blob {sha[:12]}: {size} bytes in {parts} parts is out of bounds")
@@ -281,7 +282,7 @@ class EtcdStore:
         out = []
         for kv in kvs:
             try:
-                d = json.loads(kv.value)
+                d = parse_json(kv.value)
             except ValueError:
                 continue
             if isinstance(d, dict):
@@ -351,7 +352,7 @@ def _blob_of(value: bytes) -> str | None:
     if value[:1] != b"@":
         return None
     try:
-        return str(json.loads(value[1:])["blob"])
+        return str(parse_json(value[1:])["blob"])
     except (ValueError, KeyError, TypeError):
         return None
 
@@ -374,7 +375,7 @@ def agent_discovery(
         rows = []
         for kv in kvs:
             try:
-                d = json.loads(kv.value)
+                d = parse_json(kv.value)
             except ValueError:
                 continue
             if isinstance(d, dict):

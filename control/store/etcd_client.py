@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from icefabric.files import parse_json
+
 log = logging.getLogger(__name__)
 
 MAX_RESPONSE_BYTES = 512 * 1024 * 1024  # a whole 100k-GPU state fits many times over
@@ -272,7 +274,7 @@ class EtcdClient:
                 self._drop(ep)
                 raise EtcdError(f"etcd {ep}{path}: response over {MAX_RESPONSE_BYTES} bytes")
             try:
-                reply: Any = json.loads(raw) if raw else {}
+                reply: Any = parse_json(raw) if raw else {}
             except ValueError as exc:
                 raise _Retry(f"HTTP {resp.status}: not JSON ({raw[:80]!r})") from exc
             if not isinstance(reply, dict):
@@ -301,7 +303,7 @@ class EtcdClient:
                 headers={"Content-Type": "application/json"},
             )
             resp = conn.getresponse()
-            reply = json.loads(resp.read(1 << 20) or b"{}")
+            reply = parse_json(resp.read(1 << 20) or b"{}")
         except (OSError, http.client.HTTPException, ValueError) as exc:
             self._drop(ep)
             raise _Retry(f"authenticate: {exc}") from exc

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import shutil
 import signal
 import socket
@@ -19,6 +20,7 @@ import subprocess
 from pathlib import Path
 
 from icefabric.control.store.etcd_client import EtcdClient, EtcdError
+from icefabric.files import read_text
 from icefabric.waiting import poll_until
 
 log = logging.getLogger(__name__)
@@ -112,13 +114,14 @@ class LocalEtcdCluster:
         """Start (or restart, with its data) member ``i``."""
         if self.procs[i] is not None and self.procs[i].poll() is None:  # type: ignore[union-attr]
             return
-        logf = open(self.folder / f"{self.names[i]}.log", "ab")  # noqa: SIM115 (the child owns it)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+        logfd = os.open(self.folder / f"{self.names[i]}.log", flags, 0o600)
         try:
             self.procs[i] = subprocess.Popen(
-                self._cmd(i), stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+                self._cmd(i), stdout=logfd, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
             )
         finally:
-            logf.close()
+            os.close(logfd)
         self._started[i] = True
         if wait and not self.wait_healthy(timeout, members=[i]):
             raise RuntimeError(f"etcd member {self.names[i]} not answering: {self.log_tail(i)}")
@@ -156,8 +159,8 @@ class LocalEtcdCluster:
     def log_tail(self, i: int, lines: int = 3) -> str:
         """The last lines of member ``i``'s log (for error messages)."""
         try:
-            text = (self.folder / f"{self.names[i]}.log").read_text(errors="replace")
-        except OSError:
+            text = read_text(self.folder / f"{self.names[i]}.log", what="etcd log")
+        except (OSError, ValueError):
             return f"{self.names[i]}: no log"
         return f"{self.names[i]}: " + " | ".join(text.strip().splitlines()[-lines:])[:400]
 

@@ -12,6 +12,7 @@ from icefabric.control.store.base import StateStore
 from icefabric.control.store.election import DEFAULT_LEASE_S
 from icefabric.control.store.etcd_client import EtcdSecurity, parse_endpoints
 from icefabric.control.store.filestore import FileStore
+from icefabric.files import read_text
 
 
 class StoreOptionError(ValueError):
@@ -66,9 +67,10 @@ def _read_password(path: str) -> str:
                 f"--etcd-password-file {path}: readable by others (mode {st.st_mode & 0o777:o}); "
                 "chmod 600 it"
             )
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise StoreOptionError(f"--etcd-password-file {path}: {exc.strerror or exc}") from None
+        text = read_text(p, what="etcd password file", limit=4096)
+    except (OSError, ValueError) as exc:
+        msg = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise StoreOptionError(f"--etcd-password-file {path}: {msg}") from None
     line = text.splitlines()[0] if text else ""
     if not line:
         raise StoreOptionError(f"--etcd-password-file {path}: empty")

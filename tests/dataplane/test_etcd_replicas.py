@@ -103,8 +103,8 @@ def test_the_backup_takes_over_with_the_same_plan_and_the_agent_follows(
     key = FlowKey(
         src_ip=p.spec.host(flow.src_host).address,
         dst_ip=p.spec.host(flow.dst_host).address,
-        sport=50123,
-        qp=0x4321,
+        udp_sport=50123,
+        dst_qp=0x4321,
     )
     caps: list[dict[FlowKey, float]] = []
     store = p.store

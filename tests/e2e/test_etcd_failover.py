@@ -384,7 +384,7 @@ def test_primary_killed_mid_install_ten_times(world: tuple[Replicas, Any, Any]) 
     for host, sport in (("h1", 50001), ("h5", 50005)):
         row = next(r for r in rows if r["src"] == host)
         key = FlowKey(
-            src_ip=row["key"]["src_ip"], dst_ip=row["key"]["dst_ip"], sport=sport, qp=0x77
+            src_ip=row["key"]["src_ip"], dst_ip=row["key"]["dst_ip"], udp_sport=sport, dst_qp=0x77
         )
         keys[row["flow"]] = key
         c = AgentClient(
