@@ -66,7 +66,7 @@ class SimConfig:
     caps_ahead: bool = True
     # ICE's own bytes on the fabric links (shim + INT records + feedback frames) per payload
     # byte: the switch-to-switch links carry 1 / (1 + wire_overhead) of their rate as payload
-    # (0: payload only; sim.versus and icectl sim take ICE's from the packet model,
+    # (0: payload only; experiment.versus and icectl sim take ICE's from the packet model,
     # experiment/options.py ice_wire_overhead, with the mode's INT sampling)
     wire_overhead: float = 0.0
     dt_us: float | None = None  # time step; None: 200 KB at the fastest NIC (4 us at 400G)

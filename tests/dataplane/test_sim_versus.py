@@ -1,7 +1,7 @@
 """The fluid simulator beside the packet-level experiment on the `make demo` preset (issue 13).
 
 ``icectl experiment run --preset ecmp-collides`` in virtual time (ice.p4 on embedded switches,
-RoCEv2 endpoints, DCQCN / ICE agents), then ``python -m icefabric.sim.versus`` on its
+RoCEv2 endpoints, DCQCN / ICE agents), then ``python -m icefabric.experiment.versus`` on its
 results.json: both must name the same winner, give ICE ÷ ECMP within 15 % of each other, and
 ECMP + DCQCN's busbw within 10 %. Seed 1 is the preset as `make demo` runs it (its ratio was 30 %
 apart while ice.p4 queued CNPs behind data); seed 2 collides other flows (its ECMP + DCQCN was
@@ -17,8 +17,8 @@ import pytest
 
 from icefabric.experiment.presets import load_preset
 from icefabric.experiment.runner import run_experiment
+from icefabric.experiment.versus import compare
 from icefabric.experiment.virtual import VirtualEngine
-from icefabric.sim.versus import compare
 
 pytestmark = [pytest.mark.dataplane, pytest.mark.slow]
 

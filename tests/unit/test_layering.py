@@ -29,8 +29,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("icefabric.topo",),  # topology specs, generators, Mininet bring-up
     ("icefabric.control",),  # the controller and its icectl verbs
     ("icefabric.traffic",),  # hosts: RoCEv2 endpoints, rate agents, workloads
-    ("icefabric.experiment",),  # timed experiments, the demo, the in-process fabrics
-    ("icefabric.sim",),  # the fluid simulator (and versus: simulator against experiment)
+    ("icefabric.sim",),  # the fluid simulator, its scenarios and the peers matrix
+    ("icefabric.experiment",),  # timed experiments, the demo, the in-process fabrics, versus
     ("icefabric.bench", "icefabric.icectl"),  # entry points that gather every package
 )
 

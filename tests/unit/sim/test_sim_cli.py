@@ -167,7 +167,7 @@ def _results(tmp_path: Path, *, drop_path: bool = False) -> Path:
 
 
 def test_versus_runs_the_experiment_beside_the_packet_level_figures(tmp_path: Path) -> None:
-    from icefabric.sim.versus import VersusError, compare
+    from icefabric.experiment.versus import VersusError, compare
 
     out = compare(_results(tmp_path))
     assert out["packet_level_ratio"] == pytest.approx(2.0)
@@ -186,7 +186,7 @@ def test_versus_runs_the_experiment_beside_the_packet_level_figures(tmp_path: Pa
 def test_versus_names_a_file_that_is_not_json(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from icefabric.sim.versus import main as versus_main
+    from icefabric.experiment.versus import main as versus_main
 
     binary = tmp_path / "bin.json"
     binary.write_bytes(b"\x00\xff\xfe")

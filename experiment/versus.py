@@ -1,4 +1,4 @@
-"""The simulator beside a packet-level experiment: ``python -m icefabric.sim.versus RESULTS``.
+"""The simulator beside a packet-level experiment: ``python -m icefabric.experiment.versus RESULTS``.
 
 RESULTS is the ``results.json`` of ``icectl experiment run`` (the virtual-time engine, packets
 through ice.p4 on embedded switches). The simulator runs the same topology (link rates scaled as
@@ -168,7 +168,7 @@ def compare(results_path: str | Path) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     """Print the comparison (JSON)."""
-    ap = argparse.ArgumentParser(prog="python -m icefabric.sim.versus", description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m icefabric.experiment.versus", description=__doc__)
     ap.add_argument("results", help="results.json of icectl experiment run")
     args = ap.parse_args(argv)
     try:
