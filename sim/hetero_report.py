@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from icefabric.files import write_output
+from icefabric.files import DataFileError, read_text, write_output
 from icefabric.sim.config import SimConfig
 from icefabric.sim.hetero import STUDY_SCENARIOS, Cluster, Group, Scenario, Training, run_scenario
 from icefabric.sim.sweep import SweepError, run_tasks
@@ -141,9 +141,9 @@ def report(
     cpu = sum(o.cpu_s for o in out)
     by: dict[tuple[str, str], list[Outcome]] = {}
     for t, o in zip(tasks, out, strict=True):
-        sc = t[0]
-        assert isinstance(sc, Scenario)
-        key = next((label for label, s, cl in study if s is sc and cl is t[4]), sc.name)
+        first = t[0]
+        assert isinstance(first, Scenario)
+        key = next((label for label, s, cl in study if s is first and cl is t[4]), first.name)
         by.setdefault((key, o.scheme), []).append(o)
     names = [n for n, _ in SCHEMES]
     gpu_args = "" if gpus == GPUS else "".join(f" --gpus {n}" for n in gpus)
@@ -273,7 +273,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.write:
         path = Path(args.write)
-        old = path.read_text()
+        try:
+            old = read_text(path, what="a README to update")
+        except DataFileError as e:
+            sys.stderr.write(f"hetero_report: {str(e).splitlines()[0]}\n")
+            return 2
         if BEGIN not in old or END not in old:
             sys.stderr.write(f"hetero_report: {path}: no {BEGIN} ... {END} section to replace\n")
             return 2
