@@ -90,8 +90,8 @@ def _ring_preds(job: JobSpec, phase: Phase, flows: Sequence[Flow]) -> dict[str, 
     positions: dict[int, tuple[Sequence[int], dict[int, int]]] = {}
     for f in flows:
         if f.channel not in positions:
-            ring = phase.rings[f.channel] if phase.rings else phase.ranks
-            positions[f.channel] = (ring, {r: i for i, r in enumerate(ring)})
+            order: Sequence[int] = phase.rings[f.channel] if phase.rings else phase.ranks
+            positions[f.channel] = (order, {r: i for i, r in enumerate(order)})
         ring, pos = positions[f.channel]
         cur = f.src_rank
         for hops in range(n):

@@ -82,6 +82,7 @@ class FailureHandling:
 
     def port_down(self, switch: str, port: int) -> ChangeReport:
         """A port-down event from the data plane: the link on that port failed."""
+
         def mutate() -> None:
             self.events.record("link_down", f"{switch} port {port} down", switch=switch)
             self.planner.replan_after_failure(ports=[(switch, port)])
