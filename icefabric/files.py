@@ -29,7 +29,6 @@ import json
 import os
 import pwd
 import re
-import secrets
 import select
 import stat
 import time
@@ -39,6 +38,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import yaml
+
+from icefabric.private import atomic_replace
 
 MAX_FILE_BYTES = 64 * 1024 * 1024  # a topology, job, experiment or results file
 MAX_NESTING = 64  # levels of YAML/JSON nesting in such a file
@@ -506,19 +507,7 @@ def write_output(path: str | Path, data: bytes | str, *, mode: int = 0o644) -> N
             raise UnsafeOutputError(
                 p, f"belongs to uid {st.st_uid}, not to you (uid {os.geteuid()}); not replaced"
             )
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    tmp = p.with_name(f".{p.name}.{secrets.token_hex(8)}.tmp")
-    fd = os.open(tmp, flags, mode)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(raw)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, p)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    atomic_replace(p, raw, mode)
 
 
 def is_no_space(exc: BaseException) -> bool:

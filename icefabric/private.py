@@ -109,11 +109,16 @@ def open_private_log(path: Path) -> BinaryIO:
 
 
 def write_private(path: Path, data: bytes) -> None:
-    """Atomically replace ``path`` by ``data``: a fresh 0600 temp file (O_EXCL, O_NOFOLLOW,
-    random name) in the same directory, fsynced, then renamed over ``path``."""
+    """Atomically replace ``path`` by ``data`` in a 0600 file (:func:`atomic_replace`)."""
+    atomic_replace(path, data, 0o600)
+
+
+def atomic_replace(path: Path, data: bytes, mode: int) -> None:
+    """Atomically replace ``path`` by ``data``: a fresh temp file of ``mode`` (O_EXCL,
+    O_NOFOLLOW, random name) in the same directory, fsynced, then renamed over ``path``."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
-    fd = os.open(tmp, flags, 0o600)
+    fd = os.open(tmp, flags, mode)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
