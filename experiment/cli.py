@@ -87,7 +87,16 @@ def register(verbs: Verbs) -> None:
         "--message-mib", type=int, default=32, help="collective message in MiB (default 32)"
     )
     mx.add_argument(
-        "--workers", type=int, default=1, help="local processes (default 1: serial; same results)"
+        "--workers",
+        type=int,
+        default=1,
+        help="local Dask worker processes (default 1: serial, in this process; same results)",
+    )
+    mx.add_argument(
+        "--cluster",
+        default=None,
+        metavar="tcp://HOST:PORT",
+        help="run the scenario-seed tasks on this Dask scheduler (sim/README.md, sweeps)",
     )
     mx.add_argument("--out", type=Path, required=True, help="directory for matrix.json/.png")
     mx.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -317,6 +326,7 @@ def cmd_experiment_matrix(args: argparse.Namespace) -> int:
 
     from icefabric.sim.matrix import DEFAULT_SCHEMES, run_matrix, write_matrix
     from icefabric.sim.scenarios import SCENARIOS
+    from icefabric.sim.sweep import SweepError
 
     scenarios = _names(args.scenarios, tuple(SCENARIOS), "scenarios")
     schemes = _names(args.schemes, DEFAULT_SCHEMES, "schemes")
@@ -353,13 +363,17 @@ def cmd_experiment_matrix(args: argparse.Namespace) -> int:
                 message=args.message_mib << 20,
                 progress=hook,
                 workers=args.workers,
+                cluster=args.cluster,
             )
         except ValueError as exc:
             raise CliError(f"icectl experiment matrix: {exc}", EXIT_USAGE) from None
+        except SweepError as exc:
+            raise CliError(f"icectl experiment matrix: {exc}", EXIT_RUNTIME) from None
     doc["command"] = (
         f"icectl experiment matrix --engine {args.engine} --seeds {args.seeds} --gpus {args.gpus} "
         f"--message-mib {args.message_mib} --workers {args.workers} --scenarios {','.join(scenarios)} "
-        f"--schemes {','.join(schemes)}"
+        + (f"--cluster {args.cluster} " if args.cluster else "")
+        + f"--schemes {','.join(schemes)}"
     )
     write_matrix(doc, args.out)
     if args.json:

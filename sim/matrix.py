@@ -36,6 +36,7 @@ from icefabric.sim.config import ceiling_config, config_for
 from icefabric.sim.engine import Simulator
 from icefabric.sim.scenarios import SCENARIOS, ScenarioCase, build
 from icefabric.sim.stripes import spray_stripes, stripe
+from icefabric.sim.sweep import run_tasks
 from icefabric.traffic.modes import MODES, Mode, get_mode
 
 DEFAULT_SCHEMES = (
@@ -137,9 +138,12 @@ def run_matrix(
     message: int = DEFAULT_MESSAGE,
     progress: Progress | None = None,
     workers: int = 1,
+    cluster: str | None = None,
 ) -> dict[str, Any]:
-    """Run the matrix: scenario-seed tasks one after another, or on ``workers`` local processes
-    (each task is deterministic, so the document is the same either way); the matrix.json doc."""
+    """Run the matrix as a sweep of scenario-seed tasks (``sweep.run_tasks``): in this process
+    with ``workers`` 1 and no ``cluster``, else on a local Dask cluster of ``workers`` processes
+    or on the Dask scheduler at ``cluster`` (each task is deterministic, so the document is the
+    same either way); the matrix.json doc."""
     for s in scenarios:
         if s not in SCENARIOS:
             raise ValueError(f"scenarios: expected names from {', '.join(SCENARIOS)}, got {s!r}")
@@ -150,28 +154,32 @@ def run_matrix(
         raise ValueError(f"seeds: expected >= 1, got {seeds}")
     if workers < 1:
         raise ValueError(f"workers: expected >= 1, got {workers}")
-    tasks = [(sc, seed) for sc in scenarios for seed in range(1, seeds + 1)]
-    got: dict[tuple[str, int], dict[str, Any]] = {}
+    tasks = [
+        (sc, seed, tuple(schemes), gpus, message)
+        for sc in scenarios
+        for seed in range(1, seeds + 1)
+    ]
     if progress is not None:
         progress(0, len(tasks), "starting")
-    if workers == 1:
-        for i, (sc, seed) in enumerate(tasks):
-            got[(sc, seed)] = run_seed(sc, seed, schemes, gpus, message)
-            if progress is not None:
-                progress(i + 1, len(tasks), f"{sc} seed {seed}")
-    else:
-        from concurrent.futures import ProcessPoolExecutor, as_completed
+    done = 0
 
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            futs = {
-                pool.submit(run_seed, sc, seed, tuple(schemes), gpus, message): (sc, seed)
-                for sc, seed in tasks
-            }
-            for i, fut in enumerate(as_completed(futs)):
-                sc, seed = futs[fut]
-                got[(sc, seed)] = fut.result()
-                if progress is not None:
-                    progress(i + 1, len(tasks), f"{sc} seed {seed}")
+    def on_done(i: int) -> None:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(done, len(tasks), f"{tasks[i][0]} seed {tasks[i][1]}")
+
+    results = run_tasks(
+        run_seed,
+        tasks,
+        cluster=cluster,
+        workers=workers,
+        serial=workers == 1 and cluster is None,
+        progress=False,
+        label="matrix",
+        on_done=on_done,
+    )
+    got = {(t[0], t[1]): r for t, r in zip(tasks, results, strict=True)}
     per_seed: dict[str, list[dict[str, Any]]] = {
         sc: [got[(sc, seed)] for seed in range(1, seeds + 1)] for sc in scenarios
     }

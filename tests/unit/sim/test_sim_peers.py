@@ -166,7 +166,7 @@ def test_every_scenario_runs_every_scheme(scenario: str) -> None:
     )
 
 
-def test_the_matrix_on_local_processes_equals_the_serial_run() -> None:
+def test_the_matrix_on_a_local_dask_cluster_equals_the_serial_run() -> None:
     from icefabric.sim.matrix import run_matrix
 
     kw = {"scenarios": ("collisions",), "schemes": ("ecmp+dcqcn",), "seeds": 2}
