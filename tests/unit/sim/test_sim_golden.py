@@ -1,0 +1,232 @@
+"""The fluid engine's results, bit for bit, on a fixed set of cases.
+
+Every case's result (every published figure, the trace and each flow's finish time; not the
+wall-clock times, not the configuration it was given) is hashed and compared with the table
+below. A refactor of ``sim/engine.py`` / ``sim/fluid.py`` must leave every hash unchanged: the
+order of the floating-point operations is the model's definition. A change that is meant to
+change results (the model, a scenario, a mode) prints the new table with
+``.venv/bin/python tests/unit/sim/test_sim_golden.py`` and says in its commit why the results
+moved.
+
+The cases: the seven scenarios of ``sim/scenarios.py`` at 32 GPUs, 8 MiB, seed 3, under ECMP +
+DCQCN (ECN marks, CNPs), ECMP + PFC (pauses), E-ECMP 4 QPs and spraying (stripes), flowlet
+(moves), ICE (INT feedback, caps), two ceilings where congestion control matters, ICE with a wire
+overhead; a windowed all-to-all and a tree all-reduce (16 ranks) under four modes.
+
+The hashes were recorded on main at 1106176 (before ``Simulator.run`` became ``fluid.FluidRun``),
+with numpy 2.4.6's float math on this machine; where that math differs (another libm or
+SIMD dispatch gives other last bits in ``log1p``/``expm1``), the canary below differs too and the
+test skips with the reason instead of failing on bits the engine does not own.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import sys
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from icefabric.control.ccl.job import parse_job
+from icefabric.control.topology import Topology
+from icefabric.sim.config import SimConfig, ceiling_config, config_for
+from icefabric.sim.engine import LinkFailure, Simulator
+from icefabric.sim.matrix import stripes_for
+from icefabric.sim.results import SimResult
+from icefabric.sim.scenarios import SCENARIOS, build
+from icefabric.sim.stripes import stripe
+from icefabric.sim.workload import Workload, workload_from_jobs
+from icefabric.topo.spec import TopologySpec
+from icefabric.traffic.modes import get_mode
+
+GPUS = 32
+MESSAGE = 8 << 20
+SEED = 3
+MODES = ("ecmp+dcqcn", "ecmp+pfc", "eecmp4+dcqcn", "flowlet+hpcc", "spray+hpcc", "ice")
+CEILINGS = ("ecmp+dcqcn", "spray+hpcc")  # in the scenarios where congestion control matters
+CONGESTED = ("background", "oversubscribed", "mixed-nics")
+WIRE = ("collisions", "background", "failure")  # ICE with a wire overhead
+# the result's fields that are figures of the run (not its inputs, not wall-clock time)
+FIGURES = (
+    "flows",
+    "sim_time_us",
+    "steps",
+    "collectives",
+    "fabric_util_mean",
+    "fabric_util_max",
+    "fabric_util_busiest",
+    "queue_p50_bytes",
+    "queue_p99_bytes",
+    "queue_max_bytes",
+    "pfc_pause_us_total",
+    "pfc_pause_us_max_link",
+    "cnps",
+    "unfinished",
+    "base_rtt_us",
+    "flowlet_moves",
+    "dt_us",
+    "flow_finish_us",
+    "trace",
+    "reroutes",
+)
+
+CANARY = "e688857c6eac4928"  # numpy_canary() where the table was recorded
+
+GOLDEN = {
+    "collisions/ecmp+dcqcn": "e50d3afd5039ec95",
+    "collisions/ecmp+pfc": "e50d3afd5039ec95",
+    "collisions/eecmp4+dcqcn": "4cb45401356f97f0",
+    "collisions/flowlet+hpcc": "e50d3afd5039ec95",
+    "collisions/spray+hpcc": "cf7268e2586e2acd",
+    "collisions/ice": "4bb82bf3b0943979",
+    "collisions/ice+wire": "4bb82bf3b0943979",
+    "two-jobs/ecmp+dcqcn": "37572d55c18ecffc",
+    "two-jobs/ecmp+pfc": "37572d55c18ecffc",
+    "two-jobs/eecmp4+dcqcn": "2ba3c4194889db70",
+    "two-jobs/flowlet+hpcc": "221dfca3e493b70f",
+    "two-jobs/spray+hpcc": "1fafa6e7e932c1dc",
+    "two-jobs/ice": "86dc9d02cd5cfba0",
+    "incast/ecmp+dcqcn": "b3b185c1a3cf2205",
+    "incast/ecmp+pfc": "b3b185c1a3cf2205",
+    "incast/eecmp4+dcqcn": "ab137de2a0d14202",
+    "incast/flowlet+hpcc": "b3b185c1a3cf2205",
+    "incast/spray+hpcc": "7535d9b01053d493",
+    "incast/ice": "c6669f7cd5f69e08",
+    "background/ecmp+dcqcn": "978de6556983527f",
+    "background/ecmp+dcqcn:ceiling": "c857c95602939360",
+    "background/ecmp+pfc": "73204677c21ae4e9",
+    "background/eecmp4+dcqcn": "8c34fad9f654e9d9",
+    "background/flowlet+hpcc": "403c8867072801be",
+    "background/spray+hpcc": "2e0d805ab87a7818",
+    "background/spray+hpcc:ceiling": "f22a56bf504188a2",
+    "background/ice": "379f3af4e155800f",
+    "background/ice+wire": "0bea19f940e73745",
+    "failure/ecmp+dcqcn": "6b15d3a98d08f29a",
+    "failure/ecmp+pfc": "6b15d3a98d08f29a",
+    "failure/eecmp4+dcqcn": "b52963cf40a80afd",
+    "failure/flowlet+hpcc": "a98bfa4fc3886325",
+    "failure/spray+hpcc": "d4f16cd56c942a8a",
+    "failure/ice": "cd5503f07a82f4f2",
+    "failure/ice+wire": "0e21b610620ccec8",
+    "oversubscribed/ecmp+dcqcn": "a20cc4577e63db29",
+    "oversubscribed/ecmp+dcqcn:ceiling": "6ea5172d800490e9",
+    "oversubscribed/ecmp+pfc": "6ea5172d800490e9",
+    "oversubscribed/eecmp4+dcqcn": "d85fb024aa861620",
+    "oversubscribed/flowlet+hpcc": "aef6c3ffee71f87c",
+    "oversubscribed/spray+hpcc": "a7669c5178420225",
+    "oversubscribed/spray+hpcc:ceiling": "a7669c5178420225",
+    "oversubscribed/ice": "6a00944596e19597",
+    "mixed-nics/ecmp+dcqcn": "f022269eef232208",
+    "mixed-nics/ecmp+dcqcn:ceiling": "bc968bfdeeb13cfd",
+    "mixed-nics/ecmp+pfc": "bc968bfdeeb13cfd",
+    "mixed-nics/eecmp4+dcqcn": "50e886bb84880ef6",
+    "mixed-nics/flowlet+hpcc": "06a0c36a17c41b46",
+    "mixed-nics/spray+hpcc": "2e1ada28a046cc05",
+    "mixed-nics/spray+hpcc:ceiling": "477317dc48a5f915",
+    "mixed-nics/ice": "879080d6b35c2947",
+    "all-to-all-ring/ecmp+dcqcn": "3c54d28840a0c5d7",
+    "all-to-all-ring/ecmp+pfc": "3c54d28840a0c5d7",
+    "all-to-all-ring/ice": "3c54d28840a0c5d7",
+    "all-reduce-tree/ecmp+dcqcn": "5eb954730e7c5f51",
+    "all-reduce-tree/ecmp+pfc": "d1f328fe85d01442",
+    "all-reduce-tree/ice": "b9a1624522d672e9",
+    "all-reduce-tree/flowlet+hpcc": "ba1dbeb4c3d3ffca",
+}
+
+Case = tuple[str, TopologySpec, Workload, SimConfig, tuple[LinkFailure, ...]]
+
+
+def cases() -> Iterator[Case]:
+    """Every case: (name, fabric, workload, configuration, link failures)."""
+    for sc in SCENARIOS:
+        case = build(sc, GPUS, SEED, MESSAGE)
+        topo = Topology(case.spec)
+        for name in MODES:
+            m = get_mode(name)
+            w = stripe(case.workload, stripes_for(m, topo, len(case.failures)))
+            yield f"{sc}/{name}", case.spec, w, config_for(m, seed=SEED), case.failures
+            if name in CEILINGS and sc in CONGESTED:
+                cfg = ceiling_config(m, seed=SEED)
+                yield f"{sc}/{name}:ceiling", case.spec, w, cfg, case.failures
+        if sc not in WIRE:
+            continue
+        cfg = config_for(get_mode("ice"), seed=SEED, wire_overhead=0.03)
+        yield f"{sc}/ice+wire", case.spec, case.workload, cfg, case.failures
+    spec = build("collisions", GPUS, SEED, MESSAGE).spec
+    hosts = [h.name for h in spec.hosts[:16]]
+    for coll, alg, window in (("all-to-all", "ring", 2), ("all-reduce", "tree", None)):
+        phase = {"name": "p", "collective": coll, "channels": 2, "message_bytes": MESSAGE}
+        if coll == "all-reduce":
+            phase["algorithm"] = alg
+        job = parse_job({"name": "j", "hosts": hosts, "phases": [phase]})
+        w = workload_from_jobs([job], a2a_window=window)
+        for name in ("ecmp+dcqcn", "ecmp+pfc", "ice", "flowlet+hpcc"):
+            if window is not None and name == "flowlet+hpcc":
+                continue  # windowed rows under flowlet routing are not modelled
+            yield f"{coll}-{alg}/{name}", spec, w, config_for(get_mode(name), seed=SEED), ()
+
+
+def result_hash(res: SimResult) -> str:
+    """The first 16 hex digits of the SHA-256 of the run's figures as JSON."""
+    d = res.to_dict(trace=True)
+    figures = {k: d[k] for k in FIGURES}
+    return hashlib.sha256(json.dumps(figures, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@functools.cache
+def run_case(name: str) -> tuple[str, SimResult]:
+    """Simulate the case called ``name``: its hash and its result (once per session)."""
+    _, spec, w, cfg, failures = CASES[name]
+    res = Simulator(Topology(spec), w, cfg, failures=failures).run()
+    return result_hash(res), res
+
+
+def numpy_canary() -> str:
+    """A hash of the float operations whose last bits depend on numpy's build and the CPU."""
+    rng = np.random.default_rng(7)
+    x = rng.random(4096)
+    parts = [np.log1p(-x * 0.999), np.expm1(-x), x / (x + 0.1), np.bincount(x.argsort() % 9, x)]
+    return hashlib.sha256(b"".join(p.tobytes() for p in parts)).hexdigest()[:16]
+
+
+def _skip_unless_same_math() -> None:
+    if numpy_canary() != CANARY:
+        pytest.skip(
+            f"numpy's float math here (canary {numpy_canary()}) is not the one the table was "
+            f"recorded with ({CANARY}): last bits differ for reasons outside the engine"
+        )
+
+
+CASES = {c[0]: c for c in cases()}
+NAMES = list(CASES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_results_are_bit_identical(name: str) -> None:
+    """Each case's figures hash to the recorded value."""
+    _skip_unless_same_math()
+    assert run_case(name)[0] == GOLDEN[name], f"{name}: the results changed"
+
+
+def test_the_cases_exercise_every_phase() -> None:
+    """The table covers marks, pauses, flowlet moves, reroutes, caps and every case once."""
+    assert len(NAMES) == len(list(cases())) == len(GOLDEN)
+    results = {n: run_case(n)[1] for n in NAMES}
+    assert results["background/ecmp+dcqcn"].cnps > 0
+    assert results["background/ecmp+pfc"].pfc_pause_us_total > 0
+    assert results["failure/flowlet+hpcc"].flowlet_moves > 0
+    assert all(results[f"failure/{m}"].reroutes > 0 for m in MODES)
+    assert results["all-to-all-ring/ice"].unfinished == 0
+    assert results["background/ice+wire"].config["wire_overhead"] > 0
+    differ = {results[f"background/{m}"].flow_finish_us for m in MODES}
+    assert len(differ) == len(MODES)  # the modes do not all give one result
+
+
+if __name__ == "__main__":  # print the table (after a change meant to change results)
+    table = {n: run_case(n)[0] for n in NAMES}
+    print(f'CANARY = "{numpy_canary()}"')
+    print("GOLDEN = " + json.dumps(table, indent=4).replace("\n}", ",\n}"))
+    sys.exit(0)
