@@ -65,7 +65,9 @@ ACTION_PUSH_SHIM: Final = "IceIngress.tag_switch.push_shim"
 ACTION_NOACTION: Final = "NoAction"
 
 # counters (P4Runtime names)
+COUNTER_ECN_MARKED_COUNTER: Final = "IceEgress.ecn.ecn_marked_counter"
 COUNTER_PORT_TX_COUNTER: Final = "IceEgress.port_tx_counter"
+COUNTER_CNP_RX_COUNTER: Final = "IceIngress.cnp_rx_counter"
 COUNTER_DROP_REASON_COUNTER: Final = "IceIngress.drop_reason_counter"
 COUNTER_PORT_RX_COUNTER: Final = "IceIngress.port_rx_counter"
 

@@ -65,12 +65,30 @@ class FabricCollector(Collector):
         )
         lab = ["switch", "port", "peer"]
         fams = {
-            attr: CounterMetricFamily(f"icefabric_port_{attr}", doc, labels=lab)
-            for attr, doc in (
-                ("rx_bytes", "Bytes received on a switch port (ice.p4 port_rx_counter)"),
-                ("rx_packets", "Packets received on a switch port"),
-                ("tx_bytes", "Bytes sent out of a switch port (ice.p4 port_tx_counter)"),
-                ("tx_packets", "Packets sent out of a switch port"),
+            attr: CounterMetricFamily(f"icefabric_port_{name}", doc, labels=lab)
+            for attr, name, doc in (
+                (
+                    "rx_bytes",
+                    "rx_bytes",
+                    "Bytes received on a switch port (ice.p4 port_rx_counter)",
+                ),
+                ("rx_packets", "rx_packets", "Packets received on a switch port"),
+                (
+                    "tx_bytes",
+                    "tx_bytes",
+                    "Bytes sent out of a switch port (ice.p4 port_tx_counter)",
+                ),
+                ("tx_packets", "tx_packets", "Packets sent out of a switch port"),
+                (
+                    "ecn_marked",
+                    "ecn_marked_packets",
+                    "Packets the switch marked CE (ECN) leaving the port (ecn_marked_counter)",
+                ),
+                (
+                    "cnp_rx",
+                    "cnp_rx_packets",
+                    "DCQCN CNPs (RoCEv2 opcode 0x81) received on the port (cnp_rx_counter)",
+                ),
             )
         }
         for sw in sorted(read):

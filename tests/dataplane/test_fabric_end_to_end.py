@@ -308,6 +308,12 @@ def test_metrics_carry_port_counters_switch_and_link_state(
     line = f'icefabric_port_tx_packets_total{{peer="{peer}",port="{up["port"]}",switch="leaf1"}}'
     value = float(body.split(line, 1)[1].split("\n", 1)[0])
     assert value >= up["tx_packets"] > 0
+    # read from the same switch counters: ECN marks and CNPs per port, next to the bytes
+    for name in ("ecn_marked_packets", "cnp_rx_packets"):
+        assert (
+            f'icefabric_port_{name}_total{{peer="{peer}",port="{up["port"]}",switch="leaf1"}}'
+            in body
+        )
     assert 'icefabric_switch_up{switch="spine2"} 1.0' in body
     assert 'icefabric_switch_primary{switch="leaf1"} 1.0' in body
     assert (

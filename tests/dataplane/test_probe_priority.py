@@ -22,6 +22,7 @@ from leaf_spine import SPINE_DOWN, SWITCH_MACS, UPLINK, LeafSpine, Options
 
 from icefabric.control.lldp import LldpProbe
 from icefabric.control.p4rt import PacketIn, TableEntry
+from icefabric.p4src import ice_p4 as n
 from icefabric.traffic import packets as P
 from icefabric.traffic.roce import OP_CNP, build_cnp, parse_roce
 
@@ -169,6 +170,11 @@ def test_cnp_leaves_before_queued_data(leaf_spine_factory: Any) -> None:
     got = _arrivals(ls, waiting)
     assert OP_CNP in got, f"no CNP reached h3: {got}"
     assert got.index(OP_CNP) < waiting // 2, f"the CNP arrived behind queued data: {got}"
+    # counted where it entered the fabric (icefabric_port_cnp_rx_packets), nowhere else
+    h2_port = ls.hosts["h2"].port
+    assert ls.fabric["L1"].counter(n.COUNTER_CNP_RX_COUNTER, h2_port)[0] == 1
+    assert ls.fabric["L2"].counter(n.COUNTER_CNP_RX_COUNTER, UPLINK["S1"])[0] == 1
+    assert ls.fabric["L1"].counter(n.COUNTER_CNP_RX_COUNTER, ls.hosts["h1"].port)[0] == 0
 
 
 def test_a_larger_packet_with_the_cnp_opcode_waits_with_the_data(leaf_spine_factory: Any) -> None:
@@ -178,3 +184,4 @@ def test_a_larger_packet_with_the_cnp_opcode_waits_with_the_data(leaf_spine_fact
     _send_cnp_like(ls, ls.roce("h2", "h3", sport=40100, qp=7, opcode=OP_CNP, payload_len=64))
     got = _arrivals(ls, waiting)
     assert got.count(OP_CNP) == 1 and got[-1] == OP_CNP, f"expected it last: {got}"
+    assert ls.fabric["L1"].counter(n.COUNTER_CNP_RX_COUNTER, ls.hosts["h2"].port)[0] == 0

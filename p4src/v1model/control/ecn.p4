@@ -35,8 +35,13 @@ control EcnMarker(inout headers_t hdr,
         size = ECN_CONFIG_TABLE_SIZE;
     }
 
+    // Indexed by egress port: packets this switch marked CE (an operator's "ECN marked"
+    // counter; read by the controller's Prometheus endpoint next to the port counters).
+    counter<bit<32>>(PORT_SLOTS, CounterType.packets) ecn_marked_counter;
+
     action mark_ce() {
         hdr.ipv4.ecn = 3;
+        ecn_marked_counter.count((bit<32>)standard_metadata.egress_port);
     }
 
     apply {

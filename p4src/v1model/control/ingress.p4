@@ -12,6 +12,9 @@ control IceIngress(inout headers_t hdr,
     counter<bit<32>>(PORT_SLOTS, CounterType.packets_and_bytes) port_rx_counter;
     // Indexed by DROP_REASON_*.
     counter<bit<32>>(DROP_REASON_SLOTS, CounterType.packets_and_bytes) drop_reason_counter;
+    // Indexed by ingress port: DCQCN's CNPs (fixed-size RoCEv2 opcode 0x81) that arrived, so an
+    // operator sees where congestion feedback flows without a NIC counter.
+    counter<bit<32>>(PORT_SLOTS, CounterType.packets) cnp_rx_counter;
 
     SwitchConfig() config;
     ArpResponder() arp;
@@ -113,6 +116,7 @@ control IceIngress(inout headers_t hdr,
                     if (hdr.bth.isValid() && hdr.bth.opcode == ROCE_OP_CNP
                             && hdr.ipv4.total_len == ROCE_CNP_IPV4_BYTES) {
                         standard_metadata.priority = md.feedback_priority;
+                        cnp_rx_counter.count((bit<32>)standard_metadata.ingress_port);
                     }
                     if (hdr.bth.isValid()) {
                         compute_flow_slot();

@@ -87,6 +87,8 @@ def test_switch_flow_event_and_health_metrics(ctl: Controller) -> None:
     assert 'icefabric_events_total{kind="job_add"} 1.0' in body
     assert 'icefabric_build_info{version="' in body
     assert "# TYPE icefabric_port_rx_bytes_total counter" in body
+    assert "# TYPE icefabric_port_ecn_marked_packets_total counter" in body
+    assert "# TYPE icefabric_port_cnp_rx_packets_total counter" in body
 
 
 def _served_names(ctl: Controller) -> set[str]:
