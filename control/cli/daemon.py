@@ -460,11 +460,12 @@ def cmd_link(args: argparse.Namespace) -> int:
 def shell_command(
     info: dict[str, Any], *, election_id: str, config: tuple[str, str] | None
 ) -> list[str]:
-    """The p4runtime-shell command line for one switch (info: address, device_id)."""
+    """The p4runtime-shell command line for one switch (info: address, device_id), through
+    :mod:`icefabric.control.cli.p4shell` (values decoded beside p4runtime-shell's bytes)."""
     cmd = [
         sys.executable,
         "-m",
-        "p4runtime_sh",
+        "icefabric.control.cli.p4shell",
         "--grpc-addr",
         str(info["address"]),
         "--device-id",
@@ -506,9 +507,9 @@ def cmd_shell(args: argparse.Namespace) -> int:
         print(" ".join(cmd))
         return EXIT_OK
     print(
-        f"icectl shell: p4runtime-shell shows match values and parameters as raw bytes "
-        f"(10.0.2.2 as \\x0a\\x00\\x02\\x02); `icectl tables {args.switch} [TABLE]` lists "
-        "them decoded",
+        f"icectl shell: p4runtime-shell on {args.switch}; match values and parameters are "
+        'shown decoded after its bytes (value: "\\x0a\\x00\\x02\\x02" (10.0.2.2)); '
+        f"`icectl tables {args.switch} [TABLE]` lists them as a table",
         file=sys.stderr,
     )
     try:
@@ -597,7 +598,9 @@ def register(verbs: Verbs) -> None:
     verbs.add_socket(links)
     links.set_defaults(func=cmd_links)
 
-    shell = verbs.add("shell", help="p4runtime-shell connected to one switch")
+    shell = verbs.add(
+        "shell", help="p4runtime-shell connected to one switch (values shown decoded)"
+    )
     shell.add_argument("switch", metavar="SWITCH")
     shell.add_argument(
         "--topo", default=None, help="take the address from this spec instead of the daemon"

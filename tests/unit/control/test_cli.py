@@ -168,7 +168,10 @@ def test_daemon_commands_without_daemon_exit_one(
 def test_shell_command_line_from_topology(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "shell", "spine1", "--topo", EXAMPLE, "--print")
     assert code == 0
-    assert "-m p4runtime_sh --grpc-addr 127.0.0.1:50055 --device-id 5 --election-id 0,1" in out
+    assert (
+        "-m icefabric.control.cli.p4shell --grpc-addr 127.0.0.1:50055 --device-id 5 "
+        "--election-id 0,1" in out
+    )
     assert "--config" not in out
     code, out, _ = run(
         capsys, "shell", "leaf1", "--topo", EXAMPLE, "--print", "--config", "a.txt,b.json"
