@@ -13,6 +13,14 @@ State machine, per link, evaluated once per interval (:meth:`LinkMonitor.tick`):
   declared **down** when either direction has missed ``misses`` consecutive intervals;
 * a link that is down is declared **up** again when both directions have seen probes in
   ``misses`` consecutive intervals;
+* **traffic is evidence too**: while a direction misses probes, the receiving port's rx packet
+  counter (ice.p4's ``port_rx_counter``, through ``rx_packets``) is read each round; at
+  ``misses`` it stays up if that counter grew over the last ``misses - 1`` intervals: the port
+  is receiving packets, so its probes were dropped or held up with the data of a busy switch,
+  not lost by the link (100 ms x 3 probes flapped loaded links). A dead direction receives
+  nothing and goes down at the same round as without counters; once its data stops too, a
+  direction kept up goes down ``misses`` rounds later. Without a reading (no callback, a
+  failed read) the probes alone decide;
 * links of a switch the controller cannot reach (or is resyncing) are frozen: with no stream
   there is no evidence either way, and switch death is the business of ``--switch-dead``;
 * a probe that does not match the topology (sender port wired elsewhere, a non-fabric chassis on
@@ -71,6 +79,7 @@ class LinkMonitor:
         interval_s: float = DEFAULT_INTERVAL_S,
         misses: int = DEFAULT_MISSES,
         reachable: Callable[[str], bool] | None = None,
+        rx_packets: Callable[[str, int], int | None] | None = None,
         macs: Mapping[str, str] | None = None,
         clock: Callable[[], float] = time.monotonic,
         initially_down: Iterable[int] = (),
@@ -88,6 +97,7 @@ class LinkMonitor:
         self._send = send
         self._on_change = on_change
         self._reachable = reachable or (lambda _s: True)
+        self._rx_packets = rx_packets
         self.clock = clock
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -101,8 +111,10 @@ class LinkMonitor:
             if ln.kind != "fabric" or ln.id % 2:
                 continue
             back = topo.links[ln.id + 1]
-            fwd = DirectionState(ln.id, topo.link_name(ln.id), ln.src, ln.dst)
-            rev = DirectionState(back.id, topo.link_name(back.id), back.src, back.dst)
+            fwd = DirectionState(ln.id, topo.link_name(ln.id), ln.src, ln.dst, rx_port=ln.dst_port)
+            rev = DirectionState(
+                back.id, topo.link_name(back.id), back.src, back.dst, rx_port=ln.src_port
+            )
             link = LinkState(
                 name=f"{ln.src}:{ln.src_port}-{ln.dst}:{ln.dst_port}",
                 lid=ln.id,
@@ -217,6 +229,7 @@ class LinkMonitor:
         """Close the current interval (count misses, declare changes), then send the probes."""
         now = self.clock() if now is None else now
         fired: list[LinkEvent] = []
+        suspects: list[LinkState] = []
         with self._lock:
             reach = {sw: bool(self._reachable(sw)) for sw in self._switches}
             self.counters.ticks += 1
@@ -235,14 +248,64 @@ class LinkMonitor:
                 ev = self._evaluate(link, reach, now, stalled=stalled)
                 if ev is not None:
                     fired.append(ev)
+                elif self._suspect(link):
+                    suspects.append(link)
             self._was_reachable = reach
             self._last_tick = now
             self._rx_round = 0
             self._rx_by.clear()
             self._tx_by.clear()
+        if suspects:
+            fired += self._check_traffic(suspects, now)
         for ev in fired:
             self._on_change(ev)
         self._send_probes(reach)
+        return fired
+
+    def _suspect(self, link: LinkState) -> bool:
+        """Whether ``link`` needs its rx counters read: a direction of a link that is up is
+        missing probes (caller holds the lock)."""
+        if self._rx_packets is None or link.frozen or link.state != "up":
+            return False
+        return any(d.missed >= 1 for d in link.dirs)
+
+    def _check_traffic(self, links: list[LinkState], now: float) -> list[LinkEvent]:
+        """Read the rx counters of the receiving ports of ``links``' missing directions
+        (outside the lock: a switch read); a direction at its misses stays up while its
+        counter grew over the last misses - 1 intervals; the others go down."""
+        assert self._rx_packets is not None
+        wanted = {(d.dst, d.rx_port) for link in links for d in link.dirs if d.missed >= 1}
+        counts: dict[tuple[str, int], int | None] = {}
+        for sw, port in sorted(wanted):
+            try:
+                counts[(sw, port)] = self._rx_packets(sw, port)
+            except Exception as exc:  # no reading: the probes alone decide
+                log.debug("%s: rx counter of port %d not read: %s", sw, port, exc)
+                counts[(sw, port)] = None
+        fired: list[LinkEvent] = []
+        m = self.opts.misses
+        with self._lock:
+            for link in links:
+                if link.frozen or link.state != "up":
+                    continue
+                dead = []
+                for d in link.dirs:
+                    if d.missed < 1:
+                        continue
+                    window = d.rx_window
+                    window.append(counts.get((d.dst, d.rx_port)))
+                    del window[:-m]
+                    if d.missed < m:
+                        continue
+                    first, last = window[0], window[-1]
+                    if len(window) > 1 and first is not None and last is not None and last > first:
+                        self.counters.alive_by_traffic += 1
+                        if d.missed == m:
+                            log.info("%s: probes lost but packets arriving: kept up", d.name)
+                    else:
+                        dead.append(d)
+                if dead:
+                    fired.append(self._declare_down(link, dead, now))
         return fired
 
     def _evaluate(
@@ -253,6 +316,7 @@ class LinkMonitor:
             link.frozen = True
             for d in link.dirs:
                 d.seen, d.missed, d.streak, d.first_back = False, 0, 0, None
+                d.rx_window.clear()
             return None
         link.frozen = False
         if stalled:
@@ -260,6 +324,7 @@ class LinkMonitor:
         for d in link.dirs:
             if d.seen:
                 d.missed = 0
+                d.rx_window.clear()
                 d.streak += 1
             elif self._has_evidence(d):
                 d.missed += 1
@@ -269,17 +334,9 @@ class LinkMonitor:
             d.round_count = 0
         m = self.opts.misses
         if link.state == "up" and any(d.missed >= m for d in link.dirs):
-            dead = [d for d in link.dirs if d.missed >= m]
-            seen = [d.last_seen for d in dead if d.last_seen is not None]
-            last = max(seen) if seen else None
-            return self._declare(
-                link,
-                "down",
-                now,
-                detection_ms=(now - last) * 1e3 if last is not None else None,
-                reason=" and ".join(d.name for d in dead)
-                + f": no probe in {m} interval(s) of {self.opts.interval_s * 1e3:.0f} ms",
-            )
+            if self._rx_packets is not None:
+                return None  # the data plane's counters decide first (_check_traffic)
+            return self._declare_down(link, [d for d in link.dirs if d.missed >= m], now)
         if link.state == "down" and all(d.streak >= m for d in link.dirs):
             backs = [d.first_back for d in link.dirs if d.first_back is not None]
             return self._declare(
@@ -290,6 +347,19 @@ class LinkMonitor:
                 reason=f"probes back in both directions for {m} interval(s)",
             )
         return None
+
+    def _declare_down(self, link: LinkState, dead: list[DirectionState], now: float) -> LinkEvent:
+        seen = [d.last_seen for d in dead if d.last_seen is not None]
+        last = max(seen) if seen else None
+        m = self.opts.misses
+        return self._declare(
+            link,
+            "down",
+            now,
+            detection_ms=(now - last) * 1e3 if last is not None else None,
+            reason=" and ".join(d.name for d in dead)
+            + f": no probe in {m} interval(s) of {self.opts.interval_s * 1e3:.0f} ms",
+        )
 
     def _has_evidence(self, d: DirectionState) -> bool:
         """Whether a missing probe of ``d`` this round says something about the link.
@@ -525,6 +595,7 @@ class LinkMonitor:
                 "undecodable": c.undecodable,
                 "late_rounds": c.late_ticks,
                 "stalled_rounds": c.stalled,
+                "alive_by_traffic": c.alive_by_traffic,
                 "links": links,
                 "down": [x["link"] for x in links if x["state"] == "down"],
                 "events": [e.to_dict() for e in self._events],

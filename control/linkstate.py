@@ -3,7 +3,7 @@ it evaluates every interval, as plain data."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -69,6 +69,8 @@ class DirectionState:
     last_seen: float | None = None
     first_back: float | None = None  # first probe of the current streak
     received: int = 0
+    rx_port: int = 0  # the receiving switch's port
+    rx_window: list[int | None] = field(default_factory=list)  # rx counter per missed round
 
 
 @dataclass(slots=True)
@@ -110,6 +112,7 @@ class ProbeCounters:
     undecodable: int = 0
     late_ticks: int = 0  # ticks that started more than one interval late (overloaded host)
     stalled: int = 0  # rounds not counted: no probe came back at all, or the round ran late
+    alive_by_traffic: int = 0  # directions kept up: probes lost, but data kept arriving
 
 
 @dataclass(slots=True)

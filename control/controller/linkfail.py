@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from icefabric.control import fabric
 from icefabric.control.linkmon import LinkMonitor, disabled_status
 from icefabric.control.linkstate import LinkEvent
+from icefabric.p4src import ice_p4 as n
 
 if TYPE_CHECKING:
     from icefabric.control.install import ChangeReport
@@ -67,6 +68,7 @@ class LinkFailures:
             interval_s=self.probe_interval_s,
             misses=self.probe_misses,
             reachable=self._probe_reachable,
+            rx_packets=self._port_rx_packets,
             macs={s.name: fabric.switch_mac(s.switch_id) for s in self.spec.switches},
             initially_down=self._probe_down,
         )
@@ -76,6 +78,17 @@ class LinkFailures:
         """Whether probes to/from ``switch`` mean anything now (stream up, primary, synced)."""
         conn = self.pool[switch]
         return conn.is_connected and conn.is_primary and switch not in self._resyncing
+
+    def _port_rx_packets(self, switch: str, port: int) -> int | None:
+        """Packets ``switch`` has received on ``port`` (ice.p4's port_rx_counter), for the link
+        monitor's traffic evidence; None when unreadable."""
+        conn = self.pool[switch]
+        if not conn.is_connected:
+            return None
+        for cell in conn.read_counters(n.COUNTER_PORT_RX_COUNTER, index=port):
+            if cell.data is not None:
+                return int(cell.data.packet_count)
+        return None
 
     def _on_link_change(self, ev: LinkEvent) -> None:
         """From the link monitor's thread: run the failure/restore path on the worker."""

@@ -103,8 +103,15 @@ def test_encode_rejects_bad_fields() -> None:
 class Wires:
     """The fabric of SPEC as probes see it: what a switch sends arrives at the peer port."""
 
-    def __init__(self, *, misses: int = 3, initially_down: Iterable[int] = ()) -> None:
+    def __init__(
+        self, *, misses: int = 3, initially_down: Iterable[int] = (), counters: bool = False
+    ) -> None:
         self.topo = Topology(SPEC)
+        # each switch port's rx packet counter (what ice.p4's port_rx_counter reads), fed by the
+        # probes that cross and by data on the directions in `busy` (probes lost or not)
+        self.rx: dict[tuple[str, int], int] = {}
+        self.busy: set[tuple[str, str]] = set()
+        self.reads = 0
         self.now = 1000.0
         self.sent: list[tuple[str, PacketOut]] = []
         self.events: list[LinkEvent] = []
@@ -119,6 +126,7 @@ class Wires:
             interval_s=INTERVAL,
             misses=misses,
             reachable=lambda sw: sw not in self.unreachable,
+            rx_packets=self.read_rx if counters else None,
             clock=lambda: self.now,
             initially_down=initially_down,
         )
@@ -127,6 +135,10 @@ class Wires:
             for ln in self.topo.links
             if ln.kind == "fabric"
         }
+
+    def read_rx(self, switch: str, port: int) -> int:
+        self.reads += 1
+        return self.rx.get((switch, port), 0)
 
     def round(self, count: int = 1) -> list[LinkEvent]:
         """`count` intervals: tick (sends), then every sent probe crosses its wire."""
@@ -138,8 +150,13 @@ class Wires:
             for sw, pkt in sent:
                 port = int(pkt.metadata["egress_port"])
                 dst, dst_port = self.peer[(sw, port)]
-                if frozenset((sw, dst)) in self.cut or (sw, dst) in self.one_way:
+                if frozenset((sw, dst)) in self.cut:
                     continue
+                if (sw, dst) in self.busy:  # data crosses, whatever happens to the probes
+                    self.rx[(dst, dst_port)] = self.rx.get((dst, dst_port), 0) + 50
+                if (sw, dst) in self.one_way:
+                    continue
+                self.rx[(dst, dst_port)] = self.rx.get((dst, dst_port), 0) + 1
                 if dst in self.mute:
                     continue
                 self.mon.on_probe(dst, dst_port, pkt.payload, self.now)
@@ -434,3 +451,58 @@ def test_a_standby_restores_links_the_old_primarys_probes_took_down(
     (back,) = w2.round(4)
     assert back.kind == "up" and back.note is None
     assert not standby.topo.failed[lid] and not standby._probe_down
+
+
+# ---------------------------------------------------------------------------------------------
+# traffic as evidence: a loaded link that loses its probes but delivers data stays up
+
+
+def counted() -> Wires:
+    w = Wires(counters=True)
+    w.round(3)
+    assert w.events == [] and w.reads == 0  # healthy links cost no counter read
+    return w
+
+
+def test_a_busy_link_losing_its_probes_stays_up_while_data_arrives() -> None:
+    w = counted()
+    # a switch overloaded by data drops this direction's probes with the data it cannot take
+    w.one_way.add(("leaf1", "spine1"))
+    w.busy.add(("leaf1", "spine1"))
+    assert w.round(12) == []  # four times the misses that would take it down
+    assert w.state("leaf1-spine1") == "up"
+    st = w.mon.status()
+    assert st["alive_by_traffic"] >= 3
+    # the data stops too: the direction is dead, and it goes down within the usual misses
+    w.busy.clear()
+    fired = w.round(3)
+    assert [(e.link, e.kind) for e in fired] == [("leaf1:3-spine1:1", "down")]
+    assert "leaf1:3->spine1:1" in fired[0].reason
+
+
+def test_a_cut_link_goes_down_as_fast_with_the_counters_as_without() -> None:
+    plain, w = Wires(), counted()
+    plain.round(3)
+    for x in (plain, w):
+        x.cut.add(frozenset(("leaf1", "spine1")))
+    rounds = []
+    for x in (plain, w):
+        n = 0
+        while not x.events:
+            x.round(1)
+            n += 1
+            assert n < 10
+        rounds.append(n)
+        assert [(e.link, e.kind) for e in x.events] == [("leaf1:3-spine1:1", "down")]
+    assert rounds[0] == rounds[1] == 4
+    assert w.events[0].detection_ms == plain.events[0].detection_ms
+    assert 0 < w.reads <= 8  # only the suspect directions' receiving ports, twice
+
+
+def test_no_counter_reading_leaves_the_probes_to_decide() -> None:
+    w = counted()
+    w.mon._rx_packets = lambda sw, port: None  # type: ignore[assignment]  # unreadable
+    w.one_way.add(("leaf1", "spine1"))
+    w.busy.add(("leaf1", "spine1"))
+    fired = w.round(4)
+    assert [(e.link, e.kind) for e in fired] == [("leaf1:3-spine1:1", "down")]
