@@ -145,8 +145,13 @@ def test_int_queue_depth_grows_on_a_rate_limited_port(fabric: LeafSpine) -> None
     else:  # real time: a pause of the sender lets the queue drain a little meanwhile
         assert max(depths) >= 3, depths
     assert all(fb.hops[2].switch_id == SWITCH_IDS["L1"] for fb in fbs)
-    # the spine's queue stayed empty
-    assert all(fb.hops[1].enq_qdepth == 0 for fb in fbs)
+    # the spine's queue stayed empty (on a real-time target: at most the packet time a loaded
+    # host may hold its egress thread up, as in the calm phase; far below L1's queue)
+    spine = [fb.hops[1].enq_qdepth for fb in fbs]
+    if fabric.fabric.kind == "embedded":
+        assert spine == [0] * 6, (spine, depths)
+    else:
+        assert max(spine) <= 1 < max(depths), (spine, depths)
 
 
 def test_sampled_reports_reach_the_controller(leaf_spine_factory: object) -> None:
