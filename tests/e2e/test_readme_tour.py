@@ -64,7 +64,12 @@ class Pane:
         self.log = log
         self.env = env
         log.write_bytes(b"")
-        self._tmux("new-session", "-d", "-s", name, "-x", "250", "-y", "50", "-c", str(cwd))
+        # not tmux's default login shell: /etc/profile would reset PATH, and the tools this test
+        # found (BMv2 in /opt/p4tools/bin, say) would be missing in the pane
+        self._tmux(
+            "new-session", "-d", "-s", name, "-x", "250", "-y", "50", "-c", str(cwd),
+            "bash", "--noprofile", "--norc",
+        )  # fmt: skip
         self._tmux("pipe-pane", "-t", name, "-o", f"cat >> {log}")
         self.name = name
 
