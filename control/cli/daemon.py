@@ -366,7 +366,8 @@ def cmd_links(args: argparse.Namespace) -> int:
         f"LLDP probes every {res['interval_ms']:.0f} ms on every fabric port, a link is down "
         f"after {res['misses']} missed intervals; {res['probes_sent']} sent, "
         f"{res['probes_received']} received, {res['send_errors']} send errors, "
-        f"{res['stalled_rounds']} stalled rounds not counted"
+        f"{res['stalled_rounds']} stalled rounds not counted, "
+        f"{res.get('alive_by_traffic', 0)} misses outweighed by traffic (rx counter grew)"
     )
     con.print(
         render.table(

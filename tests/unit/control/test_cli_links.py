@@ -80,6 +80,8 @@ def test_links_table_json_and_status_after_a_cut(
     assert code == 0
     assert "leaf2:3-spine1:2" in out and "down" in out and "miswiring" in out
     assert "last seen ms ago" in out and "detection ms" in out
+    assert "0 misses outweighed by traffic" in " ".join(out.split())
+    assert res["alive_by_traffic"] == 0
 
     code, out, _ = run(capsys, "--socket", sock, "status", "--json")
     assert code == 0 and json.loads(out)["link_probes"]["down"] == ["leaf2:3-spine1:2"]
