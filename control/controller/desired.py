@@ -11,14 +11,16 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
+
+import grpc
 
 from icefabric.control import fabric
 from icefabric.control.fabric import FabricOptions, TagMap, entity_key
 from icefabric.control.install import ChangeReport, diff_updates, merge, plan_entries
-from icefabric.control.p4rt import Entity, TableEntry
+from icefabric.control.p4rt import Entity, FabricError, P4RuntimeError, TableEntry
 from icefabric.p4src import ice_p4 as n
 
 if TYPE_CHECKING:
@@ -31,6 +33,11 @@ if TYPE_CHECKING:
     from icefabric.control.topology import Topology
 
 log = logging.getLogger(__name__)
+
+# gRPC codes of a write that reached no working switch (it died, its server is stopping)
+_TRANSPORT_CODES = frozenset(
+    {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED, grpc.StatusCode.DEADLINE_EXCEEDED}
+)
 
 
 class DesiredState:
@@ -52,9 +59,13 @@ class DesiredState:
     _base_cache: tuple[tuple[bytes, FabricOptions], dict[str, list[Entity]]] | None
     _applied_base: tuple[bytes, FabricOptions] | None
 
-    if TYPE_CHECKING:  # the Controller's fencing (its store)
+    if TYPE_CHECKING:  # the Controller's fencing (its store), its worker queue
 
         def check_fence(self) -> None: ...
+
+        def post(self, fn: Callable[[], None]) -> None: ...
+
+        def resync_switch(self, name: str) -> dict[str, Any]: ...
 
     def desired(self, plan: Plan | None = None) -> dict[str, list[Entity]]:
         """Every switch's entities: base forwarding plus the planned flows."""
@@ -107,12 +118,53 @@ class DesiredState:
             return 0
         # A switch that is down gets everything by resync when it returns.
         live = [sw for sw in plans if self.pool[sw].is_connected]
+        failed: FabricError | None = None
         if self.active and live:
             self.check_fence()  # an etcd replica whose lease may end writes nothing
-            self.pool.run_all(lambda c: c.write(plans[c.name][0]), names=live, operation="write")
+            try:
+                self.pool.run_all(
+                    lambda c: c.write(plans[c.name][0]), names=live, operation="write"
+                )
+            except FabricError as exc:
+                failed = exc
+        # what every switch must hold now, the ones whose write failed too: a resync (below,
+        # or when a lost switch returns) brings each of those to exactly this
         for sw, (_, after) in plans.items():
             self.installed[sw] = after
+        if failed is not None:
+            self._out_of_step(failed)
         return sum(len(u) for u, _ in plans.values())
+
+    def _out_of_step(self, failed: FabricError) -> None:
+        """Switches whose write failed: one ERROR line each and a resync on the worker. A switch
+        that died meanwhile (Mininet's exit stops every switch; its connection is gone or the
+        write found no server) is the down path's business, so only a switch still answering
+        makes the change fail (FabricError, after the other switches' bookkeeping)."""
+        rejected = {}
+        for sw, err in sorted(failed.errors.items()):
+            gone = not self.pool[sw].is_connected or (
+                isinstance(err, P4RuntimeError) and err.code in _TRANSPORT_CODES
+            )
+            first = str(err).splitlines()[0]
+            if gone:
+                log.error("%s: write failed, the switch is gone (%s); resynced when it returns",
+                          sw, first)  # fmt: skip
+                continue
+            log.error("%s: write failed (%s); resyncing it to the plan", sw, first)
+            rejected[sw] = err
+            self.post(lambda sw=sw: self._resync_out_of_step(sw))  # type: ignore[misc]
+        if rejected:
+            raise FabricError(failed.operation, rejected)
+
+    def _resync_out_of_step(self, switch: str) -> None:
+        if not (self.active and self.pool[switch].is_connected):
+            return  # the reconnection's resync does it
+        try:
+            res = self.resync_switch(switch)
+        except Exception as exc:  # e.g. it died meanwhile: its reconnection resyncs it
+            log.error("%s: resync after a failed write failed: %s", switch, exc)
+            return
+        log.warning("%s: resynced after a failed write: %s", switch, res)
 
     if TYPE_CHECKING:  # the Controller's state file (statefile.StateFile)
 

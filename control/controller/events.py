@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from icefabric.control.fabric import entity_key
 from icefabric.control.flowkey import FlowKey
-from icefabric.control.p4rt import ArbitrationUpdate, ConnectionEvent, PacketIn
+from icefabric.control.p4rt import ArbitrationUpdate, ConnectionEvent, P4RtError, PacketIn
 from icefabric.p4src import ice_p4 as n
 from icefabric.waiting import poll_until
 
@@ -212,6 +212,8 @@ class SwitchEvents:
                 return
             try:
                 item()
+            except P4RtError as exc:  # switches refused a change: said in one line, no traceback
+                log.error("controller event failed: %s", str(exc).replace("\n", "; "))
             except Exception:  # one failed event must not stop the next
                 log.exception("controller event failed")
             finally:

@@ -320,3 +320,27 @@ def test_metrics_carry_port_counters_switch_and_link_state(
         'icefabric_link_state{a="leaf1",b="spine1",link="leaf1:3-spine1:1",state="up"} 1.0' in body
     )
     assert "icefabric_health 0.0" in body
+
+
+@pytest.mark.parametrize("gap_s", [0.0, 0.3, 1.0], ids=["at-once", "0.3s-apart", "1s-apart"])
+def test_every_switch_dying_is_reported_without_a_traceback(
+    make_ctl: Callable[..., Controller],
+    fab: InProcessFabric,
+    caplog: pytest.LogCaptureFixture,
+    gap_s: float,
+) -> None:
+    """Mininet's exit stops every switch, one after the other: the controller reports each
+    down, fails it over and logs no traceback (issue 21: a failover's write reached a switch
+    that was dying and the worker logged "controller event failed" with a traceback)."""
+    ctl = make_ctl(switch_dead_s=0.2)
+    add_ring(ctl)
+    names = list(ctl.switches())
+    for name in names:
+        fab.kill_switch(name)
+        if gap_s:
+            wait_until(lambda: False, gap_s)
+    assert wait_until(lambda: set(ctl.failed_switches) == set(names), 15.0), ctl.failed_switches
+    assert ctl.wait_idle(15.0)
+    tracebacks = [r for r in caplog.records if r.exc_info]
+    assert not tracebacks, [(r.getMessage(), r.exc_info[1]) for r in tracebacks if r.exc_info]
+    assert ctl.status()["health"]["state"] == "down"
