@@ -23,21 +23,23 @@ const bit<8> ICE_MD_MIRROR  = 2;
 // Ingress mirror type of the last-hop copy (ig_dprsr_md.mirror_type; 0 means "no mirror").
 const MirrorType_t ICE_MIRROR_TYPE_LAST_HOP = 1;
 
-// Ingress -> egress, on every packet.  Kept small: the parsers and deparsers of both gresses
-// pay for every bridged byte on every packet.  16 bytes.
+// Ingress -> egress, on every packet.  Kept small: on Tofino 1 the egress parser may look at
+// most 160 bytes into what it receives, and that budget also pays for the 27-byte egress
+// intrinsic metadata, this header, Ethernet, the shim, the INT records egress parses and IPv4
+// (see IceTnaEgressParser).  7 bytes.
 header ice_bridged_md_t {
     bit<8>      md_kind;            // ICE_MD_BRIDGED
-    bit<1>      strip_shim;         // last hop: egress removes shim and INT records
     bit<1>      to_cpu;             // a packet_in header follows (punts)
     @padding bit<6> _pad0;
-    @padding bit<7> _pad1;
     PortId_t    ingress_port;       // INT records name the ingress port
     switch_id_t switch_id;          // SwitchConfig's id, for this hop's INT record
-    bit<32>     flow_slot;          // per-flow register index
-    bit<32>     now_us;             // ingress time, microseconds (see IceTnaIngress)
 }
 
-// Ingress -> egress, on the last-hop copy only (prepended by the mirror engine).
+// Ingress -> egress, on the last-hop copy only (prepended by the mirror engine to a copy of
+// the packet as it arrived: shim, INT records, IPv4 ...).  The copy's egress parser stops after
+// the shim (the records and what follows them stay payload, Tofino 1's parse depth allows no
+// more), so everything feedback and reports need from the flow's headers travels here.
+// 38 bytes.
 header ice_mirror_md_t {
     bit<8>      md_kind;            // ICE_MD_MIRROR
     @padding bit<7> _pad0;
@@ -45,8 +47,17 @@ header ice_mirror_md_t {
     @padding bit<7> _pad1;
     PortId_t    orig_ingress_port;  // the port the data packet arrived on
     switch_id_t switch_id;
-    bit<32>     flow_slot;
+    @padding bit<4> _pad2;
+    bit<12>     flow_slot;          // per-flow register index (FLOW_STATE_SLOTS)
     bit<32>     last_hop_ts_us;     // ingress time of the data packet, microseconds
+    bit<32>     flow_src_addr;
+    bit<32>     flow_dst_addr;
+    bit<16>     flow_src_port;
+    bit<16>     flow_dst_port;
+    bit<24>     flow_dst_qp;
+    bit<8>      bth_opcode;
+    bit<24>     bth_psn;
+    bit<32>     records_max_qdepth; // largest enq_qdepth of the records the packet carried
 }
 
 // One 32-bit word of IPv4 options: Tofino parsers extract fixed-size headers, so the options
@@ -71,7 +82,19 @@ struct ice_ingress_headers_t {
     bth_t                   bth;
 }
 
+// A nanosecond timestamp turned into microseconds without a divider (IceIngress.take_time):
+// ns >> 10 and three shifted copies of it, summed in two steps.  Tofino runs one operation per
+// field per stage, so each step is an action of its own.
+struct ice_time_parts_t {
+    bit<32> t0;     // ns >> 10
+    bit<32> t6;     // ns >> 16  (t0 >> 6)
+    bit<32> t7;     // ns >> 17  (t0 >> 7)
+    bit<32> t11;    // ns >> 21  (t0 >> 11)
+}
+
 struct ice_ingress_metadata_t {
+    // Written by the parser's checksum unit only (parse_ipv4_done), read only for IPv4 packets:
+    // Tofino allows a verify() result one write per packet.
     bool          checksum_error;
     drop_reason_t drop_reason;
     // SwitchConfig.
@@ -91,6 +114,16 @@ struct ice_ingress_metadata_t {
     bit<32>       flow_slot;
     bit<32>       now_us;
     bit<32>       flowlet_cutoff_us;
+    ice_time_parts_t time;
+    // IPv4 length checks: header bytes (ihl * 4), bytes left after the header.
+    bit<16>       ipv4_hdr_bytes;
+    bit<16>       ipv4_payload_bytes;
+    // Last hop: enq_qdepth of the records the packet carried (0 for absent ones), reduced to
+    // their maximum for the report's queue alarm (ice_mirror_md_t.records_max_qdepth).
+    bit<32>       rec_qdepth0;
+    bit<32>       rec_qdepth1;
+    bit<32>       rec_qdepth2;
+    bit<32>       rec_qdepth3;
     // Path selection.
     bool          has_path;
     bool          push_shim;
@@ -109,30 +142,39 @@ struct ice_ingress_metadata_t {
     ice_mirror_md_t mirror_md;
 }
 
-// Egress headers, in egress deparse order.  One order serves the three kinds of packet that
-// leave: data (ethernet / shim / this hop's record / earlier records / IPv4 ...), feedback
-// (ethernet / fb_ipv4 / fb_udp / ice_feedback / last hop's record / earlier records) and
-// reports (packet_in / telemetry_report / records).  v1model pushes this hop's record on the
-// front of the stack; here it is a header of its own emitted in front of the parsed records, so
-// no record is ever copied (Tofino: no variable-length copies), and the feedback builds its own
-// IPv4/UDP headers in front of the records instead of moving the records behind the packet's.
+// How many INT records the egress parser reads to reach IPv4 (ECN marking rewrites it).  Tofino
+// 1's egress parser sees at most 160 bytes: 27 of intrinsic metadata + 7 bridged + 14 Ethernet +
+// 8 shim + 36 per record + 20 IPv4 leaves room for 2 records.  A packet carrying more is still
+// forwarded and gets its INT record (that needs only the shim), but egress cannot reach its
+// IPv4 header, so it is not ECN-marked (p4src/README.md, Tofino).  Tofino 2 has no such limit.
+#if __TARGET_TOFINO__ == 2
+#define ICE_TNA_EGRESS_RECORDS 4
+#else
+#define ICE_TNA_EGRESS_RECORDS 2
+#endif
+
+// Egress headers, in egress deparse order; what the parser leaves unparsed follows them as
+// payload.  One order serves the three kinds of packet that leave: data (ethernet / shim / this
+// hop's record / earlier records / IPv4 / rest), feedback (ethernet / fb_ipv4 / fb_udp /
+// ice_feedback / last hop's record / the copy's records, unparsed) and reports (packet_in /
+// telemetry_report / last hop's record / records).  v1model pushes this hop's record on the
+// front of the stack; here it is a header of its own emitted in front of the records, so no
+// record is ever copied or even parsed for it (Tofino: no variable-length copies, and a
+// shallow egress parser), and the feedback builds its own IPv4/UDP headers in front of the
+// records instead of moving the records behind the packet's.
 struct ice_egress_headers_t {
     ice_bridged_md_t        bridged;
     ice_mirror_md_t         mirror_md;
     packet_in_t             packet_in;
     telemetry_report_t      telemetry_report;
     ethernet_t              ethernet;
-    arp_t                   arp;
     ipv4_t                  fb_ipv4;
     udp_t                   fb_udp;
     ice_feedback_t          ice_feedback;
     ice_shim_t              ice_shim;
     int_hop_t               new_hop;
-    int_hop_t[INT_MAX_HOPS] int_hops;
+    int_hop_t[ICE_TNA_EGRESS_RECORDS] int_hops;
     ipv4_t                  ipv4;
-    ipv4_option_word_t[IPV4_OPTION_WORDS] ipv4_options;
-    udp_t                   udp;
-    bth_t                   bth;
 }
 
 struct ice_egress_metadata_t {
@@ -145,11 +187,22 @@ struct ice_egress_metadata_t {
     bit<32>       deq_qdepth;
     bit<32>       link_rate_mbps;
     bit<32>       now_us;
+    ice_time_parts_t time;
     bit<8>        fb_hop_count;
+    // Feedback lengths: 36 bytes per record as (n << 5) + (n << 2), then UDP and IPv4 totals.
+    bit<16>       fb_records_x32;
+    bit<16>       fb_records_x4;
+    bit<16>       fb_records_bytes;
+    bit<16>       fb_udp_len;
+    bit<16>       fb_ipv4_len;
     bit<32>       ecn_kmin;
     bit<32>       ecn_kmax;
     bit<32>       ecn_pmax_mask;
     bool          ecn_enabled;
+    bit<32>       ecn_range;        // kmax - kmin
+    bit<32>       ecn_over;         // enq_qdepth - kmin
+    bit<32>       ecn_draw;
+    bit<32>       ecn_thin;         // (draw >> 16) & pmax_mask
     mac_addr_t    feedback_src_mac;
     mac_addr_t    feedback_dst_mac;
     bit<32>       report_every_n;

@@ -17,8 +17,8 @@ parser IceTnaIngressParser(packet_in pkt,
     state start {
         pkt.extract(ig_intr_md);
         pkt.advance(PORT_METADATA_SIZE);
-        // Tofino does not zero metadata: start every field ingress reads before writing it.
-        md.checksum_error = false;
+        // Tofino does not zero metadata: start every field ingress reads before writing it
+        // (but checksum_error, see parse_ipv4_done).
         md.drop_reason = DROP_REASON_NONE;
         md.switch_id = 0;
         md.switch_role = SWITCH_ROLE_UNSET;
@@ -142,7 +142,12 @@ parser IceTnaIngressParser(packet_in pkt,
     }
 
     state parse_ipv4_done {
-        md.checksum_error = !ipv4_checksum.verify();
+        // The checksum unit writes its verdict once per packet: true when the ones' complement
+        // sum over the header is not zero (bf-p4c's own name for it is an error flag, "err =
+        // checksum.verify()"; tna.p4's comment says the opposite).  Tofino 2 cannot negate in
+        // the parser, and a second write of this field (an initial false) is refused, so
+        // ingress reads it only for IPv4 packets.
+        md.checksum_error = ipv4_checksum.verify();
         // Only the first fragment carries the UDP header.
         transition select(hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
             (0, IP_PROTO_UDP): parse_udp;
@@ -171,18 +176,25 @@ parser IceTnaIngressParser(packet_in pkt,
 }
 
 // Egress parser: what ingress put in front of the packet says what it is (a data packet with
-// its bridged header, or the last hop's copy with its mirror header), then the same headers as
-// ingress, without the checks ingress already made.
+// its bridged header, or the last hop's copy with its mirror header), then only as far as
+// egress needs, never past the 160 bytes Tofino 1's egress parser may look at (27 of them are
+// the intrinsic metadata):
+// * data packets: Ethernet, the shim, and the INT records up to ICE_TNA_EGRESS_RECORDS, then
+//   IPv4 when its header has no options (ECN rewrites it and the deparser recomputes its
+//   checksum over those 20 bytes); with more records or with options egress stops earlier and
+//   only pushes its INT record (it needs the shim alone) without ECN marking;
+// * last-hop copies: Ethernet and the shim; the records behind the shim stay payload and go out
+//   as they are behind the feedback/report headers, the flow fields come in the mirror header;
+// * punts: the packet_in header ingress built; the frame behind it is payload.
+// The last hop's data packet arrives without shim (ingress removed it), so egress sees IPv4.
+// Ingress already checked everything; nothing here rejects but an unknown first byte.
 parser IceTnaEgressParser(packet_in pkt,
                           out ice_egress_headers_t hdr,
                           out ice_egress_metadata_t md,
                           out egress_intrinsic_metadata_t eg_intr_md) {
 
-    ParserCounter() option_words;
-
     state start {
         pkt.extract(eg_intr_md);
-        md.is_copy = false;
         md.ecn_enabled = false;
         md.ecn_kmin = 0;
         md.ecn_kmax = 0;
@@ -192,17 +204,6 @@ parser IceTnaEgressParser(packet_in pkt,
         md.report_qdepth_threshold = 0;
         md.feedback_src_mac = 0;
         md.feedback_dst_mac = 0;
-        md.stats_port = 0;
-        md.record_ingress_port = 0;
-        md.tx_bytes_lo = 0;
-        md.tx_bytes_hi = 0;
-        md.enq_qdepth = 0;
-        md.deq_qdepth = 0;
-        md.now_us = 0;
-        md.fb_hop_count = 0;
-        md.report_every_n_minus_1 = 0;
-        md.report_reason = 0;
-        md.pkt_len = 0;
         transition select(pkt.lookahead<bit<8>>()) {
             ICE_MD_BRIDGED: parse_bridged;
             ICE_MD_MIRROR: parse_mirror;
@@ -224,12 +225,20 @@ parser IceTnaEgressParser(packet_in pkt,
         transition accept;
     }
 
-    // The mirror engine puts the mirror header in front of the packet ingress deparsed (bridged
-    // metadata is not part of a mirrored copy).
+    // The mirror engine puts the mirror header in front of a copy of the packet as it entered
+    // ingress (bridged metadata is not part of a mirrored copy).
     state parse_mirror {
         pkt.extract(hdr.mirror_md);
-        md.is_copy = true;
-        transition parse_ethernet;
+        pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) {
+            ETHERTYPE_ICE: parse_copy_shim;
+            default: accept;
+        }
+    }
+
+    state parse_copy_shim {
+        pkt.extract(hdr.ice_shim);
+        transition accept;
     }
 
     state parse_ethernet {
@@ -237,14 +246,8 @@ parser IceTnaEgressParser(packet_in pkt,
         transition select(hdr.ethernet.ether_type) {
             ETHERTYPE_ICE: parse_ice_shim;
             ETHERTYPE_IPV4: parse_ipv4;
-            ETHERTYPE_ARP: parse_arp;
             default: accept;
         }
-    }
-
-    state parse_arp {
-        pkt.extract(hdr.arp);
-        transition accept;
     }
 
     state parse_ice_shim {
@@ -253,17 +256,15 @@ parser IceTnaEgressParser(packet_in pkt,
             0: parse_ipv4;
             1: parse_int_1;
             2: parse_int_2;
+#if ICE_TNA_EGRESS_RECORDS >= 4
             3: parse_int_3;
             4: parse_int_4;
-            default: parse_int_5;
+#endif
+            default: accept;   // records beyond what egress may parse: shim only
         }
     }
 
-    state parse_int_5 {
-        pkt.extract(hdr.int_hops.next);
-        transition parse_int_4;
-    }
-
+#if ICE_TNA_EGRESS_RECORDS >= 4
     state parse_int_4 {
         pkt.extract(hdr.int_hops.next);
         transition parse_int_3;
@@ -273,6 +274,7 @@ parser IceTnaEgressParser(packet_in pkt,
         pkt.extract(hdr.int_hops.next);
         transition parse_int_2;
     }
+#endif
 
     state parse_int_2 {
         pkt.extract(hdr.int_hops.next);
@@ -284,45 +286,16 @@ parser IceTnaEgressParser(packet_in pkt,
         transition parse_ipv4;
     }
 
+    // IPv4 without options only (version 4, ihl 5): see above.
     state parse_ipv4 {
+        transition select(pkt.lookahead<bit<8>>()) {
+            0x45: parse_ipv4_header;
+            default: accept;
+        }
+    }
+
+    state parse_ipv4_header {
         pkt.extract(hdr.ipv4);
-        transition select(hdr.ipv4.ihl) {
-            5: parse_ipv4_done;
-            default: parse_ipv4_options;
-        }
-    }
-
-    state parse_ipv4_options {
-        option_words.set(hdr.ipv4.ihl, 15, 0, 3, 8w251);
-        transition parse_ipv4_option_word;
-    }
-
-    state parse_ipv4_option_word {
-        pkt.extract(hdr.ipv4_options.next);
-        option_words.decrement(1);
-        transition select(option_words.is_zero()) {
-            true: parse_ipv4_done;
-            false: parse_ipv4_option_word;
-        }
-    }
-
-    state parse_ipv4_done {
-        transition select(hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
-            (0, IP_PROTO_UDP): parse_udp;
-            default: accept;
-        }
-    }
-
-    state parse_udp {
-        pkt.extract(hdr.udp);
-        transition select(hdr.udp.dst_port) {
-            UDP_PORT_ROCEV2: parse_bth;
-            default: accept;
-        }
-    }
-
-    state parse_bth {
-        pkt.extract(hdr.bth);
         transition accept;
     }
 }

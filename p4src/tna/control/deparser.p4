@@ -2,26 +2,40 @@
 #define ICE_TNA_DEPARSER_P4
 
 // Ingress deparser: the last-hop mirror (with its header) and the packet with its bridged
-// header in front.  The IPv4 checksum is recomputed once, in the egress deparser, after every
-// change (TTL in ingress, ECN and the feedback rewrite in egress).
+// header in front.  The IPv4 checksum is recomputed here after ingress's changes (TTL), over
+// the option words too (the ingress parser read them; the egress parser does not); the egress
+// deparser recomputes it again when egress rewrote the header (ECN), which it does only for
+// headers without options.  Invalid option words add nothing to the sum.
 control IceIngressDeparser(packet_out pkt,
                            inout ice_ingress_headers_t hdr,
                            in ice_ingress_metadata_t md,
                            in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
 
     Mirror(ICE_MIRROR_TYPE_LAST_HOP) last_hop_mirror;
+    Checksum() ipv4_checksum;
 
     apply {
         if (ig_dprsr_md.mirror_type == ICE_MIRROR_TYPE_LAST_HOP) {
             last_hop_mirror.emit<ice_mirror_md_t>(md.mirror_session, md.mirror_md);
         }
+        if (hdr.ipv4.isValid()) {
+            hdr.ipv4.hdr_checksum = ipv4_checksum.update({
+                hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
+                hdr.ipv4.total_len, hdr.ipv4.identification, hdr.ipv4.flags,
+                hdr.ipv4.frag_offset, hdr.ipv4.ttl, hdr.ipv4.protocol,
+                hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
+                hdr.ipv4_options[0].data, hdr.ipv4_options[1].data, hdr.ipv4_options[2].data,
+                hdr.ipv4_options[3].data, hdr.ipv4_options[4].data, hdr.ipv4_options[5].data,
+                hdr.ipv4_options[6].data, hdr.ipv4_options[7].data, hdr.ipv4_options[8].data,
+                hdr.ipv4_options[9].data });
+        }
         pkt.emit(hdr);
     }
 }
 
-// Egress deparser: headers in ice_egress_headers_t order (only valid ones appear), IPv4
-// checksums computed by the deparser's checksum unit.  The option words of a header without
-// options are invalid and add nothing to the sum.
+// Egress deparser: headers in ice_egress_headers_t order (only valid ones appear; what the
+// parser did not read follows as payload), IPv4 checksums computed by the deparser's checksum
+// unit: the packet's own header (parsed only without options) and the feedback's.
 control IceEgressDeparser(packet_out pkt,
                           inout ice_egress_headers_t hdr,
                           in ice_egress_metadata_t md,
@@ -36,11 +50,7 @@ control IceEgressDeparser(packet_out pkt,
                 hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
                 hdr.ipv4.total_len, hdr.ipv4.identification, hdr.ipv4.flags,
                 hdr.ipv4.frag_offset, hdr.ipv4.ttl, hdr.ipv4.protocol,
-                hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
-                hdr.ipv4_options[0].data, hdr.ipv4_options[1].data, hdr.ipv4_options[2].data,
-                hdr.ipv4_options[3].data, hdr.ipv4_options[4].data, hdr.ipv4_options[5].data,
-                hdr.ipv4_options[6].data, hdr.ipv4_options[7].data, hdr.ipv4_options[8].data,
-                hdr.ipv4_options[9].data });
+                hdr.ipv4.src_addr, hdr.ipv4.dst_addr });
         }
         if (hdr.fb_ipv4.isValid()) {
             hdr.fb_ipv4.hdr_checksum = feedback_checksum.update({

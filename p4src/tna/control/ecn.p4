@@ -37,18 +37,35 @@ control EcnMarker(inout ice_egress_headers_t hdr,
         hdr.ipv4.ecn = 3;
     }
 
+    // The ramp's operands, each computed in an action of its own (one operation per field and
+    // stage): the draw, Kmax - Kmin and how far the queue is above Kmin.
+    action ecn_operands() {
+        md.ecn_draw = draw.get();
+        md.ecn_range = md.ecn_kmax - md.ecn_kmin;
+        md.ecn_over = md.enq_qdepth - md.ecn_kmin;
+    }
+
+    action ecn_ramp() {
+        md.ecn_range = md.ecn_draw & md.ecn_range;     // the ramp draw
+        md.ecn_thin = md.ecn_draw >> 16;
+    }
+
+    action ecn_thin() {
+        md.ecn_thin = md.ecn_thin & md.ecn_pmax_mask;  // the Pmax thinning draw
+    }
+
     apply {
+        // Only headers the egress parser read (IPv4 without options, see IceTnaEgressParser).
         if (hdr.ipv4.isValid() && (hdr.ipv4.ecn == 1 || hdr.ipv4.ecn == 2)) {
             ecn_config.apply();
             if (md.ecn_enabled) {
-                bit<32> qdepth = (bit<32>)eg_intr_md.enq_qdepth;
-                if (qdepth >= md.ecn_kmax) {
+                if (md.enq_qdepth >= md.ecn_kmax) {
                     mark_ce();
-                } else if (qdepth > md.ecn_kmin) {
-                    bit<32> r = draw.get();
-                    bit<32> ramp = r & (md.ecn_kmax - md.ecn_kmin);
-                    bit<32> thin = (r >> 16) & md.ecn_pmax_mask;
-                    if (ramp < qdepth - md.ecn_kmin && thin == 0) {
+                } else if (md.enq_qdepth > md.ecn_kmin) {
+                    ecn_operands();
+                    ecn_ramp();
+                    ecn_thin();
+                    if (md.ecn_range < md.ecn_over && md.ecn_thin == 0) {
                         mark_ce();
                     }
                 }

@@ -7,9 +7,10 @@
 #include "report.p4"
 
 // Egress wiring, as the v1model IceEgress: data packets (bridged header) get statistics, their
-// INT record, ECN and, on the last hop, the shim stripped; last-hop copies (mirror header)
-// become feedback on a fabric port or a report on the CPU port.  What ingress put in front of
-// the packet is removed here (the deparser emits only valid headers).
+// INT record and ECN; last-hop copies (mirror header) become feedback on a fabric port or a
+// report on the CPU port.  The last hop's shim strip is done by ingress (IceIngress.strip_shim:
+// Tofino 1's egress parser cannot reach the end of a long record stack).  What ingress put in
+// front of the packet is removed here (the deparser emits only valid headers).
 control IceEgress(inout ice_egress_headers_t hdr,
                   inout ice_egress_metadata_t md,
                   in egress_intrinsic_metadata_t eg_intr_md,
@@ -25,17 +26,8 @@ control IceEgress(inout ice_egress_headers_t hdr,
     FeedbackBuilder() feedback;
     ReportBuilder() report;
 
-    action strip_shim() {
-        hdr.ethernet.ether_type = hdr.ice_shim.orig_ether_type;
-        hdr.ice_shim.setInvalid();
-        hdr.int_hops[0].setInvalid();
-        hdr.int_hops[1].setInvalid();
-        hdr.int_hops[2].setInvalid();
-        hdr.int_hops[3].setInvalid();
-        hdr.int_hops[4].setInvalid();
-    }
-
     apply {
+        md.is_copy = hdr.mirror_md.isValid();
         if (md.is_copy || eg_intr_md.egress_port != CPU_PORT) {
             int_telemetry.apply(hdr, md, eg_intr_md, eg_prsr_md);
         }
@@ -48,9 +40,6 @@ control IceEgress(inout ice_egress_headers_t hdr,
         } else {
             if (eg_intr_md.egress_port != CPU_PORT) {
                 ecn.apply(hdr, md, eg_intr_md);
-                if (hdr.bridged.strip_shim == 1) {
-                    strip_shim();
-                }
             }
             port_tx_counter.count(eg_intr_md.egress_port);
         }

@@ -6,10 +6,12 @@
 //   Ethernet / IPv4 (flow dst -> flow src) / UDP (UDP_PORT_ICE_FEEDBACK) / ice_feedback_t /
 //   int_hop_t * hop_count (last hop first)
 // The new IPv4/UDP headers are fb_ipv4/fb_udp, emitted in front of the records (see
-// ice_egress_headers_t); the packet's own shim, IPv4, UDP and BTH are removed.  There is no
+// ice_egress_headers_t); the copy's shim is removed, and the flow's fields come from the mirror
+// header (the copy's own IPv4/UDP/BTH lie behind the records, unparsed).  There is no
 // truncate() in TNA: the mirror session cuts the copy (P4Runtime CloneSessionEntry
 // packet_length_bytes, which the controller sets for Tofino), and the bytes that remain after
-// the records are Ethernet padding beyond the IPv4 total length.
+// the records (the data packet's IPv4, UDP, BTH and payload up to the cut) are padding beyond
+// the feedback's IPv4 total length.
 control FeedbackBuilder(inout ice_egress_headers_t hdr,
                         inout ice_egress_metadata_t md) {
 
@@ -29,10 +31,24 @@ control FeedbackBuilder(inout ice_egress_headers_t hdr,
         size = 1;
     }
 
-    action build_feedback() {
-        bit<16> records_bytes = ((bit<16>)md.fb_hop_count << 5) + ((bit<16>)md.fb_hop_count << 2);
-        bit<16> udp_len = (bit<16>)UDP_BYTES + (bit<16>)ICE_FEEDBACK_BYTES + records_bytes;
+    // Lengths in bytes, one operation per field and stage: 36 per record as (n << 5) + (n << 2),
+    // then UDP (8 + ICE_FEEDBACK_BYTES + records) and IPv4 (20 more).
+    action feedback_record_parts() {
+        md.fb_records_x32 = (bit<16>)md.fb_hop_count << 5;
+        md.fb_records_x4 = (bit<16>)md.fb_hop_count << 2;
+    }
 
+    action feedback_records_bytes() {
+        md.fb_records_bytes = md.fb_records_x32 + md.fb_records_x4;
+    }
+
+    action feedback_lengths() {
+        md.fb_udp_len = md.fb_records_bytes + (bit<16>)(UDP_BYTES + ICE_FEEDBACK_BYTES);
+        md.fb_ipv4_len = md.fb_records_bytes + (bit<16>)(IPV4_MIN_BYTES + UDP_BYTES
+                                                         + ICE_FEEDBACK_BYTES);
+    }
+
+    action build_feedback() {
         hdr.ice_feedback.setValid();
         hdr.ice_feedback.version = ICE_VERSION;
         hdr.ice_feedback.path_kind = hdr.ice_shim.path_kind;
@@ -40,14 +56,14 @@ control FeedbackBuilder(inout ice_egress_headers_t hdr,
         hdr.ice_feedback.hop_count = md.fb_hop_count;
         hdr.ice_feedback.path_tag = hdr.ice_shim.path_tag;
         hdr.ice_feedback.switch_id = hdr.mirror_md.switch_id;
-        hdr.ice_feedback.flow_src_addr = hdr.ipv4.src_addr;
-        hdr.ice_feedback.flow_dst_addr = hdr.ipv4.dst_addr;
-        hdr.ice_feedback.flow_src_port = hdr.udp.src_port;
-        hdr.ice_feedback.flow_dst_port = hdr.udp.dst_port;
+        hdr.ice_feedback.flow_src_addr = hdr.mirror_md.flow_src_addr;
+        hdr.ice_feedback.flow_dst_addr = hdr.mirror_md.flow_dst_addr;
+        hdr.ice_feedback.flow_src_port = hdr.mirror_md.flow_src_port;
+        hdr.ice_feedback.flow_dst_port = hdr.mirror_md.flow_dst_port;
         hdr.ice_feedback._reserved1 = 0;
-        hdr.ice_feedback.flow_dst_qp = hdr.bth.dst_qp;
-        hdr.ice_feedback.bth_opcode = hdr.bth.opcode;
-        hdr.ice_feedback.bth_psn = hdr.bth.psn;
+        hdr.ice_feedback.flow_dst_qp = hdr.mirror_md.flow_dst_qp;
+        hdr.ice_feedback.bth_opcode = hdr.mirror_md.bth_opcode;
+        hdr.ice_feedback.bth_psn = hdr.mirror_md.bth_psn;
         hdr.ice_feedback.timestamp = (bit<64>)hdr.mirror_md.last_hop_ts_us;
 
         hdr.fb_ipv4.setValid();
@@ -55,20 +71,20 @@ control FeedbackBuilder(inout ice_egress_headers_t hdr,
         hdr.fb_ipv4.ihl = 5;
         hdr.fb_ipv4.dscp = ICE_FEEDBACK_DSCP;
         hdr.fb_ipv4.ecn = 0;
-        hdr.fb_ipv4.total_len = (bit<16>)IPV4_MIN_BYTES + udp_len;
+        hdr.fb_ipv4.total_len = md.fb_ipv4_len;
         hdr.fb_ipv4.identification = 0;
         hdr.fb_ipv4.flags = 0;
         hdr.fb_ipv4.frag_offset = 0;
         hdr.fb_ipv4.ttl = ICE_FEEDBACK_TTL;
         hdr.fb_ipv4.protocol = IP_PROTO_UDP;
         hdr.fb_ipv4.hdr_checksum = 0;
-        hdr.fb_ipv4.src_addr = hdr.ipv4.dst_addr;
-        hdr.fb_ipv4.dst_addr = hdr.ipv4.src_addr;
+        hdr.fb_ipv4.src_addr = hdr.mirror_md.flow_dst_addr;
+        hdr.fb_ipv4.dst_addr = hdr.mirror_md.flow_src_addr;
 
         hdr.fb_udp.setValid();
         hdr.fb_udp.src_port = UDP_PORT_ICE_FEEDBACK;
         hdr.fb_udp.dst_port = UDP_PORT_ICE_FEEDBACK;
-        hdr.fb_udp.length = udp_len;
+        hdr.fb_udp.length = md.fb_udp_len;
         hdr.fb_udp.checksum = 0;   // optional over IPv4
 
         hdr.ethernet.src_addr = md.feedback_src_mac;
@@ -76,23 +92,13 @@ control FeedbackBuilder(inout ice_egress_headers_t hdr,
         hdr.ethernet.ether_type = ETHERTYPE_IPV4;
 
         hdr.ice_shim.setInvalid();
-        hdr.ipv4.setInvalid();
-        hdr.ipv4_options[0].setInvalid();
-        hdr.ipv4_options[1].setInvalid();
-        hdr.ipv4_options[2].setInvalid();
-        hdr.ipv4_options[3].setInvalid();
-        hdr.ipv4_options[4].setInvalid();
-        hdr.ipv4_options[5].setInvalid();
-        hdr.ipv4_options[6].setInvalid();
-        hdr.ipv4_options[7].setInvalid();
-        hdr.ipv4_options[8].setInvalid();
-        hdr.ipv4_options[9].setInvalid();
-        hdr.udp.setInvalid();
-        hdr.bth.setInvalid();
     }
 
     apply {
         feedback_config.apply();
+        feedback_record_parts();
+        feedback_records_bytes();
+        feedback_lengths();
         build_feedback();
     }
 }

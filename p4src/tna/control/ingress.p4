@@ -62,9 +62,45 @@ control IceIngress(inout ice_ingress_headers_t hdr,
     // divider: t = ns >> 10 (1.024 us units), then us = t * 1.024 ~ t + t/64 + t/128 + t/2048
     // (error below 0.01 %).  32 bits: wraps every ~71 minutes; INT records and feedback carry it
     // in their 64-bit fields, so consumers must take differences modulo 2^32 on Tofino.
-    action take_time() {
-        bit<32> t = ig_prsr_md.global_tstamp[41:10];
-        md.now_us = t + (t >> 6) + (t >> 7) + (t >> 11);
+    // Three actions, one per stage: a Tofino action does one operation per field.
+    action take_time_parts() {
+        md.time.t0 = ig_prsr_md.global_tstamp[41:10];
+        md.time.t6 = (bit<32>)ig_prsr_md.global_tstamp[41:16];
+        md.time.t7 = (bit<32>)ig_prsr_md.global_tstamp[41:17];
+        md.time.t11 = (bit<32>)ig_prsr_md.global_tstamp[41:21];
+    }
+
+    action take_time_pairs() {
+        md.time.t0 = md.time.t0 + md.time.t6;
+        md.time.t7 = md.time.t7 + md.time.t11;
+    }
+
+    action take_time_sum() {
+        md.now_us = md.time.t0 + md.time.t7;
+    }
+
+    // IPv4 length checks, as v1model's: header bytes and what the total length leaves after
+    // them, computed before the comparisons (a gateway compares fields, it does not shift).
+    action ipv4_header_bytes() {
+        md.ipv4_hdr_bytes = (bit<16>)hdr.ipv4.ihl << 2;
+    }
+
+    action ipv4_payload_bytes() {
+        md.ipv4_payload_bytes = hdr.ipv4.total_len - md.ipv4_hdr_bytes;
+    }
+
+    // The last hop removes the shim and the records from the packet it forwards; the mirror
+    // copy for feedback/report is taken of the packet as it arrived (TNA ingress mirroring), so
+    // it still carries them.  Done here and not in egress: Tofino 1's egress parser cannot reach
+    // past the records of a long path (IceTnaEgressParser).
+    action strip_shim() {
+        hdr.ethernet.ether_type = hdr.ice_shim.orig_ether_type;
+        hdr.ice_shim.setInvalid();
+        hdr.int_hops[0].setInvalid();
+        hdr.int_hops[1].setInvalid();
+        hdr.int_hops[2].setInvalid();
+        hdr.int_hops[3].setInvalid();
+        hdr.int_hops[4].setInvalid();
     }
 
     action compute_flow_slot() {
@@ -76,16 +112,15 @@ control IceIngress(inout ice_ingress_headers_t hdr,
     action bridge() {
         hdr.bridged.setValid();
         hdr.bridged.md_kind = ICE_MD_BRIDGED;
-        hdr.bridged.strip_shim = (bit<1>)md.strip_shim;
         hdr.bridged.to_cpu = (bit<1>)hdr.packet_in.isValid();
         hdr.bridged.ingress_port = ig_intr_md.ingress_port;
         hdr.bridged.switch_id = md.switch_id;
-        hdr.bridged.flow_slot = md.flow_slot;
-        hdr.bridged.now_us = md.now_us;
     }
 
     apply {
-        take_time();
+        take_time_parts();
+        take_time_pairs();
+        take_time_sum();
         queue_config.apply();
         port_rx_counter.count(ig_intr_md.ingress_port);
         if (hdr.packet_out.isValid()) {
@@ -94,7 +129,7 @@ control IceIngress(inout ice_ingress_headers_t hdr,
             md.drop_reason = DROP_REASON_TRUNCATED;
         } else if (md.drop_reason != DROP_REASON_NONE) {
             // a parser check failed (IceTnaIngressParser.malformed)
-        } else if (md.checksum_error) {
+        } else if (hdr.ipv4.isValid() && md.checksum_error) {
             md.drop_reason = DROP_REASON_BAD_CHECKSUM;
         } else if (hdr.ethernet.ether_type == ETHERTYPE_LLDP) {
             punt_link_probe();
@@ -104,10 +139,11 @@ control IceIngress(inout ice_ingress_headers_t hdr,
             if (hdr.arp.isValid()) {
                 arp.apply(hdr, ig_intr_md.ingress_port, ig_tm_md.ucast_egress_port);
             } else if (hdr.ipv4.isValid()) {
-                if (hdr.ipv4.total_len < ((bit<16>)hdr.ipv4.ihl << 2)) {
+                ipv4_header_bytes();
+                ipv4_payload_bytes();
+                if (hdr.ipv4.total_len < md.ipv4_hdr_bytes) {
                     md.drop_reason = DROP_REASON_PARSER_ERROR;
-                } else if (hdr.udp.isValid() && (bit<32>)hdr.udp.length
-                        + ((bit<32>)hdr.ipv4.ihl << 2) > (bit<32>)hdr.ipv4.total_len) {
+                } else if (hdr.udp.isValid() && hdr.udp.length > md.ipv4_payload_bytes) {
                     md.drop_reason = DROP_REASON_BAD_LENGTH;
                 } else if (hdr.ice_shim.isValid() && md.ingress_port_kind == PORT_KIND_HOST) {
                     md.drop_reason = DROP_REASON_SHIM_FROM_HOST;
@@ -141,6 +177,7 @@ control IceIngress(inout ice_ingress_headers_t hdr,
                     }
                     if (md.drop_reason == DROP_REASON_NONE && md.strip_shim && md.routed) {
                         last_hop.apply(hdr, md, ig_intr_md, ig_dprsr_md, ig_tm_md);
+                        strip_shim();
                     }
                 }
             } else {

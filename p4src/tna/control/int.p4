@@ -83,9 +83,21 @@ control IntTelemetry(inout ice_egress_headers_t hdr,
         size = EGRESS_PORT_TABLE_SIZE;
     }
 
-    action take_time() {
-        bit<32> t = eg_prsr_md.global_tstamp[41:10];
-        md.now_us = t + (t >> 6) + (t >> 7) + (t >> 11);
+    // As IceIngress.take_time_*: one operation per field and stage.
+    action take_time_parts() {
+        md.time.t0 = eg_prsr_md.global_tstamp[41:10];
+        md.time.t6 = (bit<32>)eg_prsr_md.global_tstamp[41:16];
+        md.time.t7 = (bit<32>)eg_prsr_md.global_tstamp[41:17];
+        md.time.t11 = (bit<32>)eg_prsr_md.global_tstamp[41:21];
+    }
+
+    action take_time_pairs() {
+        md.time.t0 = md.time.t0 + md.time.t6;
+        md.time.t7 = md.time.t7 + md.time.t11;
+    }
+
+    action take_time_sum() {
+        md.now_us = md.time.t0 + md.time.t7;
     }
 
     action fill_new_hop(switch_id_t switch_id) {
@@ -101,7 +113,9 @@ control IntTelemetry(inout ice_egress_headers_t hdr,
     }
 
     apply {
-        take_time();
+        take_time_parts();
+        take_time_pairs();
+        take_time_sum();
         if (md.is_copy) {
             md.stats_port = hdr.mirror_md.host_port;
             md.record_ingress_port = (bit<16>)hdr.mirror_md.orig_ingress_port;
@@ -128,22 +142,12 @@ control IntTelemetry(inout ice_egress_headers_t hdr,
         egress_port_info.apply();
 
         if (md.is_copy) {
+            // This hop's record, then the ones the copy carries (the shim's count; they stay
+            // unparsed behind it, see IceTnaEgressParser).
             fill_new_hop(hdr.mirror_md.switch_id);
-            md.fb_hop_count = 1;
-            if (hdr.int_hops[0].isValid()) {
-                md.fb_hop_count = md.fb_hop_count + 1;
-            }
-            if (hdr.int_hops[1].isValid()) {
-                md.fb_hop_count = md.fb_hop_count + 1;
-            }
-            if (hdr.int_hops[2].isValid()) {
-                md.fb_hop_count = md.fb_hop_count + 1;
-            }
-            if (hdr.int_hops[3].isValid()) {
-                md.fb_hop_count = md.fb_hop_count + 1;
-            }
+            md.fb_hop_count = hdr.ice_shim.int_hop_count + 1;
         } else if (hdr.ice_shim.isValid() && hdr.ice_shim.int_enabled == 1
-                && hdr.bridged.strip_shim == 0 && hdr.ice_shim.int_hop_count < INT_MAX_HOPS - 1) {
+                && hdr.ice_shim.int_hop_count < INT_MAX_HOPS - 1) {
             fill_new_hop(hdr.bridged.switch_id);
             hdr.ice_shim.int_hop_count = hdr.ice_shim.int_hop_count + 1;
         }

@@ -30,6 +30,32 @@ control LastHop(in ice_ingress_headers_t hdr,
         }
     };
 
+    // The copy's egress parser stops after the shim (ice_mirror_md_t), so the flow's fields
+    // and the records' largest queue depth (the report's queue alarm) travel in the mirror
+    // header.  max() runs on the ALU; absent records count as 0.
+    action record_qdepths_pairs() {
+        md.rec_qdepth0 = max(md.rec_qdepth0, md.rec_qdepth1);
+        md.rec_qdepth2 = max(md.rec_qdepth2, md.rec_qdepth3);
+    }
+
+    action fill_mirror_md() {
+        md.mirror_md.setValid();
+        md.mirror_md.md_kind = ICE_MD_MIRROR;
+        md.mirror_md.host_port = ig_tm_md.ucast_egress_port;
+        md.mirror_md.orig_ingress_port = ig_intr_md.ingress_port;
+        md.mirror_md.switch_id = md.switch_id;
+        md.mirror_md.flow_slot = md.flow_slot[11:0];
+        md.mirror_md.last_hop_ts_us = md.now_us;
+        md.mirror_md.flow_src_addr = hdr.ipv4.src_addr;
+        md.mirror_md.flow_dst_addr = hdr.ipv4.dst_addr;
+        md.mirror_md.flow_src_port = hdr.udp.src_port;
+        md.mirror_md.flow_dst_port = hdr.udp.dst_port;
+        md.mirror_md.flow_dst_qp = hdr.bth.dst_qp;
+        md.mirror_md.bth_opcode = hdr.bth.opcode;
+        md.mirror_md.bth_psn = hdr.bth.psn;
+        md.mirror_md.records_max_qdepth = max(md.rec_qdepth0, md.rec_qdepth2);
+    }
+
     apply {
         if (hdr.ice_shim.int_enabled == 1) {
             bit<1> feedback_due = 0;
@@ -37,13 +63,28 @@ control LastHop(in ice_ingress_headers_t hdr,
                 md.feedback_every_n_minus_1 = (bit<32>)md.feedback_every_n - 1;
                 feedback_due = count_for_feedback.execute(md.flow_slot[11:0]);
             }
-            md.mirror_md.setValid();
-            md.mirror_md.md_kind = ICE_MD_MIRROR;
-            md.mirror_md.host_port = ig_tm_md.ucast_egress_port;
-            md.mirror_md.orig_ingress_port = ig_intr_md.ingress_port;
-            md.mirror_md.switch_id = md.switch_id;
-            md.mirror_md.flow_slot = md.flow_slot;
-            md.mirror_md.last_hop_ts_us = md.now_us;
+            if (hdr.int_hops[0].isValid()) {
+                md.rec_qdepth0 = hdr.int_hops[0].enq_qdepth;
+            } else {
+                md.rec_qdepth0 = 0;
+            }
+            if (hdr.int_hops[1].isValid()) {
+                md.rec_qdepth1 = hdr.int_hops[1].enq_qdepth;
+            } else {
+                md.rec_qdepth1 = 0;
+            }
+            if (hdr.int_hops[2].isValid()) {
+                md.rec_qdepth2 = hdr.int_hops[2].enq_qdepth;
+            } else {
+                md.rec_qdepth2 = 0;
+            }
+            if (hdr.int_hops[3].isValid()) {
+                md.rec_qdepth3 = hdr.int_hops[3].enq_qdepth;
+            } else {
+                md.rec_qdepth3 = 0;
+            }
+            record_qdepths_pairs();
+            fill_mirror_md();
             if (feedback_due == 1 && md.report_enabled == 1) {
                 md.mirror_session = (MirrorId_t)ICE_SESSION_FEEDBACK_REPORT;
                 ig_dprsr_md.mirror_type = ICE_MIRROR_TYPE_LAST_HOP;

@@ -4,7 +4,9 @@
 // Turns a last-hop copy sent to the CPU port into a telemetry report (packet_in /
 // telemetry_report_t / records) or drops it when none is due: the v1model ReportBuilder's
 // format, sampling and alarm, with the count kept by one RegisterAction and the copy cut by the
-// mirror session instead of truncate() (see FeedbackBuilder).
+// mirror session instead of truncate() (see FeedbackBuilder).  The flow's fields and the largest
+// queue depth among the copy's records come from the mirror header (LastHop); the copy's
+// records follow the report unparsed.
 control ReportBuilder(inout ice_egress_headers_t hdr,
                       inout ice_egress_metadata_t md,
                       inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
@@ -50,31 +52,18 @@ control ReportBuilder(inout ice_egress_headers_t hdr,
         hdr.telemetry_report.hop_count = md.fb_hop_count;
         hdr.telemetry_report.path_tag = hdr.ice_shim.path_tag;
         hdr.telemetry_report.switch_id = hdr.mirror_md.switch_id;
-        hdr.telemetry_report.flow_src_addr = hdr.ipv4.src_addr;
-        hdr.telemetry_report.flow_dst_addr = hdr.ipv4.dst_addr;
-        hdr.telemetry_report.flow_src_port = hdr.udp.src_port;
-        hdr.telemetry_report.flow_dst_port = hdr.udp.dst_port;
+        hdr.telemetry_report.flow_src_addr = hdr.mirror_md.flow_src_addr;
+        hdr.telemetry_report.flow_dst_addr = hdr.mirror_md.flow_dst_addr;
+        hdr.telemetry_report.flow_src_port = hdr.mirror_md.flow_src_port;
+        hdr.telemetry_report.flow_dst_port = hdr.mirror_md.flow_dst_port;
         hdr.telemetry_report._reserved1 = 0;
-        hdr.telemetry_report.flow_dst_qp = hdr.bth.dst_qp;
-        hdr.telemetry_report.bth_opcode = hdr.bth.opcode;
-        hdr.telemetry_report.bth_psn = hdr.bth.psn;
+        hdr.telemetry_report.flow_dst_qp = hdr.mirror_md.flow_dst_qp;
+        hdr.telemetry_report.bth_opcode = hdr.mirror_md.bth_opcode;
+        hdr.telemetry_report.bth_psn = hdr.mirror_md.bth_psn;
         hdr.telemetry_report.timestamp = (bit<64>)hdr.mirror_md.last_hop_ts_us;
 
         hdr.ethernet.setInvalid();
         hdr.ice_shim.setInvalid();
-        hdr.ipv4.setInvalid();
-        hdr.ipv4_options[0].setInvalid();
-        hdr.ipv4_options[1].setInvalid();
-        hdr.ipv4_options[2].setInvalid();
-        hdr.ipv4_options[3].setInvalid();
-        hdr.ipv4_options[4].setInvalid();
-        hdr.ipv4_options[5].setInvalid();
-        hdr.ipv4_options[6].setInvalid();
-        hdr.ipv4_options[7].setInvalid();
-        hdr.ipv4_options[8].setInvalid();
-        hdr.ipv4_options[9].setInvalid();
-        hdr.udp.setInvalid();
-        hdr.bth.setInvalid();
     }
 
     apply {
@@ -87,15 +76,8 @@ control ReportBuilder(inout ice_egress_headers_t hdr,
             }
         }
         if (md.report_qdepth_threshold != 0) {
-            if ((hdr.new_hop.isValid() && hdr.new_hop.enq_qdepth > md.report_qdepth_threshold)
-                    || (hdr.int_hops[0].isValid()
-                        && hdr.int_hops[0].enq_qdepth > md.report_qdepth_threshold)
-                    || (hdr.int_hops[1].isValid()
-                        && hdr.int_hops[1].enq_qdepth > md.report_qdepth_threshold)
-                    || (hdr.int_hops[2].isValid()
-                        && hdr.int_hops[2].enq_qdepth > md.report_qdepth_threshold)
-                    || (hdr.int_hops[3].isValid()
-                        && hdr.int_hops[3].enq_qdepth > md.report_qdepth_threshold)) {
+            if (hdr.new_hop.enq_qdepth > md.report_qdepth_threshold
+                    || hdr.mirror_md.records_max_qdepth > md.report_qdepth_threshold) {
                 md.report_reason = md.report_reason | REPORT_REASON_QUEUE_ALARM;
             }
         }
