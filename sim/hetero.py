@@ -66,9 +66,11 @@ from icefabric.sim.config import SimConfig
 from icefabric.sim.devices import Device, device
 from icefabric.sim.engine import Simulator
 from icefabric.sim.model import LLAMA2_13B, TransformerModel
+from icefabric.sim.stripes import stripe
 from icefabric.sim.workload import NCCL_SLICE_BYTES, workload_from_jobs
 from icefabric.topo.generators import leaf_spine
 from icefabric.topo.spec import TopologySpec
+from icefabric.traffic.modes import Mode
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)
@@ -224,10 +226,12 @@ class Network:
         channels: int = 2,
         sim_bytes: int = 64 << 20,
         ideal: bool = False,
+        stripes: int = 1,
     ) -> None:
         self.topo = topo
         self.config = config
         self.channels = channels
+        self.stripes = stripes  # QPs per connection (E-ECMP's k, spraying's stripes; stripes.py)
         self.sim_bytes = sim_bytes
         self.ideal = ideal
         self.max_scale = 1.0
@@ -280,7 +284,8 @@ class Network:
             parse_job({"name": f"j{k}", "hosts": list(hosts), "phases": [phase]})
             for k, (hosts, phase) in enumerate(jobs)
         ]
-        res = Simulator(self.topo, workload_from_jobs(specs), self.config).run()
+        work = stripe(workload_from_jobs(specs), self.stripes)
+        res = Simulator(self.topo, work, self.config).run()
         if res.unfinished:
             raise RuntimeError(f"hetero: {res.unfinished} flows unfinished at max_time_us")
         return float(res.completion_us) * 1e-6
@@ -554,9 +559,12 @@ def run_scenario(
     cluster: Cluster | None = None,
     table: Mapping[str, Device] | None = None,
     sim_bytes: int = 64 << 20,
+    mode: Mode | None = None,
 ) -> HeteroResult:
     """Mixed and per-group step times and the efficiency under ``config`` (and with an ideal
-    network), the servers placed on a rail-optimised fabric by ``seed``."""
+    network), the servers placed on a rail-optimised fabric by ``seed``; ``mode``: the
+    ``traffic/modes.py`` mode ``config`` runs, whose QPs per connection (E-ECMP, spraying) the
+    transfers are striped over."""
     cl = cluster or Cluster()
     need = sum(g.servers for g in scenario.groups)
     spec, hosts = place(need, cl, seed)
@@ -568,7 +576,12 @@ def run_scenario(
         for _ in range(g.servers):
             placed.append((gi, Server(speed=d.flops * cl.gpus, hosts=hosts[k])))
             k += 1
-    net = Network(topo, config, channels=cl.channels_per_nic, sim_bytes=sim_bytes)
+    k = 1
+    if mode is not None:
+        from icefabric.sim.matrix import stripes_for  # the matrix's rule, one definition
+
+        k = stripes_for(mode, topo, 0)
+    net = Network(topo, config, channels=cl.channels_per_nic, sim_bytes=sim_bytes, stripes=k)
     mixed, groups, eff = _efficiency(scenario, placed, cl, net)
     ideal = Network(topo, config, ideal=True)
     _, _, eff_ideal = _efficiency(scenario, placed, cl, ideal)

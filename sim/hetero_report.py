@@ -29,19 +29,17 @@ from pathlib import Path
 import numpy as np
 
 from icefabric.files import DataFileError, read_text, write_output
-from icefabric.sim.config import SimConfig
+from icefabric.sim.config import config_for
 from icefabric.sim.hetero import STUDY_SCENARIOS, Cluster, Group, Scenario, Training, run_scenario
 from icefabric.sim.sweep import SweepError, run_tasks
+from icefabric.traffic.modes import MODES, get_mode, modes_for
 
 BEGIN = "<!-- hetero:begin -->"
 END = "<!-- hetero:end -->"
-# the peers issue's schemes available in the simulator: ECMP + HPCC is ICE's end-side control
-# (HPCC-style, INT-driven) on ECMP's paths, without the planner or the controller's caps
-SCHEMES: tuple[tuple[str, SimConfig], ...] = (
-    ("ECMP + DCQCN", SimConfig(routing="ecmp", control="dcqcn")),
-    ("ECMP + HPCC", SimConfig(routing="ecmp", control="ice", caps=False)),
-    ("ICE", SimConfig(routing="ice", control="ice")),
-)
+# the schemes are the peers issue's modes (traffic/modes.py, one definition shared with the
+# matrix): ecmp+hpcc is ICE's end-side control (HPCC-style, INT-driven) on ECMP's paths, without
+# the planner or the controller's caps; --mode adds any other mode the simulator carries
+DEFAULT_MODES = ("ecmp+dcqcn", "ecmp+hpcc", "ice")
 GPUS = (128, 256, 512, 1024, 2048, 4096)
 SAMPLES_PER_SERVER = 16  # the study scenarios' 256 samples over 16 servers
 
@@ -62,12 +60,17 @@ class Outcome:
     cpu_s: float = field(compare=False)  # differs from run to run; results compare without
 
 
-def task(
-    scenario: Scenario, scheme: str, config: SimConfig, seed: int, cluster: Cluster
-) -> Outcome:
-    """One sweep task: ``run_scenario`` reduced to plain figures."""
+def sim_modes() -> tuple[str, ...]:
+    """The modes of ``traffic/modes.py`` the simulator carries (``--mode``'s choices)."""
+    return modes_for("sim")
+
+
+def task(scenario: Scenario, scheme: str, seed: int, cluster: Cluster) -> Outcome:
+    """One sweep task: ``run_scenario`` under the mode called ``scheme`` (``traffic/modes.py``;
+    E-ECMP's QPs and spraying's stripes applied), reduced to plain figures."""
     cpu0 = time.process_time()
-    r = run_scenario(scenario, config, seed=seed, cluster=cluster)
+    mode = get_mode(scheme)
+    r = run_scenario(scenario, config_for(mode, seed=seed), seed=seed, cluster=cluster, mode=mode)
     return Outcome(
         scenario=scenario.name,
         parallel=scenario.parallel,
@@ -118,6 +121,7 @@ def report(
     seeds: list[int],
     gpus: tuple[int, ...],
     *,
+    modes: tuple[str, ...] = DEFAULT_MODES,
     cluster: str | None,
     workers: int,
     serial: bool,
@@ -128,11 +132,11 @@ def report(
     study = study_rows(base)
     tasks: list[tuple[object, ...]] = []
     for _, sc, cl in study:
-        tasks += [(sc, name, cfg, s, cl) for name, cfg in SCHEMES for s in seeds]
+        tasks += [(sc, name, s, cl) for name in modes for s in seeds]
     for parallel in ("dp", "pp"):
         for n in gpus:
             sc = scaled(parallel, n, base)
-            tasks += [(sc, name, cfg, s, base) for name, cfg in SCHEMES for s in seeds]
+            tasks += [(sc, name, s, base) for name in modes for s in seeds]
     wall0 = time.perf_counter()
     out: list[Outcome] = run_tasks(
         task, tasks, cluster=cluster, workers=workers, serial=serial, label="hetero"
@@ -143,10 +147,12 @@ def report(
     for t, o in zip(tasks, out, strict=True):
         first = t[0]
         assert isinstance(first, Scenario)
-        key = next((label for label, s, cl in study if s is first and cl is t[4]), first.name)
+        key = next((label for label, s, cl in study if s is first and cl is t[3]), first.name)
         by.setdefault((key, o.scheme), []).append(o)
-    names = [n for n, _ in SCHEMES]
+    names = list(modes)
     gpu_args = "" if gpus == GPUS else "".join(f" --gpus {n}" for n in gpus)
+    if modes != DEFAULT_MODES:
+        gpu_args += "".join(f" --mode {m}" for m in modes)
     run_args = " --serial" if serial else f" --workers {workers}" if workers != 2 else ""
     where = "serially" if serial else f"on {cluster}" if cluster else f"on {workers} local workers"
     lines = [
@@ -244,6 +250,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--gpus", type=int, action="append", help=f"scale points (default {list(GPUS)})"
     )
+    ap.add_argument(
+        "--mode",
+        action="append",
+        metavar="MODE",
+        help=f"a scheme (traffic/modes.py), repeatable: one of {', '.join(sim_modes())} "
+        f"(default {' '.join(DEFAULT_MODES)})",
+    )
     ap.add_argument("--cluster", default=None, help="Dask scheduler address, tcp://HOST:8786")
     ap.add_argument("--workers", type=int, default=2, help="local Dask worker processes")
     ap.add_argument("--serial", action="store_true", help="no Dask: one task after another")
@@ -260,9 +273,18 @@ def main(argv: list[str] | None = None) -> int:
         gpus = tuple(args.gpus or GPUS)
         for n in gpus:
             scaled("dp", n, Cluster())
+        modes = tuple(dict.fromkeys(args.mode or DEFAULT_MODES))
+        for m in modes:
+            if m not in sim_modes():
+                raise ValueError(
+                    f"--mode: expected one of {', '.join(sim_modes())}, got {m!r}"
+                    if m not in MODES
+                    else f"--mode: {m} has no simulator model (engines {MODES[m].engines})"
+                )
         text = report(
             list(range(1, args.seeds + 1)),
             gpus,
+            modes=modes,
             cluster=args.cluster,
             workers=args.workers,
             serial=args.serial,

@@ -10,7 +10,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from icefabric.sim.config import SimConfig
 from icefabric.sim.hetero import Cluster, Group, Scenario, Training
 from icefabric.sim.hetero_report import Outcome, task
 from icefabric.sim.model import TransformerModel
@@ -31,9 +30,7 @@ CLUSTER = Cluster(servers_per_leaf=2)  # two units: rings cross the spines
 # ECMP's collisions and DCQCN's cuts differ by placement (seed): results that must come back
 # in task order, not in the order the workers finish
 TASKS: list[tuple[object, ...]] = [
-    (SCENARIO, name, SimConfig(routing=r, control=c), s, CLUSTER)
-    for name, r, c in (("ecmp", "ecmp", "dcqcn"), ("ice", "ice", "ice"))
-    for s in (1, 2)
+    (SCENARIO, name, s, CLUSTER) for name in ("ecmp+dcqcn", "ice") for s in (1, 2)
 ]
 
 
@@ -44,7 +41,7 @@ def serial() -> list[Outcome]:
 
 def test_local_cluster_gives_the_serial_results(serial: list[Outcome]) -> None:
     # every result carries its task's scheme and seed: equal lists are equal in task order
-    assert [(o.scheme, o.seed) for o in serial] == [(t[1], t[3]) for t in TASKS]
+    assert [(o.scheme, o.seed) for o in serial] == [(t[1], t[2]) for t in TASKS]
     got = run_tasks(task, TASKS, workers=2, progress=False)
     assert got == serial
 
@@ -131,6 +128,6 @@ def test_unreachable_scheduler_is_one_clear_error() -> None:
 
 def test_a_failing_task_is_named() -> None:
     unknown = Scenario(name="z", parallel="dp", groups=(Group(device="Z9", servers=2),))
-    bad = [TASKS[0], (unknown, "x", SimConfig(), 1, CLUSTER)]
+    bad = [TASKS[0], (unknown, "ecmp+dcqcn", 1, CLUSTER)]
     with pytest.raises(SweepError, match=r"task 1 .* unknown accelerator 'Z9'"):
         run_tasks(task, bad, workers=1, progress=False)
