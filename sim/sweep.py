@@ -92,6 +92,8 @@ def _on_dask(
         from distributed import Client, LocalCluster, as_completed
     except ImportError as e:  # pragma: no cover - a dependency of the project
         raise SweepError(f"sweep: dask[distributed] is not installed ({e})") from None
+    # distributed sets its loggers to INFO when imported: its lines would drown the progress bar
+    logging.getLogger("distributed").setLevel(max(logging.WARNING, log.getEffectiveLevel()))
     local = None
     try:
         if cluster is None:
@@ -100,7 +102,10 @@ def _on_dask(
                 threads_per_worker=1,
                 processes=True,
                 host="127.0.0.1",
-                dashboard_address=None,
+                dashboard_address=None,  # no dashboard; the scheduler's own HTTP endpoint
+                # (health, metrics) on a free loopback port, not on 8787, which another
+                # user's cluster on the machine may hold
+                scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
                 silence_logs=logging.CRITICAL,
             )
             client = Client(local)  # type: ignore[no-untyped-call]
