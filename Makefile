@@ -29,8 +29,9 @@ test-e2e: setup
 demo: setup
 	$(PY) -m icefabric.experiment.demo
 
+# QUICK=1 leaves out the simulator's 16,384-GPU runs (about 10 CPU minutes of the total)
 bench: setup
-	$(PY) -m icefabric.bench
+	$(PY) -m icefabric.bench $(if $(QUICK),--quick)
 
 # Compile p4src/ with real p4c when it is installed (target/bmv2.py: the build cache shared with
 # --target bmv2 and ICE_TARGET=bmv2, copied to build/); the embedded target needs no compile step.

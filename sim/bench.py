@@ -8,7 +8,8 @@ eventful configuration: collisions, queues, CNPs):
 * 4,096 GPUs: 64 leaves x 64 hosts, 32 spines (1:1); 32,768 flows. Target <= 5 min.
 * 16,384 GPUs: 128 leaves x 128 hosts, 64 spines (1:1); 131,072 flows. Target <= 30 min.
 * A 16,384-GPU data-parallel mixed-training step (``hetero.py``): NVIDIA + Biren, 1,024
-  servers each, 8 x 400G NICs per server on a rail-optimised fabric, 16 samples per server; the
+  servers each, 8 x 400G NICs per server on a rail-optimised fabric (64-server units:
+  ``rail_cluster``), 16 samples per server; the
   mixed job's and each group's bucketed gradient all-reduces simulated (ECMP + DCQCN) and the
   efficiency computed. Target <= 30 min.
 
@@ -24,10 +25,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import resource
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -38,7 +40,7 @@ from icefabric.sim.config import SimConfig
 from icefabric.sim.engine import Simulator
 from icefabric.sim.hetero import Cluster, run_scenario
 from icefabric.sim.workload import workload_from_jobs
-from icefabric.topo.generators import leaf_spine
+from icefabric.topo.generators import MAX_PORTS, leaf_spine
 from icefabric.topo.spec import TopologySpec
 
 log = logging.getLogger(__name__)
@@ -113,11 +115,24 @@ def run(gpus: int, *, target_s: float, config: SimConfig, seed: int = 1) -> SimB
     )
 
 
+def rail_cluster(gpus: int) -> Cluster:
+    """The default servers (8 GPUs, 8 NICs) in scalable units large enough that the two-tier
+    rail fabric fits the generator's ports per switch: a spine has a port per rail leaf (units x
+    8), at most ``MAX_PORTS``, so 2,048 servers take 64-server units (256 leaves, 32 spines of
+    256 ports, 800G uplinks) instead of the SuperPOD's 32 (512 leaves)."""
+    base = Cluster()
+    servers = gpus // base.gpus
+    per_leaf = base.servers_per_leaf
+    while math.ceil(servers / per_leaf) * base.nics > MAX_PORTS:
+        per_leaf *= 2
+    return replace(base, servers_per_leaf=per_leaf)
+
+
 def run_dp(gpus: int, *, target_s: float, config: SimConfig, seed: int = 1) -> SimBench:
     """A data-parallel mixed-training step over ``gpus`` GPUs (NVIDIA + Biren), timed."""
     from icefabric.sim.hetero_report import scaled
 
-    cluster = Cluster()
+    cluster = rail_cluster(gpus)
     scenario = scaled("dp", gpus, cluster)
     wall0, cpu0 = time.perf_counter(), time.process_time()
     res = run_scenario(scenario, config, seed=seed, cluster=cluster)
