@@ -19,17 +19,19 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import logging
 import platform
 import resource
 import sys
 import time
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
-from icefabric.files import DataFileError, read_text, write_output
+from icefabric.files import DataFileError, JsonError, parse_json, read_text, write_output
 from icefabric.sim.config import config_for
 from icefabric.sim.hetero import STUDY_SCENARIOS, Cluster, Group, Scenario, Training, run_scenario
 from icefabric.sim.sweep import SweepError, run_tasks
@@ -65,7 +67,8 @@ class Outcome:
 
 def sim_modes() -> tuple[str, ...]:
     """The modes of ``traffic/modes.py`` the simulator carries (``--mode``'s choices)."""
-    return modes_for("sim")
+    names: tuple[str, ...] = modes_for("sim")
+    return names
 
 
 def task(scenario: Scenario, scheme: str, seed: int, cluster: Cluster) -> Outcome:
@@ -121,6 +124,34 @@ def study_rows(cluster: Cluster) -> list[tuple[str, Scenario, Cluster]]:
     return rows
 
 
+def save_outcomes(path: str, done: Mapping[str, Outcome]) -> None:
+    """Every outcome so far, keyed by row, mode and seed (``--resume``'s file, JSON)."""
+    doc = {"hetero_outcomes": {k: asdict(o) for k, o in done.items()}}
+    write_output(path, json.dumps(doc, indent=1) + "\n", mode=0o600)
+
+
+def load_outcomes(path: str) -> dict[str, Outcome]:
+    """The outcomes a ``--resume`` file holds (none when it does not exist yet); a one-line
+    ValueError naming the file and the entry when it is not such a file."""
+    if not Path(path).exists():
+        return {}
+    try:
+        doc = parse_json(read_text(path, what="a hetero_report resume file"))
+    except (DataFileError, JsonError) as e:
+        raise ValueError(f"--resume: {str(e).splitlines()[0]}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("hetero_outcomes"), dict):
+        raise ValueError(f"--resume: {path}: expected an object with 'hetero_outcomes'")
+    out = {}
+    for k, v in doc["hetero_outcomes"].items():
+        if not isinstance(v, dict) or not all(isinstance(x, int | float | str) for x in v.values()):
+            raise ValueError(f"--resume: {path}: entry {k!r}: expected an object of numbers")
+        try:
+            out[k] = Outcome(**v)
+        except TypeError as e:
+            raise ValueError(f"--resume: {path}: entry {k!r}: {e}") from None
+    return out
+
+
 def report(
     seeds: list[int],
     gpus: tuple[int, ...],
@@ -130,30 +161,62 @@ def report(
     workers: int,
     serial: bool,
     plot: str | None,
+    resume: str | None = None,
 ) -> str:
-    """Run both parts through one sweep; the Markdown section."""
+    """Run both parts through one sweep (with ``resume``: one sweep per scale point, each
+    point's outcomes saved to that file as it ends, and those already in it not run again); the
+    Markdown section."""
     base = Cluster()
     study = study_rows(base)
     tasks: list[tuple[object, ...]] = []
-    for _, sc, cl in study:
-        tasks += [(sc, name, s, cl) for name in modes for s in seeds]
-    for parallel in ("dp", "pp"):
-        for n in gpus:
+    keys: list[str] = []  # the row label, mode and seed: what a resume file is keyed by
+    batches: list[list[int]] = [[]]
+    for label, sc, cl in study:
+        for name in modes:
+            for s in seeds:
+                batches[0].append(len(tasks))
+                tasks.append((sc, name, s, cl))
+                keys.append(f"{label}|{name}|{s}")
+    for n in gpus:
+        for parallel in ("dp", "pp"):
             sc = scaled(parallel, n, base)
-            tasks += [(sc, name, s, base) for name in modes for s in seeds]
+            batches.append([])
+            for name in modes:
+                for s in seeds:
+                    batches[-1].append(len(tasks))
+                    tasks.append((sc, name, s, base))
+                    keys.append(f"{sc.name}|{name}|{s}")
+    done = load_outcomes(resume) if resume else {}
+    resumed = sum(k in done for k in keys)
     wall0 = time.perf_counter()
-    out: list[Outcome] = run_tasks(
-        task, tasks, cluster=cluster, workers=workers, serial=serial, label="hetero"
-    )
+    if resume is None:
+        out: list[Outcome] = run_tasks(
+            task, tasks, cluster=cluster, workers=workers, serial=serial, label="hetero"
+        )
+    else:
+        for batch in batches:
+            todo = [i for i in batch if keys[i] not in done]
+            if not todo:
+                continue
+            first = tasks[todo[0]][0]
+            assert isinstance(first, Scenario)
+            got = run_tasks(
+                task,
+                [tasks[i] for i in todo],
+                cluster=cluster,
+                workers=workers,
+                serial=serial,
+                label=f"hetero: {first.name}" if len(batch) < len(keys) else "hetero",
+            )
+            done.update({keys[i]: o for i, o in zip(todo, got, strict=True)})
+            save_outcomes(resume, done)
+        out = [done[k] for k in keys]
     wall = time.perf_counter() - wall0
     cpu = sum(o.cpu_s for o in out)
     peak = max((o.peak_mb for o in out), default=0.0)
     by: dict[tuple[str, str], list[Outcome]] = {}
-    for t, o in zip(tasks, out, strict=True):
-        first = t[0]
-        assert isinstance(first, Scenario)
-        key = next((label for label, s, cl in study if s is first and cl is t[3]), first.name)
-        by.setdefault((key, o.scheme), []).append(o)
+    for k, o in zip(keys, out, strict=True):
+        by.setdefault((k.split("|")[0], o.scheme), []).append(o)
     names = list(modes)
     gpu_args = "" if gpus == GPUS else "".join(f" --gpus {n}" for n in gpus)
     if modes != DEFAULT_MODES:
@@ -165,7 +228,8 @@ def report(
         "",
         f"Generated by `python -m icefabric.sim.hetero_report --write sim/README.md --plot "
         f"sim/hetero.svg --seeds {len(seeds)}{gpu_args}{run_args}` ({len(tasks)} runs {where}, "
-        f"{wall / 60:.1f} min "
+        + (f"{resumed} of them in earlier invocations resumed from a file, " if resumed else "")
+        + f"{wall / 60:.1f} min "
         f"wall, {cpu / 60:.1f} CPU min in the tasks, {peak:.0f} MB peak resident per worker; "
         f"{platform.machine()}, Python "
         f"{platform.python_version()}). Efficiency: median (p10-p90) over seeds "
@@ -266,6 +330,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cluster", default=None, help="Dask scheduler address, tcp://HOST:8786")
     ap.add_argument("--workers", type=int, default=2, help="local Dask worker processes")
     ap.add_argument("--serial", action="store_true", help="no Dask: one task after another")
+    ap.add_argument(
+        "--resume",
+        metavar="FILE",
+        default=None,
+        help="save each scale point's outcomes to FILE as it ends and skip those already "
+        "there (a sweep stopped part-way goes on where it stopped; same code and options)",
+    )
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("distributed").setLevel(logging.WARNING)  # its INFO lines drown the bar
@@ -295,6 +366,7 @@ def main(argv: list[str] | None = None) -> int:
             workers=args.workers,
             serial=args.serial,
             plot=args.plot,
+            resume=args.resume,
         )
     except (SweepError, ValueError) as e:
         sys.stderr.write(f"hetero_report: {e}\n")
