@@ -138,7 +138,7 @@ def load_outcomes(path: str) -> dict[str, Outcome]:
     try:
         doc = parse_json(read_text(path, what="a hetero_report resume file"))
     except (DataFileError, JsonError) as e:
-        raise ValueError(f"--resume: {str(e).splitlines()[0]}") from None
+        raise ValueError(f"--resume: {path}: {str(e).splitlines()[0]}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("hetero_outcomes"), dict):
         raise ValueError(f"--resume: {path}: expected an object with 'hetero_outcomes'")
     out = {}

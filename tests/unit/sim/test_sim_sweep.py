@@ -7,9 +7,12 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from icefabric.sim import hetero_report
 from icefabric.sim.hetero import Cluster, Group, Scenario, Training
 from icefabric.sim.hetero_report import Outcome, task
 from icefabric.sim.model import TransformerModel
@@ -131,3 +134,65 @@ def test_a_failing_task_is_named() -> None:
     bad = [TASKS[0], (unknown, "ecmp+dcqcn", 1, CLUSTER)]
     with pytest.raises(SweepError, match=r"task 1 .* unknown accelerator 'Z9'"):
         run_tasks(task, bad, workers=1, progress=False)
+
+
+def _fake_outcome(sc: Scenario, scheme: str, seed: int, cluster: Cluster) -> Outcome:
+    # no simulation: a figure that differs per row, scheme and seed
+    eff = 0.9 + seed / 1000 + len(scheme) / 10_000 + cluster.nics / 100_000
+    return Outcome(
+        scenario=sc.name,
+        parallel=sc.parallel,
+        scheme=scheme,
+        gpus=sum(g.servers for g in sc.groups) * cluster.gpus,
+        seed=seed,
+        efficiency=eff,
+        compute_efficiency=0.99,
+        step_s=1.0,
+        comm_s=0.01,
+        cpu_s=0.5,
+    )
+
+
+def test_resume_runs_only_what_the_file_lacks_and_reports_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ran: list[tuple[object, ...]] = []
+
+    def fake_run_tasks(fn: object, tasks: list[tuple[object, ...]], **kw: object) -> list[Outcome]:
+        ran.extend(tasks)
+        return [_fake_outcome(*t) for t in tasks]  # type: ignore[arg-type]
+
+    monkeypatch.setattr(hetero_report, "run_tasks", fake_run_tasks)
+    path = str(tmp_path / "resume.json")
+    kw: dict[str, Any] = {"cluster": None, "workers": 1, "serial": True, "plot": None}
+    full = hetero_report.report([1, 2], (128, 256), resume=path, **kw)
+    first = len(ran)
+    assert first == (4 + 4) * 3 * 2  # 4 study rows and 2 x 2 scale rows, 3 modes, 2 seeds
+    # a sweep stopped after the study rows and the first scale point: the rest runs, once
+    saved = hetero_report.load_outcomes(path)
+    keep = dict(list(saved.items())[: 4 * 3 * 2 + 3 * 2])
+    hetero_report.save_outcomes(path, keep)
+    ran.clear()
+    again = hetero_report.report([1, 2], (128, 256), resume=path, **kw)
+    assert len(ran) == first - len(keep)
+    assert hetero_report.load_outcomes(path) == saved
+    ran.clear()
+    third = hetero_report.report([1, 2], (128, 256), resume=path, **kw)
+    assert ran == []
+
+    def table(text: str) -> list[str]:
+        return [line for line in text.splitlines() if line.startswith("|")]
+
+    assert table(full) == table(again) == table(third)
+    assert "resumed from a file" in third and "resumed from a file" not in full
+
+
+def test_a_bad_resume_file_is_one_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"hetero_outcomes": {"x|ice|1": {"efficiency": "high"}}}')
+    with pytest.raises(ValueError, match=r"bad.json: entry 'x\|ice\|1'"):
+        hetero_report.load_outcomes(str(bad))
+    bad.write_text("[1, 2")
+    with pytest.raises(ValueError, match=r"--resume: .*bad.json"):
+        hetero_report.load_outcomes(str(bad))
+    assert hetero_report.load_outcomes(str(tmp_path / "none.json")) == {}
