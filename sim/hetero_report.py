@@ -194,7 +194,7 @@ def report(
             task, tasks, cluster=cluster, workers=workers, serial=serial, label="hetero"
         )
     else:
-        for batch in batches:
+        for b, batch in enumerate(batches):
             todo = [i for i in batch if keys[i] not in done]
             if not todo:
                 continue
@@ -206,7 +206,7 @@ def report(
                 cluster=cluster,
                 workers=workers,
                 serial=serial,
-                label=f"hetero: {first.name}" if len(batch) < len(keys) else "hetero",
+                label=f"hetero: {first.name}" if b else "hetero: the study's scenarios",
             )
             done.update({keys[i]: o for i, o in zip(todo, got, strict=True)})
             save_outcomes(resume, done)
