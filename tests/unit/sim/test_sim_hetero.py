@@ -225,3 +225,35 @@ def test_study_scenarios_run_and_stay_below_100() -> None:
         res = run_scenario(sc, SimConfig(routing="ecmp", control="dcqcn"), seed=1)
         assert 0.9 < res.efficiency <= res.compute_efficiency + 1e-9 <= 1.0 + 1e-9
         assert res.gpus == 8 * sum(g.servers for g in sc.groups)
+
+
+@pytest.mark.parametrize(("mode", "k"), [("ecmp+dcqcn", 1), ("eecmp4+dcqcn", 4), ("ice", 1)])
+def test_a_modes_qps_stripe_every_transfer(
+    mode: str, k: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from icefabric.sim import hetero
+    from icefabric.sim.config import config_for
+    from icefabric.traffic.modes import get_mode
+
+    rows: list[int] = []
+    real = hetero.Simulator
+
+    class Counting(real):  # type: ignore[misc, valid-type]
+        def __init__(self, topo: Topology, work: object, config: SimConfig) -> None:
+            rows.append(len(work))  # type: ignore[arg-type]
+            super().__init__(topo, work, config)
+
+    monkeypatch.setattr(hetero, "Simulator", Counting)
+    sc = Scenario(
+        name="dp",
+        parallel="dp",
+        groups=(Group(device="A100", servers=2), Group(device="BR104", servers=2)),
+        training=Training(model=SMALL, global_batch=24),
+    )
+    cl = Cluster(servers_per_leaf=2, nics=2)
+    m = get_mode(mode)
+    r = run_scenario(sc, config_for(m), cluster=cl, mode=m)
+    # the mixed job's all-reduce: one ring per rail (2) over 4 servers, 2 channels: 16 rows,
+    # each a connection striped over the mode's k QPs
+    assert rows[0] == 16 * k
+    assert 0 < r.efficiency <= r.compute_efficiency <= 1
