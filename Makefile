@@ -4,7 +4,7 @@ PY      := $(VENV)/bin/python
 PYTEST  := $(PY) -m pytest
 BUILD   := build
 
-.PHONY: setup test test-unit test-hostile test-dataplane test-e2e demo bench p4 p4-tna p4-py lint clean
+.PHONY: setup test test-unit test-hostile test-dataplane test-e2e test-tofino demo bench p4 p4-tna p4-py lint clean
 
 setup:
 	@scripts/setup.sh
@@ -26,6 +26,10 @@ test-dataplane: setup
 test-e2e: setup
 	$(PYTEST) tests/e2e
 
+# The Tofino tier: bf-p4c compiles p4src/tna/ice.p4 for Tofino 1 and 2 (skips without bf-p4c).
+test-tofino: setup
+	$(PYTEST) tests/tofino
+
 demo: setup
 	$(PY) -m icefabric.experiment.demo
 
@@ -40,7 +44,8 @@ p4: setup
 
 # Check the Tofino program (p4src/tna/ice.p4) for Tofino 1 and 2 with p4test and the TNA headers
 # in $(ICE_TNA_INCLUDE), then compile it with bf-p4c (the Tofino back end: fits it into the chip)
-# into build/tna/tofino and build/tna/tofino2 when bf-p4c is on PATH.  p4test's
+# into build/tna/tofino and build/tna/tofino2 when bf-p4c is on PATH and print the stages, PHV,
+# SRAM and TCAM it used (icefabric.p4src.tofino_resources).  p4test's
 # uninitialized_out_param warning is off: the TNA parsers leave metadata unset on purpose (the
 # checksum verdict is written once, later; other fields are written before they are read), and
 # bf-p4c's own uninitialized-read check, which knows Tofino, runs in the compile.
@@ -65,6 +70,7 @@ p4-tna: setup
 			$(BF_P4C) $(BF_P4C_FLAGS) --target $$target --arch $$arch -o $$out \
 				--p4runtime-files $$out/p4info.txt p4src/tna/ice.p4 || exit 1; \
 		done; \
+		$(PY) -m icefabric.p4src.tofino_resources $(BUILD)/tna/tofino $(BUILD)/tna/tofino2; \
 	else \
 		echo "p4-tna: $(BF_P4C) not on PATH; skipping the Tofino compile"; \
 	fi

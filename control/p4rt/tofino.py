@@ -248,8 +248,8 @@ def _resolve(out_dir: Path, listed: str, pipeline: str | None) -> Path:
 
 def load_bf_p4c_output(out_dir: str | Path, *, program: str | None = None) -> TofinoProgram:
     """The program in a bf-p4c output folder: from its ``<name>.conf`` when there is one, else
-    from the layout (``bf-rt.json`` + one sub-folder per pipeline holding ``context.json`` and
-    ``tofino.bin`` / ``tofino2.bin``)."""
+    from the layout (``bfrt.json`` or ``bf-rt.json`` + one sub-folder per pipeline holding
+    ``context.json`` and ``tofino.bin`` / ``tofino2.bin``)."""
     root = Path(out_dir)
     if not root.is_dir():
         raise TofinoConfigError(f"{root}: not a folder (expected bf-p4c's output folder)")
@@ -303,11 +303,17 @@ def _from_conf(root: Path, conf: Path, program: str | None) -> TofinoProgram:
     return TofinoProgram(name=name, bfrt=bfrt, profiles=tuple(profiles))
 
 
+# BF-RT schema names: bf-p4c's driver writes <out>/bfrt.json unless --bf-rt-schema says otherwise;
+# the SDE installs it as bf-rt.json.
+BFRT_NAMES = ("bfrt.json", "bf-rt.json")
+
+
 def _from_layout(root: Path, program: str | None) -> TofinoProgram:
-    bfrt_path = root / "bf-rt.json"
-    if not bfrt_path.is_file():
+    bfrt_path = next((root / n for n in BFRT_NAMES if (root / n).is_file()), None)
+    if bfrt_path is None:
         raise TofinoConfigError(
-            f"{root}: no <program>.conf and no bf-rt.json (is this bf-p4c's output folder?)"
+            f"{root}: no <program>.conf and no {' or '.join(BFRT_NAMES)} "
+            "(is this bf-p4c's output folder?)"
         )
     profiles = []
     for sub in sorted(p for p in root.iterdir() if p.is_dir()):

@@ -100,14 +100,27 @@ def test_legacy_packing_is_three_little_endian_length_prefixed_fields() -> None:
         encode_legacy(two)
 
 
-def _bf_out(tmp: Path, *, conf: bool = True, chip: str = "tofino") -> Path:
+def _bf_out(
+    tmp: Path,
+    *,
+    conf: bool = True,
+    chip: str = "tofino",
+    paths: str = "sde",
+    bfrt: str = "bf-rt.json",
+) -> Path:
     out = tmp / "ice.tofino"
     (out / "pipe").mkdir(parents=True)
-    (out / "bf-rt.json").write_bytes(b'{"tables":[]}')
+    (out / bfrt).write_bytes(b'{"tables":[]}')
     (out / "pipe" / "context.json").write_bytes(b'{"ctx":1}')
     (out / "pipe" / f"{chip}.bin").write_bytes(b"BIN")
     if conf:
-        # As bf-p4c writes it: paths as installed under the SDE, not as in this folder.
+        if paths == "sde":
+            # As the SDE installs it: paths under share/tofinopd, not as in this folder.
+            where = "share/tofinopd/ice"
+        else:
+            # As bf-p4c's driver has p4c-gen-conf write it for `-o build/tna/tofino`
+            # (backends/tofino/scripts/p4c-gen-conf: installdir = outputdir, as given).
+            where = "build/tna/tofino"
         doc = {
             "chip_list": [{"chip_family": chip, "instance": 0}],
             "p4_devices": [
@@ -116,13 +129,14 @@ def _bf_out(tmp: Path, *, conf: bool = True, chip: str = "tofino") -> Path:
                     "p4_programs": [
                         {
                             "program-name": "ice",
-                            "bfrt-config": "share/tofinopd/ice/bf-rt.json",
+                            "bfrt-config": f"{where}/{bfrt}",
                             "p4_pipelines": [
                                 {
                                     "p4_pipeline_name": "pipe",
-                                    "context": "share/tofinopd/ice/pipe/context.json",
-                                    "config": f"share/tofinopd/ice/pipe/{chip}.bin",
+                                    "context": f"{where}/pipe/context.json",
+                                    "config": f"{where}/pipe/{chip}.bin",
                                     "pipe_scope": [0, 1, 2, 3],
+                                    "path": where,
                                 }
                             ],
                         }
@@ -134,8 +148,13 @@ def _bf_out(tmp: Path, *, conf: bool = True, chip: str = "tofino") -> Path:
     return out
 
 
-def test_output_folder_with_conf_resolves_sde_paths_inside_the_folder(tmp_path: Path) -> None:
-    prog = load_bf_p4c_output(_bf_out(tmp_path))
+@pytest.mark.parametrize(
+    ("paths", "bfrt"), [("sde", "bf-rt.json"), ("driver", "bfrt.json")], ids=["sde", "bf-p4c"]
+)
+def test_output_folder_with_conf_resolves_its_paths_inside_the_folder(
+    tmp_path: Path, paths: str, bfrt: str
+) -> None:
+    prog = load_bf_p4c_output(_bf_out(tmp_path, paths=paths, bfrt=bfrt))
     assert prog.name == "ice" and prog.bfrt == b'{"tables":[]}'
     (p,) = prog.profiles
     assert (p.name, p.context, p.binary, p.pipe_scope) == (
@@ -146,9 +165,15 @@ def test_output_folder_with_conf_resolves_sde_paths_inside_the_folder(tmp_path: 
     )
 
 
-def test_output_folder_without_conf_uses_the_layout_tofino2_too(tmp_path: Path) -> None:
-    prog = load_bf_p4c_output(_bf_out(tmp_path, conf=False, chip="tofino2"), program="ice")
+@pytest.mark.parametrize("bfrt", ["bfrt.json", "bf-rt.json"])
+def test_output_folder_without_conf_uses_the_layout_tofino2_too(tmp_path: Path, bfrt: str) -> None:
+    out = _bf_out(tmp_path, conf=False, chip="tofino2", bfrt=bfrt)
+    prog = load_bf_p4c_output(out, program="ice")
     assert prog.name == "ice" and prog.profiles[0].binary == b"BIN"
+    assert prog.bfrt == b'{"tables":[]}'
+    (out / bfrt).unlink()
+    with pytest.raises(TofinoConfigError, match=r"no <program>\.conf and no bfrt\.json or bf-rt"):
+        load_bf_p4c_output(out)
 
 
 @pytest.mark.parametrize(
