@@ -33,7 +33,7 @@ test-tofino: setup
 demo: setup
 	$(PY) -m icefabric.experiment.demo
 
-# QUICK=1 leaves out the simulator's 16,384-GPU runs (about 10 CPU minutes of the total)
+# QUICK=1 leaves out the simulator's 16,384-GPU runs (over 10 CPU minutes of the total)
 bench: setup
 	$(PY) -m icefabric.bench $(if $(QUICK),--quick)
 

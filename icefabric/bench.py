@@ -22,7 +22,7 @@ BENCHMARKS: dict[str, str] = {
     "matrix": "icefabric.sim.matrix",
     "store": "icefabric.control.store.bench",
 }
-# what --quick passes to a benchmark: the simulator's leaves out its 16,384-GPU runs (about 10 of
+# what --quick passes to a benchmark: the simulator's leaves out its 16,384-GPU runs (over 10 of
 # the bench's CPU minutes; the figures for 16,384 GPUs come from the full run)
 QUICK_ARGS: dict[str, list[str]] = {"sim": ["--quick"]}
 
@@ -40,7 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--quick",
         action="store_true",
         help="leave out the long runs (the simulator's 16,384-GPU ring all-reduce and data-parallel "
-        "step, about 10 CPU minutes); `make bench QUICK=1`",
+        "step, over 10 CPU minutes); `make bench QUICK=1`",
     )
     args = parser.parse_args(argv)
     unknown = [n for n in args.names if n not in BENCHMARKS]
