@@ -38,26 +38,26 @@ header ice_bridged_md_t {
 // Ingress -> egress, on the last-hop copy only (prepended by the mirror engine to a copy of
 // the packet as it arrived: shim, INT records, IPv4 ...).  The copy's egress parser stops after
 // the shim (the records and what follows them stay payload, Tofino 1's parse depth allows no
-// more), so everything feedback and reports need from the flow's headers travels here.
-// 38 bytes.
+// more), so what feedback and reports need from the flow's headers travels here.  Tofino 1's
+// deparser puts at most 32 bytes of mirror header in front of a copy (bf-asm: "mirror digest
+// limited to 32 bytes"; 48 on Tofino 2), so this is 30, laid out in whole words: the report
+// sampler's per-flow index is hashed again in egress from the flow's fields, and feedback and
+// reports carry the last hop's egress time of the copy rather than its ingress time.
 header ice_mirror_md_t {
     bit<8>      md_kind;            // ICE_MD_MIRROR
-    @padding bit<7> _pad0;
     PortId_t    host_port;          // the port the data packet leaves on towards its host
-    @padding bit<7> _pad1;
     PortId_t    orig_ingress_port;  // the port the data packet arrived on
+    @padding bit<6> _pad0;
     switch_id_t switch_id;
-    @padding bit<4> _pad2;
-    bit<12>     flow_slot;          // per-flow register index (FLOW_STATE_SLOTS)
-    bit<32>     last_hop_ts_us;     // ingress time of the data packet, microseconds
     bit<32>     flow_src_addr;
     bit<32>     flow_dst_addr;
     bit<16>     flow_src_port;
     bit<16>     flow_dst_port;
-    bit<24>     flow_dst_qp;
     bit<8>      bth_opcode;
+    bit<24>     flow_dst_qp;
     bit<24>     bth_psn;
-    bit<32>     records_max_qdepth; // largest enq_qdepth of the records the packet carried
+    bit<24>     records_max_qdepth; // largest enq_qdepth of the records the packet carried
+                                    // (low 24 bits)
 }
 
 // One 32-bit word of IPv4 options: Tofino parsers extract fixed-size headers, so the options
@@ -208,6 +208,7 @@ struct ice_egress_metadata_t {
     bit<32>       report_every_n;
     bit<32>       report_every_n_minus_1;
     bit<32>       report_qdepth_threshold;
+    bit<12>       report_slot;      // the flow's sampling counter (hash of the flow's fields)
     bit<4>        report_reason;
     bit<32>       pkt_len;
 }

@@ -64,7 +64,7 @@ control FeedbackBuilder(inout ice_egress_headers_t hdr,
         hdr.ice_feedback.flow_dst_qp = hdr.mirror_md.flow_dst_qp;
         hdr.ice_feedback.bth_opcode = hdr.mirror_md.bth_opcode;
         hdr.ice_feedback.bth_psn = hdr.mirror_md.bth_psn;
-        hdr.ice_feedback.timestamp = (bit<64>)hdr.mirror_md.last_hop_ts_us;
+        hdr.ice_feedback.timestamp = (bit<64>)md.now_us;    // see ice_mirror_md_t
 
         hdr.fb_ipv4.setValid();
         hdr.fb_ipv4.version = 4;

@@ -44,8 +44,6 @@ control LastHop(in ice_ingress_headers_t hdr,
         md.mirror_md.host_port = ig_tm_md.ucast_egress_port;
         md.mirror_md.orig_ingress_port = ig_intr_md.ingress_port;
         md.mirror_md.switch_id = md.switch_id;
-        md.mirror_md.flow_slot = md.flow_slot[11:0];
-        md.mirror_md.last_hop_ts_us = md.now_us;
         md.mirror_md.flow_src_addr = hdr.ipv4.src_addr;
         md.mirror_md.flow_dst_addr = hdr.ipv4.dst_addr;
         md.mirror_md.flow_src_port = hdr.udp.src_port;
@@ -53,7 +51,7 @@ control LastHop(in ice_ingress_headers_t hdr,
         md.mirror_md.flow_dst_qp = hdr.bth.dst_qp;
         md.mirror_md.bth_opcode = hdr.bth.opcode;
         md.mirror_md.bth_psn = hdr.bth.psn;
-        md.mirror_md.records_max_qdepth = max(md.rec_qdepth0, md.rec_qdepth2);
+        md.mirror_md.records_max_qdepth = (bit<24>)max(md.rec_qdepth0, md.rec_qdepth2);
     }
 
     apply {

@@ -12,6 +12,16 @@ control ReportBuilder(inout ice_egress_headers_t hdr,
                       inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
 
     Register<bit<32>, bit<12>>(FLOW_STATE_SLOTS, 0) report_pkt_count;
+    // The flow's counter: a hash of the flow's fields from the mirror header (the ingress flow
+    // slot does not fit in the 32-byte mirror header; any per-flow index serves a counter).
+    Hash<bit<12>>(HashAlgorithm_t.CRC32) report_slot_hash;
+
+    action report_slot() {
+        md.report_slot = report_slot_hash.get({
+            hdr.mirror_md.flow_src_addr, hdr.mirror_md.flow_dst_addr,
+            hdr.mirror_md.flow_src_port, hdr.mirror_md.flow_dst_port,
+            hdr.mirror_md.flow_dst_qp });
+    }
 
     RegisterAction<bit<32>, bit<12>, bit<1>>(report_pkt_count) count_for_report = {
         void apply(inout bit<32> seen, out bit<1> due) {
@@ -60,7 +70,7 @@ control ReportBuilder(inout ice_egress_headers_t hdr,
         hdr.telemetry_report.flow_dst_qp = hdr.mirror_md.flow_dst_qp;
         hdr.telemetry_report.bth_opcode = hdr.mirror_md.bth_opcode;
         hdr.telemetry_report.bth_psn = hdr.mirror_md.bth_psn;
-        hdr.telemetry_report.timestamp = (bit<64>)hdr.mirror_md.last_hop_ts_us;
+        hdr.telemetry_report.timestamp = (bit<64>)md.now_us;    // see ice_mirror_md_t
 
         hdr.ethernet.setInvalid();
         hdr.ice_shim.setInvalid();
@@ -71,13 +81,14 @@ control ReportBuilder(inout ice_egress_headers_t hdr,
         md.report_reason = 0;
         if (md.report_every_n != 0) {
             md.report_every_n_minus_1 = md.report_every_n - 1;
-            if (count_for_report.execute(hdr.mirror_md.flow_slot[11:0]) == 1) {
+            report_slot();
+            if (count_for_report.execute(md.report_slot) == 1) {
                 md.report_reason = md.report_reason | REPORT_REASON_SAMPLED;
             }
         }
         if (md.report_qdepth_threshold != 0) {
             if (hdr.new_hop.enq_qdepth > md.report_qdepth_threshold
-                    || hdr.mirror_md.records_max_qdepth > md.report_qdepth_threshold) {
+                    || (bit<32>)hdr.mirror_md.records_max_qdepth > md.report_qdepth_threshold) {
                 md.report_reason = md.report_reason | REPORT_REASON_QUEUE_ALARM;
             }
         }
