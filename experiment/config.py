@@ -55,7 +55,7 @@ from typing import Any
 from icefabric.control.ccl.job import JobError, JobSpec, load_job, parse_job, parse_size
 from icefabric.files import read_data_file
 from icefabric.topo.spec import SpecError, TopologySpec, load_topology
-from icefabric.traffic.modes import DEFAULT_MODES, MODES, Mode
+from icefabric.traffic.modes import DEFAULT_MODES, MODES, Mode, ModeError, get_mode
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGINES = ("virtual", "mininet")
@@ -521,14 +521,29 @@ def _modes(raw: Any, err: Any) -> tuple[str, ...]:
     out = []
     known = packet_modes()
     for i, m in enumerate(raw):
-        if m not in known:
+        if m not in known and not _composed_packet_mode(m):
             hint = " (simulator only: icectl sim)" if m in MODES else ""
-            err(f"modes[{i}]", f"expected one of {', '.join(known)}, got {m!r}{hint}")
+            err(
+                f"modes[{i}]",
+                f"expected one of {', '.join(known)} or BALANCE+RATE (traffic/modes.py), "
+                f"got {m!r}{hint}",
+            )
         elif m in out:
             err(f"modes[{i}]", f"{m} is listed twice")
         else:
             out.append(m)
     return tuple(out) or DEFAULT_MODES
+
+
+def _composed_packet_mode(name: object) -> bool:
+    """``name`` is a BALANCE+RATE mode (traffic/modes.py get_mode) a packet engine carries."""
+    if not isinstance(name, str) or name in MODES:
+        return False
+    try:
+        m = get_mode(name)
+    except ModeError:
+        return False
+    return "virtual" in m.engines or "mininet" in m.engines
 
 
 def _number(v: Any, key: str, err: Any, lo: float, hi: float, default: float) -> float:

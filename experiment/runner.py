@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from icefabric.experiment import measures, results
-from icefabric.experiment.config import MODES, Experiment, Mode
+from icefabric.experiment.config import Experiment, Mode
+from icefabric.traffic.modes import get_mode
 from icefabric.traffic.workload import Schedule, build_schedule, check_against_demand
 
 log = logging.getLogger(__name__)
@@ -79,7 +80,7 @@ def run_experiment(
     for name in exp.modes:
         t0 = time.perf_counter()
         try:
-            obs = eng.run_mode(exp, MODES[name], schedule, progress or (lambda m, f: None))
+            obs = eng.run_mode(exp, get_mode(name), schedule, progress or (lambda m, f: None))
         except Exception as exc:  # one mode failing must not hide the others' results
             log.exception("%s: mode %s failed", exp.name, name)
             from icefabric.traffic.workload import WorkloadExecutor

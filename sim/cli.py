@@ -43,9 +43,9 @@ def _config(args: argparse.Namespace, routing: str, control: str) -> SimConfig:
 def _mode_config(args: argparse.Namespace, name: str) -> SimConfig:
     """A mode of traffic/modes.py (its caps and PFC; --caps / --pfc do not apply)."""
     from icefabric.sim.config import config_for
-    from icefabric.traffic.modes import MODES
+    from icefabric.traffic.modes import get_mode
 
-    m = MODES[name]
+    m = get_mode(name)
     if "sim" not in m.engines:
         raise CliError(f"icectl sim: mode {name} does not run in the simulator", EXIT_USAGE)
     return config_for(m, dt_us=args.dt_us, max_time_us=args.max_time_ms * 1e3, seed=args.seed)
@@ -94,9 +94,9 @@ def _run(args: argparse.Namespace, cfg: SimConfig) -> SimResult:
         if cfg.mode is not None:  # E-ECMP's QPs, spraying's stripes
             from icefabric.sim.matrix import stripes_for
             from icefabric.sim.stripes import stripe
-            from icefabric.traffic.modes import MODES
+            from icefabric.traffic.modes import get_mode
 
-            w = stripe(w, stripes_for(MODES[cfg.mode], topo, 0))
+            w = stripe(w, stripes_for(get_mode(cfg.mode), topo, 0))
         sim = Simulator(topo, w, cfg)
     except ValueError as e:
         raise CliError(f"icectl sim: {e}", EXIT_RUNTIME) from None

@@ -6,9 +6,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from icefabric.traffic.modes import Mode
+from icefabric.traffic.rate import RATE_CLASSES, rate_kinds
 
 ROUTINGS = ("ecmp", "ice", "flowlet", "spray")
-CONTROLS = ("dcqcn", "ice", "none")
+CONTROLS = (*RATE_CLASSES, "none")  # the rate algorithms registered at import, and none
 
 
 # Bounds checked before a run allocates or steps anything (control/README.md, "Limits").
@@ -93,8 +94,10 @@ class SimConfig:
     def __post_init__(self) -> None:
         if self.routing not in ROUTINGS:
             raise SimConfigError(f"routing: expected one of {ROUTINGS}, got {self.routing!r}")
-        if self.control not in CONTROLS:
-            raise SimConfigError(f"control: expected one of {CONTROLS}, got {self.control!r}")
+        if self.control != "none" and self.control not in RATE_CLASSES:
+            raise SimConfigError(
+                f"control: expected one of {(*rate_kinds(), 'none')}, got {self.control!r}"
+            )
         if self.dt_us is not None and not MIN_DT_US <= self.dt_us <= MAX_DT_US:
             raise SimConfigError(
                 f"dt_us: expected {MIN_DT_US:g}..{MAX_DT_US:g} microseconds, got {self.dt_us!r}"

@@ -25,6 +25,7 @@ exactly).
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 from collections import deque
 from typing import TYPE_CHECKING
@@ -36,8 +37,8 @@ from icefabric.sim.config import check_run_size
 from icefabric.sim.marks import EnqueueDepth
 from icefabric.sim.results import QUEUE_EDGES, Trace
 from icefabric.sim.window import WindowRun, reset_rows
-from icefabric.traffic.rate import DcqcnParams, IceParams
-from icefabric.traffic.rate.vector import DcqcnArray, IceArray
+from icefabric.traffic.rate import DcqcnParams, IceParams, make_rate_control, rate_needs_int
+from icefabric.traffic.rate.vector import DcqcnArray, IceArray, RateObjects
 
 if TYPE_CHECKING:
     from icefabric.sim.engine import LinkFailure, Simulator
@@ -132,7 +133,22 @@ class FluidRun:
         self.ice = (
             IceArray(n_f, n_h, IceParams().scaled(line, rtt)) if cfg.control == "ice" else None
         )
-        self.ctrl = self.dc if self.dc is not None else self.ice
+        # any other registered algorithm: one object per flow (traffic/rate/vector.py)
+        self.other = (
+            RateObjects(
+                n_f,
+                functools.partial(make_rate_control, cfg.control, line, base_rtt_us=rtt),
+                needs_int=rate_needs_int(cfg.control),
+            )
+            if cfg.control not in ("dcqcn", "ice", "none")
+            else None
+        )
+        # who gets CNPs, bytes sent and timers; who gets INT records
+        self.cnp_rc: DcqcnArray | RateObjects | None = self.dc or self.other
+        self.int_rc: IceArray | RateObjects | None = self.ice or (
+            self.other if self.other is not None and self.other.needs_int else None
+        )
+        self.ctrl = self.dc or self.ice or self.other
         self.pristine = (
             copy.deepcopy(self.ctrl) if (wins or self.failing) and self.ctrl is not None else None
         )
@@ -183,7 +199,7 @@ class FluidRun:
         self.paused = np.zeros(nl, dtype=bool)
         self.pause_us = np.zeros(nl)
         self.mark_acc = np.zeros(n_f)
-        self.enq = EnqueueDepth(nl, cfg.ecn_history_steps) if self.dc is not None else None
+        self.enq = EnqueueDepth(nl, cfg.ecn_history_steps) if self.cnp_rc is not None else None
         self.last_cnp = np.full(n_f, -np.inf)
         self.cnp_queue: deque[tuple[float, np.ndarray]] = deque()  # (arrival at sender, rows)
         self.cnp_delay = rtt if cfg.cnp_delay_us is None else cfg.cnp_delay_us
@@ -243,6 +259,8 @@ class FluidRun:
             rate = self.dc.rates()
         elif self.ice is not None:
             rate = self.ice.rates()
+        elif self.other is not None:
+            rate = self.other.rates()
         else:
             rate = np.minimum(self.line, self.caps)
         inj = np.where(active, np.minimum(rate / 8.0 * self.dt * 1e-6, want), 0.0)
@@ -296,7 +314,7 @@ class FluidRun:
 
     def mark(self, inj: np.ndarray, x: np.ndarray) -> None:
         """ECN marks on the enqueue depth, CNPs one per interval, DCQCN's reaction."""
-        dc, enq, cfg, t = self.dc, self.enq, self.cfg, self.t
+        dc, enq, cfg, t = self.cnp_rc, self.enq, self.cfg, self.t
         if dc is None:
             return
         assert enq is not None
@@ -323,15 +341,19 @@ class FluidRun:
         while self.cnp_queue and self.cnp_queue[0][0] <= t + 1e-9:
             dc.on_cnp(self.cnp_queue.popleft()[1], t)
         sending = np.flatnonzero(inj > 0)
-        dc.on_bytes_sent(sending, inj[sending])
+        if isinstance(dc, RateObjects):
+            dc.on_bytes_sent(sending, inj[sending], t)
+        else:
+            dc.on_bytes_sent(sending, inj[sending])
         dc.on_timer(t)
 
     def feedback(self, active: np.ndarray) -> None:
-        """ICE: one INT record per hop from the link history one base RTT back; then this
-        step's transmit counters and queues join the history."""
+        """ICE (or another algorithm that reads INT): one INT record per hop from the link
+        history one base RTT back; then this step's transmit counters and queues join the
+        history."""
         steps, ds = self.steps, self.delay_steps
         slot = steps % ds
-        ice = self.ice
+        ice = self.int_rc
         if ice is not None:
             old = (slot + 1) % ds if steps >= ds else 0
             rows = np.flatnonzero(active)
@@ -470,6 +492,8 @@ class FluidRun:
                 self.dc.set_caps(self.caps)
             if self.ice is not None:
                 self.ice.set_caps(self.caps)
+            if self.other is not None:
+                self.other.set_caps(self.caps)
 
     def record(self, x: np.ndarray, active: np.ndarray) -> None:
         """A trace sample every ``trace_every`` steps."""

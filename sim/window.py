@@ -44,7 +44,7 @@ from icefabric.control.planner.heuristic import greedy
 from icefabric.control.planner.state import PlanState
 from icefabric.p4src import ice_p4 as names
 from icefabric.sim.network import SimNetwork
-from icefabric.traffic.rate.vector import DcqcnArray, IceArray
+from icefabric.traffic.rate.vector import DcqcnArray, IceArray, RateObjects
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)
@@ -329,10 +329,15 @@ class WindowRun:
 
 
 def reset_rows(
-    ctrl: DcqcnArray | IceArray, pristine: DcqcnArray | IceArray, rows: np.ndarray
+    ctrl: DcqcnArray | IceArray | RateObjects,
+    pristine: DcqcnArray | IceArray | RateObjects,
+    rows: np.ndarray,
 ) -> None:
     """Put ``rows`` of a rate-control array back to the state a new queue pair starts in: every
-    per-flow array copied from an untouched twin."""
+    per-flow array copied from an untouched twin (per-flow objects: new ones)."""
+    if isinstance(ctrl, RateObjects):
+        ctrl.renew(rows)
+        return
     n = ctrl.n
     for name, val in vars(ctrl).items():
         if isinstance(val, np.ndarray) and val.shape[:1] == (n,):

@@ -47,7 +47,7 @@ from typing import Any
 from icefabric.control.flowkey import FlowKey
 from icefabric.traffic.agent import Agent
 from icefabric.traffic.endpoint import DEFAULT_MTU, Endpoint
-from icefabric.traffic.rate import RATE_KINDS, DcqcnParams
+from icefabric.traffic.rate import DcqcnParams, rate_kinds
 from icefabric.traffic.roce import ip_bytes, mac_bytes
 
 log = logging.getLogger("icefabric.traffic.host")
@@ -472,7 +472,7 @@ def build_parser() -> argparse.ArgumentParser:
         "rates are multiplied by it); default 1",
     )
     ap.add_argument(
-        "--kind", choices=RATE_KINDS, default="ice", help="rate algorithm (default ice)"
+        "--kind", choices=rate_kinds(), default="ice", help="rate algorithm (default ice)"
     )
     ap.add_argument(
         "--base-rtt-us",

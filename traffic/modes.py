@@ -15,9 +15,11 @@ A mode is what a fabric + its hosts do with a job's traffic:
 * **INT** is not a knob: it is on exactly when the rate algorithm declares it reads INT
   (``NEEDS_INT`` on its class).
 
-A new mode is one :class:`Mode` line in :data:`MODES` (a new rate algorithm is one class in
-``traffic/rate`` and one line in ``RATE_CLASSES``). ``engines`` says which engines can carry it
-(``sim``: the fluid simulator; ``virtual`` / ``mininet``: the packet-level engines).
+A new mode is one :class:`Mode` line in :data:`MODES`. A new rate algorithm is one class in
+``traffic/rate`` and one line in ``RATE_CLASSES``: every registered algorithm ``R`` also runs as
+the composed modes ``ecmp+R``, ``flowlet+R``, ``spray+R`` and ``planned+R`` (no caps) without a
+line here (:func:`get_mode`). ``engines`` says which engines can carry a mode (``sim``: the fluid
+simulator; ``virtual`` / ``mininet``: the packet-level engines).
 """
 
 from __future__ import annotations
@@ -25,10 +27,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from icefabric.traffic.rate import RATE_CLASSES, rate_needs_int
+from icefabric.traffic.rate import RATE_CLASSES, rate_kinds, rate_needs_int
 
 BALANCES = ("ecmp", "eecmp", "planned", "flowlet", "spray")
-RATES = (*RATE_CLASSES, "none")
 ENGINES = ("sim", "virtual", "mininet")
 PACKET = ("sim", "virtual", "mininet")  # every engine
 SIM_ONLY = ("sim",)
@@ -57,8 +58,11 @@ class Mode:
             raise ModeError(
                 f"mode {self.name}: balance: expected one of {BALANCES}, got {self.balance!r}"
             )
-        if self.rate not in RATES:
-            raise ModeError(f"mode {self.name}: rate: expected one of {RATES}, got {self.rate!r}")
+        if self.rate != "none" and self.rate not in RATE_CLASSES:  # the registry as it is now
+            raise ModeError(
+                f"mode {self.name}: rate: expected one of {(*rate_kinds(), 'none')}, "
+                f"got {self.rate!r}"
+            )
         if not 1 <= self.qps <= 64 or (self.qps > 1) != (self.balance == "eecmp"):
             raise ModeError(
                 f"mode {self.name}: qps: expected > 1 exactly for eecmp (1..64), got {self.qps}"
@@ -200,12 +204,27 @@ MODES: Mapping[str, Mode] = {
 DEFAULT_MODES = ("ecmp+dcqcn", "ice")
 
 
+COMPOSED = ("ecmp", "flowlet", "spray", "planned")  # balances of the BALANCE+RATE modes
+
+
 def get_mode(name: str) -> Mode:
-    """The mode called ``name`` (a one-line error listing the known ones otherwise)."""
-    try:
+    """The mode called ``name``: one of :data:`MODES`, else ``BALANCE+RATE`` for a balance of
+    :data:`COMPOSED` and any registered rate algorithm (a one-line error otherwise)."""
+    if name in MODES:
         return MODES[name]
-    except KeyError:
-        raise ModeError(f"mode: expected one of {', '.join(MODES)}, got {name!r}") from None
+    balance, _, rate = name.partition("+")
+    if balance in COMPOSED and rate in RATE_CLASSES:
+        return Mode(
+            name=name,
+            balance=balance,
+            rate=rate,
+            engines=("sim", "virtual") if balance == "spray" else PACKET,
+            about=f"{balance} paths, {rate} senders (composed: traffic/modes.py get_mode)",
+        )
+    raise ModeError(
+        f"mode: expected one of {', '.join(MODES)} or BALANCE+RATE ({'|'.join(COMPOSED)} + "
+        f"{'|'.join(rate_kinds())}), got {name!r}"
+    )
 
 
 def modes_for(engine: str) -> tuple[str, ...]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +65,18 @@ class RateControl(Protocol):
 
     def next_timer_us(self) -> float | None:
         """When :meth:`on_timer` next wants to run (``None``: no timer pending)."""
+        ...
+
+
+class RateAlgorithm(RateControl, Protocol):
+    """A rate algorithm's class as the registry (``RATE_CLASSES``) holds it."""
+
+    NEEDS_INT: ClassVar[bool]  # reads INT hop records: a mode that uses it turns INT on
+
+    @classmethod
+    def for_line(cls, line_rate_bps: float, *, base_rtt_us: float | None = None) -> RateControl:
+        """A fresh controller for one flow on a ``line_rate_bps`` NIC (``base_rtt_us``: the
+        fabric's base RTT, when the caller knows it)."""
         ...
 
 

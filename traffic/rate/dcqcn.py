@@ -138,6 +138,11 @@ class Dcqcn:
         self.cnps = 0
         self.decreases = 0
 
+    @classmethod
+    def for_line(cls, line_rate_bps: float, *, base_rtt_us: float | None = None) -> Dcqcn:
+        """The reference parameters scaled to ``line_rate_bps`` (DCQCN needs no RTT)."""
+        return cls(DcqcnParams().scaled(line_rate_bps))
+
     # ---- RateControl ------------------------------------------------------------------------
     def rate_bps(self) -> float:
         """Current rate Rc, never above the cap."""

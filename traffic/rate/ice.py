@@ -136,6 +136,11 @@ class IceRate:
         self.feedbacks = 0
         self.ignored_hops = 0
 
+    @classmethod
+    def for_line(cls, line_rate_bps: float, *, base_rtt_us: float | None = None) -> IceRate:
+        """The reference parameters scaled to ``line_rate_bps`` (T = ``base_rtt_us`` if given)."""
+        return cls(IceParams().scaled(line_rate_bps, base_rtt_us))
+
     # ---- RateControl ------------------------------------------------------------------------
     def rate_bps(self) -> float:
         """Current rate, never above the cap."""

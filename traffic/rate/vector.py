@@ -1,6 +1,8 @@
 """DCQCN and ICE over arrays of flows: the same algorithms as :class:`Dcqcn` and :class:`IceRate`,
 one numpy array per state variable, for the fluid simulator (``sim/``) where thousands of flows
-step together and per-flow objects would cost a Python call per flow per step.
+step together and per-flow objects would cost a Python call per flow per step. Any other
+registered algorithm runs there as one object per flow behind the same interface
+(:class:`RateObjects`).
 
 Same parameters (:class:`DcqcnParams`, :class:`IceParams`, already scaled), same rules, same
 order of updates; ``tests/unit/traffic/test_rate_vector.py`` drives a scalar object per flow and
@@ -10,9 +12,12 @@ one array with the same random event sequences and checks every rate after every
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import numpy.typing as npt
 
+from icefabric.traffic.rate.base import HopSample, RateControl
 from icefabric.traffic.rate.dcqcn import DcqcnParams
 from icefabric.traffic.rate.ice import IceParams
 
@@ -291,3 +296,84 @@ class IceArray:
         rate = np.minimum(np.maximum(rate, p.min_rate_bps), c)
         self.rate[r] = rate
         self.ref[r] = np.where(update_ref, rate, self.ref[r])
+
+
+class RateObjects:
+    """Any registered rate algorithm without an array form: one object per flow behind the
+    arrays' interface (the simulator calls it as it calls :class:`DcqcnArray` /
+    :class:`IceArray`).
+
+    A Python call per flow per event, so for a new algorithm's first runs and tests rather than
+    100,000-flow runs; an array form (as the two above) is the way to scale one. INT records
+    reach the objects as :class:`HopSample` with the simulator's link id as ``switch_id`` and
+    port 0 (one id per hop, which is all a per-hop algorithm keys on).
+    """
+
+    def __init__(self, n: int, make: Callable[[], RateControl], *, needs_int: bool) -> None:
+        self.n = n
+        self.needs_int = needs_int
+        self._make = make
+        self.flows = [make() for _ in range(n)]
+        self.cap = np.full(n, np.inf)
+
+    def rates(self) -> FloatArray:
+        """Every flow's rate (bit/s), never above its cap."""
+        return np.fromiter((f.rate_bps() for f in self.flows), dtype=np.float64, count=self.n)
+
+    def set_caps(self, caps: FloatArray, rows: IntArray | None = None) -> None:
+        """Set caps (``inf``: none) of ``rows`` (all by default)."""
+        r = np.arange(self.n) if rows is None else rows
+        if np.any(~(caps > 0)):
+            raise ValueError("RateObjects.set_caps: caps must be > 0 (inf for none)")
+        self.cap[r] = caps
+        for i in r.tolist():
+            c = float(self.cap[i])
+            self.flows[i].set_cap(c if np.isfinite(c) else None)
+
+    def on_cnp(self, rows: IntArray, now_us: float) -> None:
+        """A CNP for each flow of ``rows``."""
+        for i in rows.tolist():
+            self.flows[i].on_cnp(now_us)
+
+    def on_bytes_sent(self, rows: IntArray, nbytes: FloatArray, now_us: float) -> None:
+        """Each flow of ``rows`` put ``nbytes`` on the wire."""
+        for i, b in zip(rows.tolist(), nbytes.tolist(), strict=True):
+            self.flows[i].on_bytes_sent(now_us, int(b))
+
+    def on_timer(self, now_us: float) -> None:
+        """Run every flow's timer that is due."""
+        for f in self.flows:
+            due = f.next_timer_us()
+            if due is not None and due <= now_us:
+                f.on_timer(now_us)
+
+    def on_feedback(
+        self,
+        rows: IntArray,
+        now_us: float,
+        hop_id: IntArray,
+        link_bps: FloatArray,
+        tx_bytes: FloatArray,
+        ts_us: FloatArray,
+        qdepth_bytes: FloatArray,
+    ) -> None:
+        """One INT path record per flow of ``rows`` (as :meth:`IceArray.on_feedback`)."""
+        for k, i in enumerate(rows.tolist()):
+            hops = [
+                HopSample(
+                    switch_id=int(hop_id[k, h]),
+                    port=0,
+                    link_bps=float(link_bps[k, h]),
+                    tx_bytes=int(tx_bytes[k, h]),
+                    ts_us=float(ts_us[k, h]),
+                    qdepth_bytes=int(qdepth_bytes[k, h]),
+                )
+                for h in np.flatnonzero(hop_id[k] >= 0).tolist()
+            ]
+            self.flows[i].on_feedback(now_us, hops)
+
+    def renew(self, rows: IntArray) -> None:
+        """``rows`` start over as new queue pairs: fresh objects, no cap."""
+        for i in rows.tolist():
+            self.flows[i] = self._make()
+        self.cap[rows] = np.inf
