@@ -1,7 +1,9 @@
 """The Controller: its state, its lifetime (connect, take over, stop) and the jobs it plans.
 
-Its other concerns are mixins of this package, each a module: :mod:`.desired` (what every switch
-should hold, installing a change, the mode), :mod:`.failures` (link and switch failures),
+It owns its collaborators: :mod:`.installer` (desired state -> entries -> writes: what every
+switch should hold and holds, handed the topology, tags, pool and fence explicitly), the agent
+hub, the rate allocator, the telemetry store, the state store. Its other concerns are still
+mixins of this package, each a module: :mod:`.failures` (link and switch failures),
 :mod:`.events` (the worker thread and switch events), :mod:`.statefile` (the shared state file),
 :mod:`.views` (read-only answers) and :mod:`.linkfail` (link probing).
 """
@@ -14,6 +16,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,18 +25,19 @@ from icefabric.control.agents.hub import AgentHub
 from icefabric.control.ccl.demand import Flow, demand_from_job
 from icefabric.control.ccl.job import JobSpec, parse_job
 from icefabric.control.congestion.allocator import DEFAULT_TARGET, RateAllocator
-from icefabric.control.controller.desired import DesiredState
 from icefabric.control.controller.eventlog import EventLog, events_path
 from icefabric.control.controller.events import SwitchEvents
 from icefabric.control.controller.failures import FailureHandling
+from icefabric.control.controller.installer import FLOW_TABLES, Installer
 from icefabric.control.controller.linkfail import LinkFailures
 from icefabric.control.controller.statefile import StateFile, StateWriteError
 from icefabric.control.controller.views import ControllerViews
-from icefabric.control.fabric import FabricOptions, TagMap, entity_key
+from icefabric.control.fabric import FabricOptions, TagMap
 from icefabric.control.flowkey import FlowKey
 from icefabric.control.install import ChangeReport, flow_key
 from icefabric.control.linkmon import DEFAULT_INTERVAL_S, DEFAULT_MISSES, LinkMonitor
 from icefabric.control.p4rt import Entity, PipelineConfig, SwitchConnection, SwitchPool
+from icefabric.control.planner.plan import Plan
 from icefabric.control.planner.planner import Planner
 from icefabric.control.store import FileStore, StateStore, StoreFenced
 from icefabric.control.telemetry.poller import CounterPoller, switch_ports
@@ -55,9 +59,7 @@ class JobRejected(ValueError):
     """A job the controller will not plan (bad description, unknown host, duplicate name)."""
 
 
-class Controller(
-    ControllerViews, LinkFailures, DesiredState, FailureHandling, SwitchEvents, StateFile
-):
+class Controller(ControllerViews, LinkFailures, FailureHandling, SwitchEvents, StateFile):
     """Connections to every switch, the planner, what each switch holds, telemetry reports."""
 
     def __init__(
@@ -86,7 +88,6 @@ class Controller(
         self.pipeline = pipeline
         self.backup = backup
         self.election_id = election_id or (BACKUP_ELECTION_ID if backup else PRIMARY_ELECTION_ID)
-        self.options = options or FabricOptions()
         self.tags: TagMap = fabric.allocate_tags(self.topo)
         # None: the planner stops on the wall clock (a live controller must answer in time);
         # counted steps make its plans independent of the load (the experiment engines)
@@ -95,9 +96,6 @@ class Controller(
         self.jobs: dict[str, JobSpec] = {}
         self.flows: dict[str, Flow] = {}
         self._keys: dict[FlowKey, str] = {}  # planned key -> flow id
-        self.installed: dict[str, dict[tuple[object, ...], Entity]] = {
-            s.name: {} for s in spec.switches
-        }
         self.reports = ReportLog(report_buffer, flow_of=self._flow_of_key)
         self.rates = RateAllocator(self.topo, target=rate_target)  # max-min fair caps
         self.agents = AgentHub(self)  # host agents: real flow keys, caps (icectl run listens)
@@ -136,9 +134,6 @@ class Controller(
         self.linkmon: LinkMonitor | None = None  # probing runs while this controller is primary
         self._resyncing: set[str] = set()  # reconnected switches not yet resynced: not probed
         self._probe_down: set[int] = set()  # links (even directed id) the probes took down
-        self._install_marks = (0.0, 0.0)  # time.monotonic() when flows / base were installed
-        self._base_cache: tuple[tuple[bytes, FabricOptions], dict[str, list[Entity]]] | None = None
-        self._applied_base: tuple[bytes, FabricOptions] | None = None  # base the switches hold
         self._stopping = False
         self.active = False  # True once this controller has installed the fabric as primary
         self.startup_jobs: list[JobSpec] = []  # etcd store: added after a takeover if missing
@@ -157,6 +152,15 @@ class Controller(
             )
             for s in spec.switches
         )
+        self.installer = Installer(  # what every switch should hold and holds; the writes
+            self.topo,
+            self.tags,
+            self.pool,
+            options=options or FabricOptions(),
+            may_write=lambda: self.active,
+            check_fence=self.check_fence,
+            resync_later=lambda sw: self.post(lambda: self._resync_out_of_step(sw)),
+        )
         self.counter_poller = CounterPoller(  # wire losses and drop reasons for telemetry
             self.pool,
             self.telemetry,
@@ -164,6 +168,16 @@ class Controller(
             interval_s=counter_poll_s,
             enabled=lambda: self.active,
         )
+
+    @property
+    def options(self) -> FabricOptions:
+        """The fabric options the switches run with (the installer's)."""
+        return self.installer.options
+
+    @property
+    def installed(self) -> dict[str, dict[tuple[object, ...], Entity]]:
+        """What each switch holds as far as this controller knows (the installer's)."""
+        return self.installer.installed
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -226,9 +240,9 @@ class Controller(
                 lambda c: c.resync(desired.get(c.name, []), scope="all"), operation="resync"
             )
             for name in self.pool:
-                self.installed[name] = {entity_key(e): e for e in desired.get(name, [])}
+                self.installer.holds(name, desired.get(name, []))
             self.last_resync = summaries
-            self._applied_base = self._base_key()
+            self.installer.base_written()
             self.active = True
             self._start_link_monitor()
             self.agents.reallocate("takeover")
@@ -260,7 +274,7 @@ class Controller(
     def _warm_base(self) -> None:
         """Compute base forwarding ahead (a standby): a takeover then only resyncs."""
         with self.lock:
-            self._base()
+            self.installer.base()
 
     def _on_elected(self, term: int) -> None:
         """The store's election thread: this replica won ``term`` (queued on the worker)."""
@@ -340,7 +354,7 @@ class Controller(
         self.failed_switches.clear()
         self._probe_down.clear()
         self.agents.reset()
-        self._applied_base = None
+        self.installer.forget_base()
 
     def _ensure_pipeline(self, conn: SwitchConnection) -> bool:
         """Push the pipeline unless the switch already runs it (same cookie); True if pushed."""
@@ -352,6 +366,97 @@ class Controller(
             log.debug("%s: no pipeline to compare (%s)", conn.name, exc)
         conn.set_pipeline(self.pipeline)
         return True
+
+    # ------------------------------------------------------------------ installs
+
+    def desired(self, plan: Plan | None = None) -> dict[str, list[Entity]]:
+        """Every switch's entities: base forwarding plus the planned flows."""
+        p = plan if plan is not None else self.planner.plan()
+        return self.installer.desired(p, self.flows, self.agents.flows.install_keys())
+
+    def flow_entries(self, plan: Plan | None = None) -> dict[str, list[Entity]]:
+        """The planned flows' entries, matching the real keys agents reported."""
+        p = plan if plan is not None else self.planner.plan()
+        return self.installer.flow_entries(p, self.flows, self.agents.flows.install_keys())
+
+    def apply_flow_entries(self) -> int:
+        """Write the flow_path difference only (real keys reported, plan unchanged)."""
+        with self.lock:
+            return self.installer.apply(self.flow_entries(), tables=FLOW_TABLES)
+
+    def _install_change(self, what: str, plan_s: float) -> ChangeReport:
+        """After the planner changed: the state written first (StateWriteError, nothing
+        written to a switch, when it cannot be), then the planned flows, then the rest of
+        base forwarding."""
+        self._save_state()  # before any switch sees the change: the file never lags behind
+        t1 = time.perf_counter()
+        plan = self.planner.plan()
+        written = self.installer.apply(self.flow_entries(plan), tables=FLOW_TABLES)
+        t2 = time.perf_counter()
+        flows_at = time.monotonic()
+        if self.installer.base_stale:  # failures changed groups and routes
+            written += self.installer.apply(self.desired(plan))
+            self.installer.base_written()
+        t3 = time.perf_counter()
+        self.installer.marks = (flows_at, time.monotonic())
+        rep = ChangeReport(
+            what=what,
+            moved=len(self.planner.changed),
+            entries=written,
+            plan_ms=plan_s * 1e3,
+            install_ms=(t2 - t1) * 1e3,
+            base_ms=(t3 - t2) * 1e3,
+            max_load=plan.max_load_s,
+        )
+        self.history.append(rep)
+        self.events.record(
+            "replan",
+            f"{what}: {rep.moved} flow(s) moved, {rep.entries} entries written in "
+            f"{rep.install_ms + rep.base_ms:.1f} ms",
+            moved=rep.moved,
+            entries=rep.entries,
+            plan_ms=round(rep.plan_ms, 3),
+            install_ms=round(rep.install_ms + rep.base_ms, 3),
+        )
+        try:
+            self.agents.reallocate(what)
+        except Exception:  # the new paths are installed; caps follow on the next change
+            log.exception("%s: rate allocation failed", what)
+        log.info(
+            "%s: %d flow(s) moved, %d entries; plan %.1f ms, install %.1f ms, base %.1f ms",
+            what,
+            rep.moved,
+            rep.entries,
+            rep.plan_ms,
+            rep.install_ms,
+            rep.base_ms,
+        )
+        return rep
+
+    def _resync_out_of_step(self, switch: str) -> None:
+        """A switch that refused a write, resynced to the plan (the installer queues this)."""
+        if not (self.active and self.pool[switch].is_connected):
+            return  # the reconnection's resync does it
+        try:
+            res = self.resync_switch(switch)
+        except Exception as exc:  # e.g. it died meanwhile: its reconnection resyncs it
+            log.error("%s: resync after a failed write failed: %s", switch, exc)
+            return
+        log.warning("%s: resynced after a failed write: %s", switch, res)
+
+    def set_mode(self, mode: str) -> dict[str, Any]:
+        """Switch every leaf to ICE ("ice", "planned-ecmp"), the ECMP baseline ("ecmp") or spray."""
+        with self.lock:
+            self.installer.options = replace(self.installer.options, mode=mode)
+            t0 = time.perf_counter()
+            written = self.installer.apply(self.desired())
+            self.installer.base_written()
+            return {
+                "mode": mode,
+                "switches": len(self.topo.leaves),
+                "entries": written,
+                "ms": (time.perf_counter() - t0) * 1e3,
+            }
 
     # ------------------------------------------------------------------ jobs
 

@@ -13,7 +13,6 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from icefabric.control.fabric import entity_key
 from icefabric.control.flowkey import FlowKey
 from icefabric.control.p4rt import ArbitrationUpdate, ConnectionEvent, P4RtError, PacketIn
 from icefabric.p4src import ice_p4 as n
@@ -22,6 +21,7 @@ from icefabric.waiting import poll_until
 if TYPE_CHECKING:
     from icefabric.control.agents.hub import AgentHub
     from icefabric.control.controller.eventlog import EventLog
+    from icefabric.control.controller.installer import Installer
     from icefabric.control.install import ChangeReport
     from icefabric.control.linkmon import LinkMonitor
     from icefabric.control.p4rt import Entity, SwitchConnection, SwitchPool
@@ -40,7 +40,7 @@ class SwitchEvents:
     reports: ReportLog
     telemetry: TelemetryStore
     linkmon: LinkMonitor | None
-    installed: dict[str, dict[tuple[object, ...], Entity]]
+    installer: Installer
     failed_switches: set[str]
     election_id: int
     backup: bool
@@ -87,7 +87,7 @@ class SwitchEvents:
             pushed = self._ensure_pipeline(conn)
             desired = self.desired().get(name, [])
             summary = conn.resync(desired, scope="all")
-            self.installed[name] = {entity_key(e): e for e in desired}
+            self.installer.holds(name, desired)
             return {
                 "switch": name,
                 "pipeline_pushed": pushed,

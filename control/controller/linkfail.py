@@ -24,6 +24,7 @@ from icefabric.control.linkstate import LinkEvent
 from icefabric.p4src import ice_p4 as n
 
 if TYPE_CHECKING:
+    from icefabric.control.controller.installer import Installer
     from icefabric.control.install import ChangeReport
     from icefabric.control.p4rt import SwitchPool
     from icefabric.control.topology import Topology
@@ -46,7 +47,7 @@ class LinkFailures:
     linkmon: LinkMonitor | None
     _resyncing: set[str]
     _probe_down: set[int]
-    _install_marks: tuple[float, float]
+    installer: Installer
     _events: queue.Queue[Callable[[], None] | None]
 
     if TYPE_CHECKING:  # the Controller's failure path
@@ -121,7 +122,7 @@ class LinkFailures:
                     rep = self.restore_link_id(
                         ev.lid, what=f"link {ev.link} up (probes back)", by_probes=True
                     )
-                flows_at, done_at = self._install_marks
+                flows_at, done_at = self.installer.marks
             mon.complete(ev, rep, paths_installed_at=flows_at, done_at=done_at)
         except Exception as exc:
             mon.complete(ev, note=f"{type(exc).__name__}: {exc}")

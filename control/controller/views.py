@@ -14,9 +14,10 @@ if TYPE_CHECKING:
     from icefabric.control.agents.hub import AgentHub
     from icefabric.control.ccl.demand import Flow
     from icefabric.control.ccl.job import JobSpec
-    from icefabric.control.fabric import FabricOptions, TagMap
+    from icefabric.control.controller.installer import Installer
+    from icefabric.control.fabric import TagMap
     from icefabric.control.install import ChangeReport
-    from icefabric.control.p4rt import Entity, SwitchPool
+    from icefabric.control.p4rt import SwitchPool
     from icefabric.control.planner.planner import Planner
     from icefabric.control.store.base import StateStore
     from icefabric.control.topology import Topology
@@ -31,10 +32,9 @@ class ControllerViews:
     tags: TagMap
     planner: Planner
     pool: SwitchPool
-    options: FabricOptions
     jobs: dict[str, JobSpec]
     flows: dict[str, Flow]
-    installed: dict[str, dict[tuple[object, ...], Entity]]
+    installer: Installer
     history: list[ChangeReport]
     election_id: int
     active: bool
@@ -92,7 +92,7 @@ class ControllerViews:
                 "takeovers": list(self.takeovers[-5:]),
                 "fenced": list(self.fenced[-5:]),
                 "election_id": self.election_id,
-                "mode": self.options.mode,
+                "mode": self.installer.options.mode,
                 "topology": self.spec.name,
                 "jobs": len(self.jobs),
                 "flows": len(plan.flows),
@@ -108,7 +108,7 @@ class ControllerViews:
                         "device_id": conn.device_id,
                         "connected": conn.is_connected,
                         "primary": conn.is_primary,
-                        "entries": len(self.installed[name]),
+                        "entries": len(self.installer.installed[name]),
                     }
                     for name, conn in self.pool.items()
                 },

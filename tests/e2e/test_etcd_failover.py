@@ -278,7 +278,7 @@ def expected(
         c = Controller(spec, pipeline, store=reader)
         c._load_state()
         assert c.state_errors == []
-        want = c._flow_entries()
+        want = c.flow_entries()
         entries = {sw: {canonical(e, pipeline.index) for e in want.get(sw, [])} for sw in c.pool}
         return entries, set(c.jobs)
     finally:

@@ -19,14 +19,13 @@ from icefabric.control.lldp import LldpProbe
 @pytest.fixture
 def controller(tmp_path: Path) -> Any:
     from icefabric.control.controller import Controller
-    from icefabric.control.fabric import entity_key
     from icefabric.control.p4rt import PipelineConfig
 
     compiler = pytest.importorskip("icefabric.target.compiler")
     program = compiler.load_program(ROOT / "p4src" / "ice.p4")
     pipeline = PipelineConfig(p4info=program.p4info, device_config=b"{}", cookie=1, kind="embedded")
     c = Controller(SPEC, pipeline, state_file=tmp_path / "state.json")
-    c.installed = {sw: {entity_key(e): e for e in ents} for sw, ents in c.desired().items()}
+    c.installer.holds_all(c.desired())
     c.active = True
     return c
 

@@ -12,7 +12,6 @@ from icefabric.control.ccl.demand import demand_from_job
 from icefabric.control.controller import Controller, JobRejected
 from icefabric.control.daemon.api import RequestError
 from icefabric.control.daemon.service import api_handlers
-from icefabric.control.fabric import entity_key
 from icefabric.control.p4rt import PipelineConfig, TableEntry
 from icefabric.p4src import ice_p4 as n
 from icefabric.topo.spec import load_topology
@@ -48,7 +47,7 @@ def pipeline() -> PipelineConfig:
 def ctl(pipeline: PipelineConfig, tmp_path: Path) -> Controller:
     c = Controller(SPEC, pipeline, state_file=tmp_path / "state.json")
     # as after a takeover, without switches: base forwarding is what the switches hold
-    c.installed = {sw: {entity_key(e): e for e in ents} for sw, ents in c.desired().items()}
+    c.installer.holds_all(c.desired())
     return c
 
 

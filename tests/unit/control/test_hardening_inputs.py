@@ -14,7 +14,6 @@ from _icectl import ROOT, run
 
 from icefabric.control.ccl.job import MAX_RANKS, JobError, parse_job
 from icefabric.control.controller import Controller
-from icefabric.control.fabric import entity_key
 from icefabric.control.p4rt import PipelineConfig
 from icefabric.topo.spec import SpecError, load_topology, parse_topology
 
@@ -178,7 +177,7 @@ def pipeline() -> PipelineConfig:
 
 def test_job_without_network_flows_can_be_removed(pipeline: PipelineConfig, tmp_path: Path) -> None:
     ctl = Controller(load_topology(EXAMPLE), pipeline, state_file=tmp_path / "s.json")
-    ctl.installed = {sw: {entity_key(e): e for e in ents} for sw, ents in ctl.desired().items()}
+    ctl.installer.holds_all(ctl.desired())
     res = ctl.add_job(job_data(name="local", hosts=["h1"], ranks_per_host=8))
     assert res["flows"] == 0  # eight ranks on one host talk over NVLink, not the network
     assert ctl.remove_job("local")["job"] == "local"

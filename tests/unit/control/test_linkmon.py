@@ -338,7 +338,6 @@ def ctl(tmp_path: Path) -> Any:
 def _controller(tmp_path: Path) -> Any:
     """A Controller as after a takeover, with no switch connected (nothing is written)."""
     from icefabric.control.controller import Controller
-    from icefabric.control.fabric import entity_key
     from icefabric.control.p4rt import PipelineConfig
 
     compiler = pytest.importorskip("icefabric.target.compiler")
@@ -346,7 +345,7 @@ def _controller(tmp_path: Path) -> Any:
     pipeline = PipelineConfig(p4info=program.p4info, device_config=b"{}", cookie=1, kind="embedded")
     c = Controller(SPEC, pipeline, state_file=tmp_path / "state.json")
     c._load_state()
-    c.installed = {sw: {entity_key(e): e for e in ents} for sw, ents in c.desired().items()}
+    c.installer.holds_all(c.desired())
     c.active = True  # as after a takeover; nothing is connected, so nothing is written
     return c
 

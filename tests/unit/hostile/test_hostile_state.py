@@ -57,7 +57,7 @@ def pipeline() -> PipelineConfig:
 def primary(pipeline: PipelineConfig, state: Path) -> Controller:
     c = Controller(SPEC, pipeline, state_file=state)
     # as after a takeover: the switches hold base forwarding, the controller is active
-    c.installed = {sw: {entity_key(e): e for e in ents} for sw, ents in c.desired().items()}
+    c.installer.holds_all(c.desired())
     c.active = True
     return c
 
@@ -180,7 +180,7 @@ def test_run_job_is_idempotent_across_a_restart(pipeline: PipelineConfig, tmp_pa
     # the restart: the same command line, the state file already holds j1
     again = primary(pipeline, state)
     again._load_state()
-    again.installed = held
+    again.installer.installed = held
     assert again.ensure_job(parse_job(J1)) == "unchanged"
     assert set(again.jobs) == {"j1"} and on_switches(again) == held
     changed = parse_job({**J1, "hosts": ["h2", "h4", "h6", "h8"]})

@@ -18,7 +18,6 @@ from icefabric.control.controller import Controller
 from icefabric.control.daemon.api import RequestError
 from icefabric.control.daemon.service import api_handlers
 from icefabric.control.daemon.state import SharedState, encode_state, load_state
-from icefabric.control.fabric import entity_key
 from icefabric.control.flowkey import FlowKey
 from icefabric.control.install import flow_key
 from icefabric.control.p4rt import PipelineConfig, TableEntry
@@ -72,7 +71,7 @@ def pipeline() -> PipelineConfig:
 def _controller(pipeline: PipelineConfig, state: Path) -> Controller:
     c = Controller(SPEC, pipeline, state_file=state)
     # as after a takeover, without switches: base forwarding is what the switches hold
-    c.installed = {sw: {entity_key(e): e for e in ents} for sw, ents in c.desired().items()}
+    c.installer.holds_all(c.desired())
     c.active = True
     c.start_worker()
     return c

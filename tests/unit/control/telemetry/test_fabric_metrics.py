@@ -13,7 +13,6 @@ import yaml
 from prometheus_client import CollectorRegistry, generate_latest
 
 from icefabric.control.controller import Controller
-from icefabric.control.fabric import entity_key
 from icefabric.control.p4rt import PipelineConfig
 from icefabric.control.telemetry.fabric_metrics import FabricCollector
 from icefabric.control.telemetry.metrics import ControllerCollector
@@ -38,7 +37,7 @@ def ctl(tmp_path: Path) -> Iterator[Controller]:
     program = compiler.load_program(ROOT / "p4src" / "ice.p4")
     pipeline = PipelineConfig(p4info=program.p4info, device_config=b"{}", cookie=1, kind="embedded")
     c = Controller(SPEC, pipeline, state_file=tmp_path / "state.json")
-    c.installed = {sw: {entity_key(e): e for e in ents} for sw, ents in c.desired().items()}
+    c.installer.holds_all(c.desired())
     c.active = True
     c.start_worker()
     c.add_job(JOB)

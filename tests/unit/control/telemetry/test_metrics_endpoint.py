@@ -13,7 +13,6 @@ import pytest
 from icefabric.control.controller import Controller
 from icefabric.control.daemon.api import ApiServer
 from icefabric.control.daemon.service import api_handlers
-from icefabric.control.fabric import entity_key
 from icefabric.control.p4rt import PipelineConfig
 from icefabric.control.telemetry.metrics import MetricsServer
 from icefabric.icectl import main
@@ -36,7 +35,7 @@ def ctl(tmp_path: Path) -> Iterator[Controller]:
     program = compiler.load_program(ROOT / "p4src" / "ice.p4")
     pipeline = PipelineConfig(p4info=program.p4info, device_config=b"{}", cookie=1, kind="embedded")
     c = Controller(SPEC, pipeline, state_file=tmp_path / "state.json")
-    c.installed = {sw: {entity_key(e): e for e in ents} for sw, ents in c.desired().items()}
+    c.installer.holds_all(c.desired())
     c.active = True
     c.start_worker()
     c.agents.listen(tmp_path / "agents.sock", heartbeat_s=0.2)
