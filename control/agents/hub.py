@@ -11,16 +11,18 @@
   links telemetry shows above target.
 
 Events from the channel's thread are queued on the controller's worker; everything here runs
-under the controller's lock.
+under the controller's lock. The hub is handed what it uses of its controller explicitly
+(:class:`HubContext`) and reaches into nothing else.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import threading
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,7 +36,13 @@ from icefabric.control.install import flow_key
 from icefabric.control.telemetry.metrics import LatencyTally
 
 if TYPE_CHECKING:
-    from icefabric.control.controller import Controller
+    from icefabric.control.ccl.demand import Flow
+    from icefabric.control.ccl.job import JobSpec
+    from icefabric.control.congestion.allocator import RateAllocator
+    from icefabric.control.controller.eventlog import EventLog
+    from icefabric.control.planner.plan import Plan
+    from icefabric.control.topology import Topology
+    from icefabric.topo.spec import TopologySpec
 
 log = logging.getLogger(__name__)
 
@@ -60,11 +68,31 @@ class KeyInstall:
         }
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HubContext:
+    """What the hub is handed by its controller (and all it uses of it)."""
+
+    spec: TopologySpec
+    topo: Topology
+    lock: threading.RLock
+    events: EventLog
+    rates: RateAllocator  # the max-min fair allocation (recomputed here)
+    flows: Mapping[str, Flow]  # the planned flows (the controller's, kept current)
+    jobs: Mapping[str, JobSpec]
+    backup: bool
+    is_active: Callable[[], bool]  # the active primary (agents are accepted, caps pushed)
+    post: Callable[[Callable[[], None]], None]  # queue on the controller's worker
+    plan: Callable[[], Plan]  # the planner's current plan
+    save_state: Callable[[], None]  # the shared state (StateWriteError when it cannot be)
+    store_keeps_caps: Callable[[], bool]  # the store saves caps (etcd; the state file does not)
+    write_flow_entries: Callable[[], int]  # the installer's flow_path difference, written
+
+
 class AgentHub:
     """Agents, real keys, active flows and caps of one controller."""
 
-    def __init__(self, ctl: Controller) -> None:
-        self.ctl = ctl
+    def __init__(self, ctx: HubContext) -> None:
+        self.ctx = ctx
         self.flows = AgentFlows()
         self.server: AgentServer | None = None
         self.phases: dict[str, str] = {}  # job -> the phase it runs now
@@ -84,16 +112,16 @@ class AgentHub:
         heartbeat_s: float = 1.0,
     ) -> AgentServer:
         """Start accepting agents (AgentServerError when the channel cannot listen)."""
-        hosts = {h.name for h in self.ctl.spec.hosts}
+        hosts = {h.name for h in self.ctx.spec.hosts}
         server = AgentServer(
             unix_path,
             tcp=tcp,
             token=token,
             heartbeat_s=heartbeat_s,
             on_event=self._on_event,
-            accepting=lambda: self.ctl.active,
+            accepting=self.ctx.is_active,
             known_host=hosts.__contains__,
-            name="backup" if self.ctl.backup else "primary",
+            name="backup" if self.ctx.backup else "primary",
         )
         server.start()
         self.server = server
@@ -114,29 +142,29 @@ class AgentHub:
             self.server = None
 
     def _on_event(self, host: str, kind: EventKind) -> None:
-        self.ctl.post(functools.partial(self.sync, host, kind))
+        self.ctx.post(functools.partial(self.sync, host, kind))
 
     def sync(self, host: str, kind: EventKind) -> None:
         """Take a host's event: join / flows (re-read its table) / lost."""
-        ctl = self.ctl
-        with ctl.lock:
+        ctx = self.ctx
+        with ctx.lock:
             if kind == "lost":
                 self.flows.lose(host)
                 self.pushed.pop(host, None)
                 changed: list[str] = []
-                ctl.events.record("agent_leave", f"agent {host} left (session lost)", host=host)
+                ctx.events.record("agent_leave", f"agent {host} left (session lost)", host=host)
             else:
                 if kind == "joined":
                     self.pushed.pop(host, None)  # a new session has no caps yet
-                    ctl.events.record("agent_join", f"agent {host} joined", host=host)
+                    ctx.events.record("agent_join", f"agent {host} joined", host=host)
                 reports = self.server.flows(host).get(host, []) if self.server else []
-                changed = self.flows.update(host, reports, ctl.flows, self._address)
+                changed = self.flows.update(host, reports, ctx.flows, self._address)
             if changed:
                 # Saved first (a backup or a restart installs the real keys at once); when the
                 # file cannot be written the keys wait in memory, off the switches, until the
                 # next change that saves.
                 try:
-                    ctl._save_state()
+                    ctx.save_state()
                 except StateWriteError as exc:
                     log.error("agent %s: real keys not installed: %s", host, exc)
                 else:
@@ -146,7 +174,7 @@ class AgentHub:
     # -- real keys -------------------------------------------------------------------------
 
     def _address(self, host: str) -> str:
-        return self.ctl.spec.host(host).address
+        return self.ctx.spec.host(host).address
 
     def refresh(self) -> list[str]:
         """Re-check every connected host's reports (after a job was added): changed flow ids."""
@@ -154,19 +182,19 @@ class AgentHub:
         if self.server is None:
             return changed
         for host, reports in self.server.flows().items():
-            changed += self.flows.update(host, reports, self.ctl.flows, self._address)
+            changed += self.flows.update(host, reports, self.ctx.flows, self._address)
         return changed
 
     def install_keys(self, why: str, flows: int) -> int:
         """Write the flow_path difference now that real keys changed; entries written."""
         t0 = time.perf_counter()
-        written = self.ctl.apply_flow_entries()
+        written = self.ctx.write_flow_entries()
         ms = (time.perf_counter() - t0) * 1e3
         self.key_latency.observe(ms / 1e3)
         self.key_installs.append(
             KeyInstall(why=why, flows=flows, entries=written, ms=ms, at=time.time())
         )
-        self.ctl.events.record(
+        self.ctx.events.record(
             "install", f"{why}: {written} entries written in {ms:.1f} ms", entries=written
         )
         log.info("%s: %d entries written in %.1f ms", why, written, ms)
@@ -190,50 +218,50 @@ class AgentHub:
 
     def set_phase(self, job: str, phase: str) -> dict[str, Any]:
         """Make ``phase`` the running phase of ``job``; push the new caps (before it starts)."""
-        spec = self.ctl.jobs.get(job)
+        spec = self.ctx.jobs.get(job)
         if spec is None:
             raise KeyError(
-                f"no job {job!r} (running: {', '.join(sorted(self.ctl.jobs)) or 'none'})"
+                f"no job {job!r} (running: {', '.join(sorted(self.ctx.jobs)) or 'none'})"
             )
         names = [p.name for p in spec.phases]
         if phase not in names:
             raise KeyError(f"job {job}: no phase {phase!r} (phases: {', '.join(names)})")
-        with self.ctl.lock:
+        with self.ctx.lock:
             self.phases[job] = phase
             pushed = self.reallocate(f"job {job} phase {phase}")
-            alloc = self.ctl.rates.history[-1]
+            alloc = self.ctx.rates.history[-1]
         return {"job": job, "phase": phase, "hosts_pushed": pushed, **alloc.to_dict()}
 
     # -- rates and caps --------------------------------------------------------------------
 
     def active_flows(self) -> set[str]:
         """Flows that share the fabric now (see the module docstring)."""
-        ctl = self.ctl
-        by_phase = {fid for fid, f in ctl.flows.items() if self.phases.get(f.job) == f.phase}
+        ctx = self.ctx
+        by_phase = {fid for fid, f in ctx.flows.items() if self.phases.get(f.job) == f.phase}
         reported = self.flows.reporting()
         return {
             fid
             for fid in by_phase | reported
-            if fid in ctl.flows and ctl.flows[fid].src_host not in self.flows.lost
+            if fid in ctx.flows and ctx.flows[fid].src_host not in self.flows.lost
         }
 
     def reallocate(self, reason: str, background: Mapping[int, float] | None = None) -> int:
         """Recompute the rates and push changed cap sets; the number of hosts pushed to."""
-        ctl = self.ctl
-        with ctl.lock:
-            plan = ctl.planner.plan()
+        ctx = self.ctx
+        with ctx.lock:
+            plan = ctx.plan()
             self.planned_nodes = {
                 pf.flow_id: pf.nodes[1:-1] for pf in plan.flows if pf.path_index >= 0
             }
-            if not ctl.active:
+            if not ctx.is_active():
                 return 0
-            rates = ctl.rates.compute(
+            rates = ctx.rates.compute(
                 plan, self.active_flows(), reason=reason, background=background
             )
             sent = self.push(self.caps_by_host(rates))
-            if ctl.store is not None and ctl.store.kind != "file":
+            if ctx.store_keeps_caps():
                 try:  # the etcd store keeps the caps (the state file does not)
-                    ctl._save_state()
+                    ctx.save_state()
                 except Exception as exc:  # the caps are pushed; the store catches up later
                     log.warning("%s: caps not saved: %s", reason, exc)
             return sent
@@ -247,25 +275,25 @@ class AgentHub:
         accounts for taken off those links (queued on the worker)."""
 
         def run() -> None:
-            with self.ctl.lock:
-                alloc = self.ctl.rates.link_bps
+            with self.ctx.lock:
+                alloc = self.ctx.rates.link_bps
                 background = {
                     lk: max(0.0, bps - alloc.get(lk, 0.0)) for lk, bps in measured.items()
                 }
-            names = ", ".join(self.ctl.topo.link_name(lk) for lk in sorted(measured)[:3])
+            names = ", ".join(self.ctx.topo.link_name(lk) for lk in sorted(measured)[:3])
             self.reallocate(f"telemetry: {names} above target", background)
 
-        self.ctl.post(run)
+        self.ctx.post(run)
 
     def caps_by_host(self, rates: Mapping[str, float]) -> dict[str, dict[FlowKey, float]]:
         """The caps of every sending host, keyed as its agent sees its flows."""
         keys = self.flows.install_keys()
         out: dict[str, dict[FlowKey, float]] = {}
         for fid, bps in rates.items():
-            f = self.ctl.flows.get(fid)
+            f = self.ctx.flows.get(fid)
             if f is None:
                 continue
-            out.setdefault(f.src_host, {})[flow_key(self.ctl.topo, f, keys)] = bps
+            out.setdefault(f.src_host, {})[flow_key(self.ctx.topo, f, keys)] = bps
         return out
 
     def push(self, caps: Mapping[str, dict[FlowKey, float]]) -> int:
@@ -281,7 +309,7 @@ class AgentHub:
                 self.pushed[host] = dict(mine)
                 sent += 1
                 top = max(mine.values(), default=0.0)
-                self.ctl.events.record(
+                self.ctx.events.record(
                     "caps_pushed",
                     f"caps to {host}: {len(mine)} flow(s)"
                     + (f", highest {top / 1e9:.3g} Gbit/s" if mine else " (none)"),
@@ -294,7 +322,7 @@ class AgentHub:
 
     def view_agents(self) -> dict[str, Any]:
         """Connected agents, their flows (accepted and refused), lost hosts, channel counters."""
-        with self.ctl.lock:
+        with self.ctx.lock:
             sessions = self.server.sessions() if self.server else []
             for s in sessions:
                 s["accepted"] = len(self.flows.reported.get(s["host"], {}))
@@ -331,13 +359,13 @@ class AgentHub:
 
     def view_caps(self, host: str | None = None) -> dict[str, Any]:
         """Per flow: rate, cap host, key; the phases; the last recomputations."""
-        ctl = self.ctl
-        with ctl.lock:
+        ctx = self.ctx
+        with ctx.lock:
             keys = self.flows.install_keys()
             connected = set(self.server.hosts()) if self.server else set()
             rows = []
-            for fid, bps in sorted(ctl.rates.rates.items()):
-                f = ctl.flows.get(fid)
+            for fid, bps in sorted(ctx.rates.rates.items()):
+                f = ctx.flows.get(fid)
                 if f is None or (host is not None and f.src_host != host):
                     continue
                 rep = self.flows.report_of(fid)
@@ -349,16 +377,16 @@ class AgentHub:
                         "host": f.src_host,
                         "cap_bps": bps,
                         "pushed": f.src_host in connected and f.src_host in self.pushed,
-                        "key": flow_key(ctl.topo, f, keys).to_dict(),
+                        "key": flow_key(ctx.topo, f, keys).to_dict(),
                         "key_source": "agent" if fid in keys else "planned",
                         "agent_state": rep.state if rep else None,
                         "agent_rate_bps": rep.rate_bps if rep else None,
                     }
                 )
             return {
-                "target": ctl.rates.target,
+                "target": ctx.rates.target,
                 "phases": dict(sorted(self.phases.items())),
                 "flows": rows,
-                "recomputed": ctl.rates.count,
-                "history": [a.to_dict() for a in list(ctl.rates.history)[-10:]],
+                "recomputed": ctx.rates.count,
+                "history": [a.to_dict() for a in list(ctx.rates.history)[-10:]],
             }

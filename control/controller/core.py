@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from icefabric.control import fabric
-from icefabric.control.agents.hub import AgentHub
+from icefabric.control.agents.hub import AgentHub, HubContext
 from icefabric.control.ccl.demand import Flow, demand_from_job
 from icefabric.control.ccl.job import JobSpec, parse_job
 from icefabric.control.congestion.allocator import DEFAULT_TARGET, RateAllocator
@@ -98,13 +98,6 @@ class Controller(ControllerViews, LinkFailures, FailureHandling, SwitchEvents, S
         self._keys: dict[FlowKey, str] = {}  # planned key -> flow id
         self.reports = ReportLog(report_buffer, flow_of=self._flow_of_key)
         self.rates = RateAllocator(self.topo, target=rate_target)  # max-min fair caps
-        self.agents = AgentHub(self)  # host agents: real flow keys, caps (icectl run listens)
-        self.telemetry = TelemetryStore(
-            self.topo,
-            target=rate_target,
-            planned_path=self.agents.planned_path,
-            on_over_target=self.agents.over_target,
-        )
         if store is not None and state_file:
             raise ValueError("Controller: give a state_file or a store, not both")
         # the shared state: a FileStore for state_file (the default), or the store given (etcd)
@@ -113,14 +106,38 @@ class Controller(ControllerViews, LinkFailures, FailureHandling, SwitchEvents, S
         # what happened, in order (icectl events): kept next to the state file across restarts
         self.events = EventLog(events_path(self.state_file) if self.state_file else None)
         self.state_errors: list[str] = []  # what the last state load could not read
+        self.lock = threading.RLock()
+        self._events: queue.Queue[Callable[[], None] | None] = queue.Queue()
+        self.agents = AgentHub(  # host agents: real flow keys, caps (icectl run listens)
+            HubContext(
+                spec=spec,
+                topo=self.topo,
+                lock=self.lock,
+                events=self.events,
+                rates=self.rates,
+                flows=self.flows,
+                jobs=self.jobs,
+                backup=backup,
+                is_active=lambda: self.active,
+                post=self.post,
+                plan=lambda: self.planner.plan(),  # the planner is replaced on a new term
+                save_state=self._save_state,
+                store_keeps_caps=lambda: self.store is not None and self.store.kind != "file",
+                write_flow_entries=self.apply_flow_entries,
+            )
+        )
+        self.telemetry = TelemetryStore(
+            self.topo,
+            target=rate_target,
+            planned_path=self.agents.planned_path,
+            on_over_target=self.agents.over_target,
+        )
         self.takeover_retry_s = 1.0  # a failed takeover is retried after this long
         self.connect_timeout = connect_timeout
         self.switch_dead_s = switch_dead_s
         self.history: list[ChangeReport] = []
         self.last_resync: dict[str, Any] = {}  # switch -> ResyncSummary of the last takeover
-        self.lock = threading.RLock()
         self._addresses = dict(addresses or {})
-        self._events: queue.Queue[Callable[[], None] | None] = queue.Queue()
         self._worker: threading.Thread | None = None
         self._down_since: dict[str, float] = {}
         self.failed_switches: set[str] = set()
