@@ -4,7 +4,7 @@ controller with no switch behind a real API socket; icectl tables' decoding as d
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,16 +25,8 @@ JOB = {
 
 
 @pytest.fixture
-def daemon(tmp_path: Path) -> Iterator[tuple[str, Any]]:
-    from icefabric.control.controller import Controller
-    from icefabric.control.p4rt import PipelineConfig
-
-    compiler = pytest.importorskip("icefabric.target.compiler")
-    program = compiler.load_program(ROOT / "p4src" / "ice.p4")
-    pipeline = PipelineConfig(p4info=program.p4info, device_config=b"{}", cookie=1, kind="embedded")
-    c = Controller(SPEC, pipeline, state_file=tmp_path / "fabric.state.json")
-    c.installer.holds_all(c.desired())
-    c.active = True
+def daemon(offline_controller: Callable[..., Any], tmp_path: Path) -> Iterator[tuple[str, Any]]:
+    c = offline_controller(SPEC, tmp_path / "fabric.state.json")
     c.start_worker()
     srv = ApiServer(tmp_path / "e.sock", api_handlers(c))
     srv.start()

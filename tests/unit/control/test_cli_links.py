@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _icectl import EXAMPLE, ROOT, run
+from _icectl import EXAMPLE, run
 from test_linkmon import SPEC, Wires  # the fake-clock fabric of the LinkMonitor tests
 
 from icefabric.control.daemon.api import ApiServer
@@ -17,16 +17,8 @@ from icefabric.control.lldp import LldpProbe
 
 
 @pytest.fixture
-def controller(tmp_path: Path) -> Any:
-    from icefabric.control.controller import Controller
-    from icefabric.control.p4rt import PipelineConfig
-
-    compiler = pytest.importorskip("icefabric.target.compiler")
-    program = compiler.load_program(ROOT / "p4src" / "ice.p4")
-    pipeline = PipelineConfig(p4info=program.p4info, device_config=b"{}", cookie=1, kind="embedded")
-    c = Controller(SPEC, pipeline, state_file=tmp_path / "state.json")
-    c.installer.holds_all(c.desired())
-    c.active = True
+def controller(offline_controller: Callable[..., Any], tmp_path: Path) -> Any:
+    c = offline_controller(SPEC, tmp_path / "state.json")
     return c
 
 

@@ -168,13 +168,6 @@ def test_zero_message_bytes_is_rejected() -> None:
     assert "phases[0].message_bytes" in msg
 
 
-@pytest.fixture
-def pipeline() -> PipelineConfig:
-    compiler = pytest.importorskip("icefabric.target.compiler")
-    program = compiler.load_program(ROOT / "p4src" / "ice.p4")
-    return PipelineConfig(p4info=program.p4info, device_config=b"{}", cookie=1, kind="embedded")
-
-
 def test_job_without_network_flows_can_be_removed(pipeline: PipelineConfig, tmp_path: Path) -> None:
     ctl = Controller(load_topology(EXAMPLE), pipeline, state_file=tmp_path / "s.json")
     ctl.installer.holds_all(ctl.desired())

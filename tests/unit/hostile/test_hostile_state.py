@@ -47,13 +47,6 @@ J2 = job("j2", ("h2", "h4", "h6", "h8"))
 J3 = job("j3", ("h1", "h2", "h7", "h8"))
 
 
-@pytest.fixture(scope="module")
-def pipeline() -> PipelineConfig:
-    compiler = pytest.importorskip("icefabric.target.compiler")
-    program = compiler.load_program(ROOT / "p4src" / "ice.p4")
-    return PipelineConfig(p4info=program.p4info, device_config=b"{}", cookie=1, kind="embedded")
-
-
 def primary(pipeline: PipelineConfig, state: Path) -> Controller:
     c = Controller(SPEC, pipeline, state_file=state)
     # as after a takeover: the switches hold base forwarding, the controller is active

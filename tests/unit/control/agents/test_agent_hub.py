@@ -61,13 +61,6 @@ def _until(cond: Callable[[], bool], timeout: float = WAIT_S) -> bool:
     return poll_until(cond, timeout, 0.005)
 
 
-@pytest.fixture
-def pipeline() -> PipelineConfig:
-    compiler = pytest.importorskip("icefabric.target.compiler")
-    program = compiler.load_program(ROOT / "p4src" / "ice.p4")
-    return PipelineConfig(p4info=program.p4info, device_config=b"{}", cookie=1, kind="embedded")
-
-
 def _controller(pipeline: PipelineConfig, state: Path) -> Controller:
     c = Controller(SPEC, pipeline, state_file=state)
     # as after a takeover, without switches: base forwarding is what the switches hold

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +13,6 @@ import yaml
 from prometheus_client import CollectorRegistry, generate_latest
 
 from icefabric.control.controller import Controller
-from icefabric.control.p4rt import PipelineConfig
 from icefabric.control.telemetry.fabric_metrics import FabricCollector
 from icefabric.control.telemetry.metrics import ControllerCollector
 from icefabric.topo.spec import load_topology
@@ -32,13 +31,8 @@ FLOW = "fanin/p1/c0/r0->r2"  # h1 -> h5
 
 
 @pytest.fixture
-def ctl(tmp_path: Path) -> Iterator[Controller]:
-    compiler = pytest.importorskip("icefabric.target.compiler")
-    program = compiler.load_program(ROOT / "p4src" / "ice.p4")
-    pipeline = PipelineConfig(p4info=program.p4info, device_config=b"{}", cookie=1, kind="embedded")
-    c = Controller(SPEC, pipeline, state_file=tmp_path / "state.json")
-    c.installer.holds_all(c.desired())
-    c.active = True
+def ctl(offline_controller: Callable[..., Controller], tmp_path: Path) -> Iterator[Controller]:
+    c = offline_controller(SPEC, tmp_path / "state.json")
     c.start_worker()
     c.add_job(JOB)
     try:

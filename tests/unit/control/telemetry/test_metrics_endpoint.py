@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +13,6 @@ import pytest
 from icefabric.control.controller import Controller
 from icefabric.control.daemon.api import ApiServer
 from icefabric.control.daemon.service import api_handlers
-from icefabric.control.p4rt import PipelineConfig
 from icefabric.control.telemetry.metrics import MetricsServer
 from icefabric.icectl import main
 from icefabric.topo.spec import load_topology
@@ -30,13 +29,8 @@ JOB = {
 
 
 @pytest.fixture
-def ctl(tmp_path: Path) -> Iterator[Controller]:
-    compiler = pytest.importorskip("icefabric.target.compiler")
-    program = compiler.load_program(ROOT / "p4src" / "ice.p4")
-    pipeline = PipelineConfig(p4info=program.p4info, device_config=b"{}", cookie=1, kind="embedded")
-    c = Controller(SPEC, pipeline, state_file=tmp_path / "state.json")
-    c.installer.holds_all(c.desired())
-    c.active = True
+def ctl(offline_controller: Callable[..., Controller], tmp_path: Path) -> Iterator[Controller]:
+    c = offline_controller(SPEC, tmp_path / "state.json")
     c.start_worker()
     c.agents.listen(tmp_path / "agents.sock", heartbeat_s=0.2)
     c.add_job(JOB)
