@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from icefabric.control.agents.options import (
     AgentOptionError,
@@ -48,6 +48,10 @@ from icefabric.control.topology import TopologyError
 from icefabric.p4src.ice_p4 import CPU_PORT
 from icefabric.private import ensure_private_dir
 from icefabric.waiting import wait_until_stopped
+
+if TYPE_CHECKING:
+    from icefabric.control.p4rt import PipelineConfig
+    from icefabric.topo.spec import TopologySpec
 
 log = logging.getLogger(__name__)
 
@@ -211,32 +215,33 @@ def agent_addresses(server: Any) -> list[str]:
     return out
 
 
-def run_daemon(args: argparse.Namespace) -> int:
-    """Run the controller until SIGINT/SIGTERM; returns the exit code."""
-    from icefabric.control.ccl.job import load_job
+class _RunError(Exception):
+    """A one-line error ``icectl run`` prints before exiting with ``code``."""
+
+    def __init__(self, message: str, code: int = 2) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _pipeline_and_options(
+    args: argparse.Namespace, spec: TopologySpec
+) -> tuple[PipelineConfig, TopologySpec, FabricOptions]:
+    """The target's pipeline, the spec as the target numbers its ports, the fabric options."""
     from icefabric.control.p4rt import PipelineConfig
     from icefabric.p4src import ICE_P4
-    from icefabric.topo.spec import load_topology
 
-    spec = load_topology(args.topo)
     cpu_port = args.cpu_port
     if args.target == "bmv2":
         if not args.bmv2_json or not args.p4info:
-            print(
-                "icectl: run --target bmv2 needs --bmv2-json and --p4info (make p4)",
-                file=sys.stderr,
-            )
-            return 2
+            raise _RunError("icectl: run --target bmv2 needs --bmv2-json and --p4info (make p4)")
         pipeline = PipelineConfig.for_bmv2(args.bmv2_json, args.p4info)
     elif args.target == "tofino":
         from icefabric.topo.sdk_ports import to_device_ports
 
         if not args.tofino_out:
-            print(
-                "icectl: run --target tofino needs --tofino-out (bf-p4c's output folder)",
-                file=sys.stderr,
+            raise _RunError(
+                "icectl: run --target tofino needs --tofino-out (bf-p4c's output folder)"
             )
-            return 2
         pipeline = PipelineConfig.for_tofino(args.tofino_out, args.p4info, fmt=args.tofino_format)
         spec = to_device_ports(spec)  # every entry names device (SDK) ports
         if cpu_port is None:
@@ -244,8 +249,7 @@ def run_daemon(args: argparse.Namespace) -> int:
     else:
         pipeline = PipelineConfig.for_embedded(args.p4 or ICE_P4)
     if cpu_port is not None and not 0 <= cpu_port <= 511:
-        print(f"icectl: run: --cpu-port must be 0..511, got {cpu_port}", file=sys.stderr)
-        return 2
+        raise _RunError(f"icectl: run: --cpu-port must be 0..511, got {cpu_port}")
     options = FabricOptions(mode=args.mode, cpu_port=CPU_PORT if cpu_port is None else cpu_port)
     if args.target == "tofino":
         options = replace(
@@ -254,32 +258,52 @@ def run_daemon(args: argparse.Namespace) -> int:
             ecn_kmin=TOFINO_ECN_KMIN_CELLS,
             ecn_kmax=TOFINO_ECN_KMAX_CELLS,
         )
-    if args.probe_interval < 0 or args.probe_misses < 1:
-        print(
-            "icectl: run: --probe-interval must be >= 0 ms and --probe-misses >= 1 "
-            f"(got {args.probe_interval} and {args.probe_misses})",
-            file=sys.stderr,
-        )
-        return 2
-    try:
-        check_agent_options(args)
-        metrics_at = check_telemetry_options(args)
-    except (AgentOptionError, TelemetryOptionError) as exc:
-        print(f"icectl: run: {exc}", file=sys.stderr)
-        return 2
+    return pipeline, spec, options
+
+
+def _switch_addresses(args: argparse.Namespace, spec: TopologySpec) -> dict[str, str]:
+    """``--switch-addr NAME=HOST:PORT`` items, checked against the spec's switches."""
     addresses: dict[str, str] = {}
     names = {s.name for s in spec.switches}
     for item in args.switch_addr:
         name, sep, addr = item.partition("=")
         host, colon, port = addr.rpartition(":")
         if not sep or name not in names or not colon or not host or not port.isdigit():
-            print(
+            raise _RunError(
                 f"icectl: run: --switch-addr {item!r}: expected NAME=HOST:PORT with NAME a switch "
-                f"of {spec.name} ({', '.join(sorted(names))})",
-                file=sys.stderr,
+                f"of {spec.name} ({', '.join(sorted(names))})"
             )
-            return 2
         addresses[name] = addr
+    return addresses
+
+
+def _check_run_options(args: argparse.Namespace) -> tuple[str, int] | None:
+    """Probe, agent and telemetry options; where --metrics listens (None: nowhere)."""
+    if args.probe_interval < 0 or args.probe_misses < 1:
+        raise _RunError(
+            "icectl: run: --probe-interval must be >= 0 ms and --probe-misses >= 1 "
+            f"(got {args.probe_interval} and {args.probe_misses})"
+        )
+    try:
+        check_agent_options(args)
+        return check_telemetry_options(args)
+    except (AgentOptionError, TelemetryOptionError) as exc:
+        raise _RunError(f"icectl: run: {exc}") from None
+
+
+def run_daemon(args: argparse.Namespace) -> int:
+    """Run the controller until SIGINT/SIGTERM; returns the exit code."""
+    from icefabric.control.ccl.job import load_job
+    from icefabric.topo.spec import load_topology
+
+    spec = load_topology(args.topo)
+    try:
+        pipeline, spec, options = _pipeline_and_options(args, spec)
+        metrics_at = _check_run_options(args)
+        addresses = _switch_addresses(args, spec)
+    except _RunError as exc:
+        print(exc, file=sys.stderr)
+        return exc.code
     jobs = [load_job(p) for p in args.job]
     state_file = Path(args.state) if args.state else default_state_file(spec.name)
     try:

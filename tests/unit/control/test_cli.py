@@ -390,3 +390,26 @@ def test_run_target_tofino_validates_its_options(
     assert code == 2 and "no-such-out" in err
     code, _, err = run(capsys, "run", "--topo", EXAMPLE, "--cpu-port", "999", "--socket", sock)
     assert code == 2 and "--cpu-port" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--target", "bmv2"],
+            "icectl: run --target bmv2 needs --bmv2-json and --p4info (make p4)",
+        ),
+        (["--target", "tofino"], "icectl: run --target tofino needs --tofino-out"),
+        (["--probe-misses", "0"], "--probe-interval must be >= 0 ms and --probe-misses >= 1"),
+        (["--switch-addr", "nosuch=127.0.0.1:1"], "--switch-addr 'nosuch=127.0.0.1:1': expected"),
+        (["--switch-addr", "leaf1=127.0.0.1"], "expected NAME=HOST:PORT with NAME a switch"),
+    ],
+)
+def test_run_refuses_bad_options_in_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: list[str], message: str
+) -> None:
+    sock = str(tmp_path / "api.sock")
+    code, _, err = run(capsys, "run", "--topo", EXAMPLE, "--socket", sock, *argv)
+    assert code == 2
+    assert message in err and len(err.strip().splitlines()) == 1, err
+    assert not Path(sock).exists()  # refused before anything started
