@@ -16,6 +16,7 @@ from icefabric.control.daemon.service import api_handlers
 from icefabric.control.p4rt import PipelineConfig, TableEntry
 from icefabric.p4src import ice_p4 as n
 from icefabric.topo.spec import load_topology
+from icefabric.waiting import Deadline
 
 ROOT = Path(__file__).resolve().parents[3]
 SPEC = load_topology(ROOT / "topo" / "examples" / "leaf_spine_2x4.yaml")
@@ -230,7 +231,6 @@ def test_backup_takes_over_from_a_truncated_state_file(
 
 def test_failed_takeover_is_retried(pipeline: PipelineConfig, tmp_path: Path) -> None:
     import queue as queue_mod
-    import time
 
     c = Controller(SPEC, pipeline, backup=True, state_file=tmp_path / "state.json")
     c.takeover_retry_s = 0.01
@@ -245,8 +245,8 @@ def test_failed_takeover_is_retried(pipeline: PipelineConfig, tmp_path: Path) ->
     c.take_over = take_over  # type: ignore[method-assign]
     c._take_over_once()  # the first try fails: logged, not raised
     assert not c.active
-    deadline = time.monotonic() + 10
-    while not c.active and time.monotonic() < deadline:
+    deadline = Deadline(10.0)
+    while not c.active and not deadline.expired:
         try:
             item = c._events.get(timeout=0.1)
         except queue_mod.Empty:

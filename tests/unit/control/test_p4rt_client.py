@@ -38,7 +38,7 @@ from icefabric.control.p4rt import (
     Update,
 )
 from icefabric.control.p4rt.resync import key_and_value
-from icefabric.waiting import poll_until
+from icefabric.waiting import Deadline, poll_until
 
 # the sibling test modules hold the fake server and the embedded-switch starter; make them
 # importable whatever pytest's import mode or package layout of tests/ is
@@ -470,8 +470,8 @@ def test_concurrent_writers_and_packet_outs_share_one_connection(
     assert len(sw.read_table("MyIngress.ipv4_lpm")) == 100
     wanted = {bytes([t, i]) * 20 for t in range(4) for i in range(25)}
     payloads: set[bytes] = set()
-    deadline = time.monotonic() + 10
-    while payloads != wanted and time.monotonic() < deadline:
+    deadline = Deadline(10.0)
+    while payloads != wanted and not deadline.expired:
         pin = sw.receive("packet", timeout=0.5)
         if pin is not None:
             payloads.add(pin.payload)
@@ -581,9 +581,9 @@ def test_auto_restore_after_restart_and_on_takeover(
     # so wait for the takeover's run: the first one that succeeds after the close.
     primary.close()
     after = len(outcomes)
-    deadline = time.monotonic() + 10
+    deadline = Deadline(10.0)
     while not any(isinstance(o, ResyncSummary) for o in outcomes[after:]):
-        assert time.monotonic() < deadline, f"no successful restore after takeover: {outcomes}"
+        assert not deadline.expired, f"no successful restore after takeover: {outcomes}"
         standby.wait_runs(standby.runs + 1, timeout=0.5)
     done = [o for o in outcomes[after:] if isinstance(o, ResyncSummary)]
     assert done[0].writes == 0

@@ -29,7 +29,7 @@ from icefabric.control.agents.protocol import (
 )
 from icefabric.control.agents.server import AgentServer
 from icefabric.httpserve import serve_wsgi
-from icefabric.waiting import poll_until
+from icefabric.waiting import Deadline, poll_until
 
 SECRET = "hostile-tier-secret-0123456789"
 SEED = 26
@@ -76,8 +76,8 @@ def channel(tmp_path: Path) -> Iterator[AgentServer]:
 def hello(sock: socket.socket, host: str, token: str | None) -> object:
     sock.sendall(encode(Hello(host=host, token=token)))
     reader = FrameReader()
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
+    deadline = Deadline(5.0)
+    while not deadline.expired:
         data = sock.recv(65536)
         if not data:
             return None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from test_server_fake import CPU_PORT, P4INFO_TEXT, loader
 
 from icefabric.target.device import Device
 from icefabric.target.server import serve
-from icefabric.waiting import poll_until
+from icefabric.waiting import Deadline, poll_until
 
 Update = p4runtime_pb2.Update
 FWD, ACL, ECMP, ROUTES = 33554433, 33554434, 33554435, 33554436
@@ -259,11 +258,13 @@ def test_default_entry_modify_and_read(client: P4RuntimeClient, switch: tuple[De
     assert got.table_entry.action.action.action_id == SET_PORT
     device = switch[0]
     device.inject(7, b"\x00" * 20)
-    deadline = time.monotonic() + 5
     out: list[tuple[int, bytes]] = []
-    while not out and time.monotonic() < deadline:
-        out = device.collect()
-        time.sleep(0.01)
+
+    def collected() -> bool:
+        out.extend(device.collect())
+        return bool(out)
+
+    poll_until(collected, 5.0, 0.01)
     assert out and out[0][0] == 5
     with pytest.raises(P4RuntimeWriteException) as err:
         write(client, (Update.INSERT, e))
@@ -533,8 +534,8 @@ def test_digest_batching_timeout_and_duplicate_suppression(
     ack.digest_ack.list_id = msg.digest.list_id
     client.stream_out_q.put(ack)
     again = None
-    deadline = time.monotonic() + 5
-    while again is None and time.monotonic() < deadline:  # suppressed until the ack lands
+    deadline = Deadline(5.0)
+    while again is None and not deadline.expired:  # suppressed until the ack lands
         device.inject(1, learn)
         again = client.get_stream_packet("digest", timeout=0.25)
     assert again is not None and again.digest.list_id > msg.digest.list_id
