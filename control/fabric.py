@@ -64,16 +64,19 @@ TOFINO_ECN_KMAX_CELLS = 65 + 255
 
 @dataclass(slots=True, frozen=True)
 class IntSampling:
-    """INT hop records on 1 in ``every_n`` packets of a flow, decided at its first leaf.
+    """INT hop records on 1 in ``every_n`` packets of a flow, and on any packet of a flow that
+    has gone ``max_gap_us`` without one, decided at its first leaf.
 
     ``every_n`` is a power of two (1: every packet, the program's default); the switch samples a
-    packet when ``((psn ^ (psn >> 6)) & (every_n - 1)) == 0`` (p4src/README.md, "INT
-    sampling"), so with ``feedback_every_n = 1`` the last hop returns feedback (and offers a
-    report) for exactly the sampled packets.  ``entry()`` is the write: the default action of
+    packet when ``((psn ^ (psn >> 6)) & (every_n - 1)) == 0`` or when the flow's last sample
+    is at least ``max_gap_us`` old (0: no such floor; p4src/README.md, "INT sampling"), so
+    with ``feedback_every_n = 1`` the last hop returns feedback (and offers a report) for
+    exactly the sampled packets.  ``entry()`` is the write: the default action of
     ``IceIngress.path_select.int_sampling`` on a leaf.
     """
 
     every_n: int = 1
+    max_gap_us: int = 0
 
     def __post_init__(self) -> None:
         n_ = self.every_n
@@ -81,10 +84,18 @@ class IntSampling:
             raise FabricError(f"int sampling: expected 1..{MAX_INT_SAMPLE_N}, got {n_!r}")
         if n_ & (n_ - 1):
             raise FabricError(f"int sampling: expected a power of two, got {n_}")
+        g = self.max_gap_us
+        if isinstance(g, bool) or not isinstance(g, int) or not 0 <= g < 2**31:
+            raise FabricError(f"int sampling: max gap: expected 0..2^31-1 us, got {g!r}")
 
     def entry(self) -> TableEntry:
         """The table write that sets this sampling on one switch (a keyless table's default)."""
-        return _default(n.TABLE_INT_SAMPLING, n.ACTION_SET_INT_SAMPLING, psn_mask=self.every_n - 1)
+        return _default(
+            n.TABLE_INT_SAMPLING,
+            n.ACTION_SET_INT_SAMPLING,
+            psn_mask=self.every_n - 1,
+            max_gap_us=self.max_gap_us,
+        )
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)
@@ -97,8 +108,10 @@ class FabricOptions:
     hop_limit: int = 0  # 0: the program's default (ICE_DEFAULT_HOP_LIMIT)
     int_kinds: tuple[int, ...] | None = None  # PATH_KIND_* with INT; None: all unless "ecmp"
     feedback_every_n: int = 1  # last hop returns feedback every Nth packet of a flow (0: never)
-    # first leaf: INT records on 1 in N packets of a flow (a power of two; IntSampling)
+    # first leaf: INT records on 1 in N packets of a flow (a power of two; IntSampling) and on
+    # any packet of a flow that has gone int_sample_max_gap_us without one (0: no floor)
     int_sample_every_n: int = 1
+    int_sample_max_gap_us: int = 0
     report_enabled: bool = True
     report_every_n: int = 1  # sample 1 in N packets to the controller (0: no sampling)
     report_qdepth_threshold: int = 0  # always report above this queue depth (0: no alarm)
@@ -114,7 +127,8 @@ class FabricOptions:
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise FabricError(f"mode: expected one of {', '.join(MODES)}, got {self.mode!r}")
-        IntSampling(self.int_sample_every_n)  # raises FabricError when it is not valid
+        # raises FabricError when it is not valid
+        IntSampling(self.int_sample_every_n, self.int_sample_max_gap_us)
         if not 0 <= self.ecn_kmin <= self.ecn_kmax:
             raise FabricError(
                 f"ecn: expected 0 <= kmin <= kmax, got kmin={self.ecn_kmin} kmax={self.ecn_kmax}"
@@ -272,7 +286,7 @@ def mode_entries(topo: Topology, options: FabricOptions) -> dict[str, list[Entit
                 )
                 for kind in ALL_PATH_KINDS
             ),
-            IntSampling(options.int_sample_every_n).entry(),
+            IntSampling(options.int_sample_every_n, options.int_sample_max_gap_us).entry(),
         ]
     return out
 

@@ -29,8 +29,10 @@ Format (traffic/README.md, "Experiment files", is the reference)::
     target: embedded                  # the switches: embedded (ice-switch, default) | bmv2
                                       # (simple_switch_grpc; engine mininet only)
     limits: {virtual_ms: 60000, wall_s: 600}  # give up (mode fails) past either
-    ice: {anchor: true, derived_ai: true, eta: 0.95, sample_n: 32}  # ICE's end-side rule and INT
-                                      # sampling (traffic/README.md);
+    ice: {anchor: true, derived_ai: true, eta: 0.95, sample_n: 32, sample_gap: 0}
+                                      # ICE's end-side rule and INT sampling: 1 in sample_n
+                                      # packets and at least one per sample_gap base RTTs
+                                      # (traffic/README.md);
                                       # the defaults; anchor false: HPCC's rule on caps that
                                       # fill links to 95 % (the rule before the anchoring)
     background:                       # optional: flows the controller does not know (engine
@@ -475,8 +477,11 @@ def _ice(raw: Any, err: Any) -> IceKnobs:
         return IceKnobs()
     d = IceKnobs()
     for k in raw:
-        if k not in ("anchor", "derived_ai", "eta", "sample_n"):
-            err(f"ice.{k}", "unknown key (expected one of anchor, derived_ai, eta, sample_n)")
+        if k not in ("anchor", "derived_ai", "eta", "sample_n", "sample_gap"):
+            err(
+                f"ice.{k}",
+                "unknown key (expected one of anchor, derived_ai, eta, sample_n, sample_gap)",
+            )
     flags = {}
     for k in ("anchor", "derived_ai"):
         v = raw.get(k, getattr(d, k))
@@ -491,7 +496,17 @@ def _ice(raw: Any, err: Any) -> IceKnobs:
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1024 or n & (n - 1):
         err("ice.sample_n", f"expected a power of two 1..1024, got {n!r}")
         n = d.sample_n
-    return IceKnobs(anchor=flags["anchor"], derived_ai=flags["derived_ai"], eta=eta, sample_n=n)
+    gap = raw.get("sample_gap", d.sample_gap)
+    if isinstance(gap, bool) or not isinstance(gap, (int, float)) or not 0 <= gap <= 100:
+        err("ice.sample_gap", f"expected a number of base RTTs in [0, 100], got {gap!r}")
+        gap = d.sample_gap
+    return IceKnobs(
+        anchor=flags["anchor"],
+        derived_ai=flags["derived_ai"],
+        eta=eta,
+        sample_n=n,
+        sample_gap=float(gap),
+    )
 
 
 def _background(raw: Any, topo: TopologySpec | None, err: Any) -> tuple[Background, ...]:

@@ -82,8 +82,10 @@ class IceKnobs:
     derived_ai: bool = True  # a capped flow's W_AI = (1 - eta) x cap
     eta: float = 0.95
     # INT records and feedback on 1 in sample_n packets of a flow (a power of two: ice.p4
-    # samples on the PSN at the first leaf)
+    # samples on the PSN at the first leaf) and on any packet of a flow that has gone
+    # sample_gap base RTTs without a sample (0: no such floor; traffic/README.md)
     sample_n: int = 32
+    sample_gap: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (results.json)."""
@@ -92,6 +94,7 @@ class IceKnobs:
             "derived_ai": self.derived_ai,
             "eta": self.eta,
             "sample_n": self.sample_n,
+            "sample_gap": self.sample_gap,
         }
 
 

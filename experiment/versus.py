@@ -108,6 +108,7 @@ def compare(results_path: str | Path) -> dict[str, Any]:
         delay = exp["rates"].get("link_delay_us")
         control_delay = float(exp["rates"].get("control_delay_us", 0.0))
         sample_n = int(exp.get("ice", {}).get("sample_n", 1))  # results from before the sampling: 1
+        sample_gap = float(exp.get("ice", {}).get("sample_gap", 0.0))  # before the floor: none
         spec = _scaled(
             parse_topology(exp["topology"], source),
             scale,
@@ -142,7 +143,9 @@ def compare(results_path: str | Path) -> dict[str, Any]:
             cap_delay_us=control_delay / scale,
             caps_ahead=bool(modes["ice"].get("engine", {}).get("caps_ahead", True)),
             # ICE's shim, INT records and feedback frames take their share of the fabric links
-            wire_overhead=ice_overhead_for(spec, mtu, sample_n) if MODES[mode].int_on else 0.0,
+            wire_overhead=(
+                ice_overhead_for(spec, mtu, sample_n, sample_gap) if MODES[mode].int_on else 0.0
+            ),
         )
         net = SimNetwork(topo)
         if routing == "ecmp":

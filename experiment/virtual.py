@@ -69,8 +69,10 @@ class VirtualEngine:
             reorder=mode.balance == "spray",  # sprayed packets arrive out of PSN order
             ice=ice_params(exp),
         )
-        options = mode_options(exp, mode, report_every_n=REPORT_EVERY_N)
         with VirtualFabric(spec, cfg) as fab:
+            options = mode_options(
+                exp, mode, report_every_n=REPORT_EVERY_N, base_rtt_us=fab.base_rtt_us
+            )
             ctl = Controller(
                 spec,
                 self.pipeline(),

@@ -60,6 +60,19 @@ FEEDBACK_FRAME_BYTES = (
     ETHERNET_BYTES + IPV4_BYTES + UDP_BYTES + ICE_FEEDBACK_BYTES + INT_MAX_HOPS * INT_HOP_BYTES
 )
 
+
+def base_rtt_us(spec: TopologySpec, frame_bytes: int, rate_scale: float = 1.0) -> float:
+    """ICE's T on ``spec``: the longest host-to-host path, there (frames of ``frame_bytes``)
+    and back (a feedback frame), unloaded, with links at ``rate_scale`` x their rates."""
+    tiers = max((s.tier for s in spec.switches), default=0)
+    links = 2 + 2 * tiers
+    rates = [spec.link_rate(ln) for ln in spec.links] + [spec.host_rate(h) for h in spec.hosts]
+    slowest = min(rates) * 1e9 * rate_scale if rates else 1e9
+    delays = [spec.link_delay(ln) for ln in spec.links] + [spec.defaults.link_delay_us]
+    per_link = (frame_bytes + FEEDBACK_FRAME_BYTES) * 8e6 / slowest + 2 * max(delays)
+    return links * per_link
+
+
 MessageHook = Callable[[str, FlowKey, int, int, int], None]  # host, key, tag, nbytes, now_us
 CpuHook = Callable[[str, bytes, int], None]  # switch, packet_in header + payload, now_us
 
@@ -417,14 +430,7 @@ class VirtualFabric:
 
     def _base_rtt(self) -> float:
         """Longest host-to-host path, there (full frames) and back (feedback), unloaded."""
-        spec = self.spec
-        tiers = max((s.tier for s in spec.switches), default=0)
-        links = 2 + 2 * tiers
-        rates = [spec.link_rate(ln) for ln in spec.links] + [spec.host_rate(h) for h in spec.hosts]
-        slowest = min(rates) * 1e9 * self.config.rate_scale if rates else 1e9
-        delays = [spec.link_delay(ln) for ln in spec.links] + [spec.defaults.link_delay_us]
-        per_link = (self.frame_bytes + FEEDBACK_FRAME_BYTES) * 8e6 / slowest + 2 * max(delays)
-        return links * per_link
+        return base_rtt_us(self.spec, self.frame_bytes, self.config.rate_scale)
 
     def _message_handler(self, host: str) -> Callable[[FlowKey, int, int, float], None]:
         def handle(key: FlowKey, tag: int, nbytes: int, now_us: float) -> None:

@@ -26,6 +26,7 @@
 #include "common/control/switch_config.p4"
 #include "common/control/arp.p4"
 #include "v1model/control/load_balance.p4"
+#include "v1model/control/int_sampler.p4"
 #include "common/control/path_select.p4"
 #include "common/control/tag_switch.p4"
 #include "common/control/routing.p4"

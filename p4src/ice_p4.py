@@ -80,6 +80,7 @@ REGISTER_PORT_ENQ_QDEPTH: Final = "IceEgress.int_telemetry.port_enq_qdepth"
 REGISTER_PORT_TX_BYTES: Final = "IceEgress.int_telemetry.port_tx_bytes"
 REGISTER_REPORT_PKT_COUNT: Final = "IceEgress.report.report_pkt_count"
 REGISTER_FEEDBACK_PKT_COUNT: Final = "IceIngress.last_hop.feedback_pkt_count"
+REGISTER_INT_LAST_SAMPLED: Final = "IceIngress.path_select.int_sampler.int_last_sampled"
 REGISTER_FLOWLET_BUCKET: Final = "IceIngress.path_select.load_balance.flowlet_bucket"
 REGISTER_FLOWLET_LAST_SEEN: Final = "IceIngress.path_select.load_balance.flowlet_last_seen"
 

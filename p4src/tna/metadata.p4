@@ -135,6 +135,8 @@ struct ice_ingress_metadata_t {
     leaf_id_t     dst_leaf;
     bit<8>        path_bucket;
     bit<24>       int_sample_mask;
+    bit<32>       int_sample_gap_us;
+    bit<32>       int_sample_cutoff_us;  // now - gap: a slot sampled at or before it is due
     bool          routed;
     bool          strip_shim;
     // Last-hop mirror.

@@ -41,6 +41,9 @@ parser IceTnaIngressParser(packet_in pkt,
         md.dst_leaf_hit = false;
         md.dst_leaf = 0;
         md.path_bucket = 0;
+        md.int_sample_mask = 0;
+        md.int_sample_gap_us = 0;
+        md.int_sample_cutoff_us = 0;
         md.routed = false;
         md.strip_shim = false;
         md.mirror_session = 0;

@@ -79,6 +79,7 @@ struct local_metadata_t {
     leaf_id_t     dst_leaf;
     bit<8>        path_bucket;
     bit<24>       int_sample_mask;    // IceIngress.path_select.int_sampling: N - 1
+    bit<32>       int_sample_gap_us;  // and the most time between two samples of a flow (0: none)
     bool          routed;
     bool          strip_shim;         // last hop: the egress removes shim and INT
     drop_reason_t drop_reason;

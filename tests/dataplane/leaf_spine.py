@@ -103,6 +103,7 @@ class Options:
     # INT sampling at the first leaf (control.fabric.IntSampling): None leaves the table at its
     # default (every packet of a path kind with INT carries records).
     int_sample_n: int | None = None
+    int_sample_max_gap_us: int = 0  # with int_sample_n: and on a flow's first packet after this gap
     hop_limit: int = 0
     # Egress queues per port the switches run with; IceIngress.queue_config is always written
     # for PRIORITY_QUEUES, as the controller does for the spec (fewer: a mismatched switch).
@@ -354,7 +355,7 @@ def program_leaf(fab: Fabric, leaf: str, opts: Options) -> None:
     sw = fab[leaf]
     sw.insert(_leaf_entries(leaf, opts))
     if opts.int_sample_n is not None:  # the controller's write: a keyless table's default
-        sw.conn.modify(IntSampling(opts.int_sample_n).entry())
+        sw.conn.modify(IntSampling(opts.int_sample_n, opts.int_sample_max_gap_us).entry())
     sw.set_default(
         T_FEEDBACK_CONFIG,
         "IceEgress.feedback.set_feedback_config",

@@ -1,8 +1,9 @@
 """INT only where it is read: the first leaf samples 1 in N packets of a flow for hop records.
 
 N comes from the controller (control.fabric.IntSampling -> IceIngress.path_select.int_sampling);
-a packet is sampled when ((psn ^ (psn >> 6)) & (N - 1)) == 0 (p4src/README.md).  Unsampled
-packets carry the 8-byte shim and nothing else; only sampled ones make feedback and reports.
+a packet is sampled when ((psn ^ (psn >> 6)) & (N - 1)) == 0, or when its flow has gone the
+controller's max gap without a sample (p4src/README.md).  Unsampled packets carry the 8-byte
+shim and nothing else; only sampled ones make feedback and reports.
 """
 
 from __future__ import annotations
@@ -16,6 +17,16 @@ from icefabric.traffic import packets as P
 pytestmark = pytest.mark.dataplane
 
 SPORT, QP = 52000, 0x2468
+
+
+def _sampled_psns(ls: LeafSpine) -> list[int]:
+    """PSNs of the frames that left L1 towards S2 with INT records on them."""
+    out = []
+    for raw in ls.fabric.received("L1", UPLINK["S2"]):
+        pkt = Ether(raw)
+        if pkt[P.IceShim].int_enabled:
+            out.append(int(pkt[P.BTH].psn))
+    return sorted(out)
 
 
 def _sampled(psn: int, n: int) -> bool:
@@ -105,3 +116,39 @@ def test_reports_come_from_sampled_packets(leaf_spine_factory: object) -> None:
     assert sorted(int(r.bth_psn) for r in reps) == [0, 4]
     assert all(len(r.hops) == 3 and r.flow_src_addr == HOSTS["h1"].ip for r in reps)
     assert _feedback_psns(ls) == [0, 4]
+
+
+def test_a_flow_is_sampled_again_once_it_has_gone_the_max_gap_without_a_sample(
+    leaf_spine_factory: object,
+) -> None:
+    """The time floor: a flow's first packet, and the first packet after the gap, carry records
+    whatever their PSN; in between only the PSN rule samples.  The gap is 1 s so that a burst
+    on a real-time target (BMv2) stays well inside it."""
+    gap = 1_000_000
+    ls = leaf_spine_factory(  # type: ignore[operator]
+        Options(int_sample_n=8, int_sample_max_gap_us=gap), first_leaf_only=True
+    )
+    plan_flow(ls, "h1", "h3", sport=SPORT, qp=QP, tag=TAG_L1_L2_S2)
+    h1 = ls.hosts["h1"]
+
+    def burst(psns: range) -> list[int]:
+        frames = [ls.roce("h1", "h3", sport=SPORT, qp=QP, psn=p, ip_id=p + 1) for p in psns]
+        ls.fabric.send_paced(h1.leaf, h1.port, frames, 0)
+        return _sampled_psns(ls)
+
+    # PSN 1 is no PSN sample (1 & 7 != 0) but the flow's first packet; 8 and 16 by PSN
+    assert burst(range(1, 17)) == [1, 8, 16]
+    ls.fabric.advance_us(2 * gap)
+    # 17 after the gap; 18..23 neither (the floor restarted at 17)
+    assert burst(range(17, 24)) == [17]
+    ls.fabric.advance_us(2 * gap)
+    assert burst(range(24, 26)) == [24]  # a PSN sample after the gap: once, as either
+
+
+def test_without_a_max_gap_only_the_psn_samples(leaf_spine_factory: object) -> None:
+    ls = leaf_spine_factory(Options(int_sample_n=8), first_leaf_only=True)  # type: ignore[operator]
+    plan_flow(ls, "h1", "h3", sport=SPORT, qp=QP, tag=TAG_L1_L2_S2)
+    h1 = ls.hosts["h1"]
+    frames = [ls.roce("h1", "h3", sport=SPORT, qp=QP, psn=p, ip_id=p + 1) for p in range(1, 17)]
+    ls.fabric.send_paced(h1.leaf, h1.port, frames, 0)
+    assert _sampled_psns(ls) == [8, 16]

@@ -238,7 +238,10 @@ class IceArray:
             q_term = queue * 8.0 / (link_bps * t * 1e-6)
             u = q_term + tx_bps / link_bps
         u[~ok] = -1.0
-        queued_all = np.any(ok & (q_term > p.anchor_queue_bdp), axis=1)
+        ceiling = np.minimum(p.line_rate_bps, self.cap[sel])
+        burst = p.frame_bytes * 8.0 / (ceiling * t * 1e-6)  # IceParams.anchor_threshold
+        threshold = np.maximum(p.anchor_queue_bdp, burst)
+        queued_all = np.any(ok & (q_term > threshold[:, None]), axis=1)
         # remember this record (every present hop; absent hops forget theirs, as the scalar)
         self.prev_hop[sel] = np.where(present, hop_id, -1)
         self.prev_tx[sel] = np.where(present, tx_bytes, 0.0)

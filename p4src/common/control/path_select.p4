@@ -13,6 +13,7 @@ control PathSelect(in ice_ingress_headers_t hdr,
                    inout ice_ingress_metadata_t md) {
 
     LoadBalance() load_balance;
+    IntSampler() int_sampler;
 
     action set_planned_path(path_tag_t path_tag) {
         md.path_tag = path_tag;
@@ -95,8 +96,9 @@ control PathSelect(in ice_ingress_headers_t hdr,
         size = INT_POLICY_TABLE_SIZE;
     }
 
-    action set_int_sampling(bit<24> psn_mask) {
+    action set_int_sampling(bit<24> psn_mask, bit<32> max_gap_us) {
         md.int_sample_mask = psn_mask;
+        md.int_sample_gap_us = max_gap_us;
     }
 
     // Keyless: INT records on 1 in N packets of a flow only, psn_mask = N - 1 (N a power of
@@ -104,7 +106,8 @@ control PathSelect(in ice_ingress_headers_t hdr,
     // ((psn ^ (psn >> PATH_BUCKET_BITS)) & psn_mask) == 0: exactly one in N of every
     // PATH_BUCKETS consecutive PSNs of an aligned block (N <= PATH_BUCKETS), and the sampled
     // offset moves by one from one block to the next, so that a choice of path by PSN mod
-    // PATH_BUCKETS (spray) still sees every path sampled in turn.  Unsampled packets carry the
+    // PATH_BUCKETS (spray) still sees every path sampled in turn; or when its flow has gone
+    // max_gap_us without a sample (0: never; IntSampler).  Unsampled packets carry the
     // shim with int_enabled 0 and no record, and make neither feedback nor reports.
     table int_sampling {
         key = { }
@@ -139,10 +142,7 @@ control PathSelect(in ice_ingress_headers_t hdr,
             int_policy.apply();
             if (md.int_enabled == 1) {
                 int_sampling.apply();
-                if (((hdr.bth.psn ^ (hdr.bth.psn >> PATH_BUCKET_BITS)) & md.int_sample_mask)
-                        != 0) {
-                    md.int_enabled = 0;
-                }
+                int_sampler.apply(hdr, md);
             }
         }
     }

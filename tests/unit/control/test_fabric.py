@@ -295,18 +295,25 @@ def test_bucket_weights_follow_bottleneck_rates() -> None:
 def test_int_sampling_is_a_validated_power_of_two_written_on_every_leaf() -> None:
     entry = fabric.IntSampling(8).entry()
     assert entry.table == n.TABLE_INT_SAMPLING and entry.is_default_action
-    assert entry.action == n.ACTION_SET_INT_SAMPLING and entry.params == {"psn_mask": 7}
-    assert fabric.IntSampling().entry().params == {"psn_mask": 0}  # every packet
+    assert entry.action == n.ACTION_SET_INT_SAMPLING
+    assert entry.params == {"psn_mask": 7, "max_gap_us": 0}
+    # every packet, no time floor
+    assert fabric.IntSampling().entry().params == {"psn_mask": 0, "max_gap_us": 0}
+    assert fabric.IntSampling(32, 9413).entry().params == {"psn_mask": 31, "max_gap_us": 9413}
     for bad in (0, 3, 12, -4, 1 << 24, True):
         with pytest.raises(fabric.FabricError, match="int sampling"):
             fabric.IntSampling(bad)
+    for gap in (-1, 2**31, 1.5, True):
+        with pytest.raises(fabric.FabricError, match="max gap"):
+            fabric.IntSampling(8, gap)  # type: ignore[arg-type]
     with pytest.raises(fabric.FabricError, match="power of two"):
         fabric.FabricOptions(int_sample_every_n=6)
     topo = Topology(load_topology(ROOT / "topo" / "examples" / "leaf_spine_2x4.yaml"))
-    out = fabric.base_entries(topo, fabric.FabricOptions(int_sample_every_n=16))
+    opts = fabric.FabricOptions(int_sample_every_n=16, int_sample_max_gap_us=500)
+    out = fabric.base_entries(topo, opts)
     for leaf in topo.leaves:
         (sampling,) = _table(out[leaf], n.TABLE_INT_SAMPLING)
-        assert sampling.params == {"psn_mask": 15}
+        assert sampling.params == {"psn_mask": 15, "max_gap_us": 500}
 
 
 def test_spray_mode_sets_lb_mode_3_and_int_on_sprayed_packets() -> None:

@@ -9,6 +9,7 @@ import yaml
 
 from icefabric.experiment.config import (
     ExperimentError,
+    IceKnobs,
     interleaved_hosts,
     load_experiment,
     parse_experiment,
@@ -173,7 +174,12 @@ def test_ice_knobs_from_the_file_and_the_command_line() -> None:
         "derived_ai": True,
         "eta": 0.9,
         "sample_n": 32,
+        "sample_gap": IceKnobs().sample_gap,
     }
+    assert parse_experiment({**GOOD, "ice": {"sample_gap": 0}}).ice.sample_gap == 0.0
+    for bad in (-1, 101, "x", True):
+        with pytest.raises(ExperimentError, match=r"ice\.sample_gap: expected a number"):
+            parse_experiment({**GOOD, "ice": {"sample_gap": bad}})
     with pytest.raises(ExperimentError, match=r"ice\.sample_n: expected a power of two"):
         parse_experiment({**GOOD, "ice": {"sample_n": 12}})
     p = ice_params(exp)
@@ -211,6 +217,35 @@ def test_ice_caps_leave_room_for_ices_own_bytes() -> None:
     assert (opts.int_sample_every_n, opts.feedback_every_n, opts.report_every_n) == (8, 1, 8)
     opts = mode_options(exp, MODES["ice-paths"], report_every_n=64)
     assert (opts.int_sample_every_n, opts.feedback_every_n, opts.report_every_n) == (1, 0, 64)
+
+
+def test_the_sampling_time_floor_in_the_options_and_the_overhead() -> None:
+    from icefabric.experiment.config import MODES
+    from icefabric.experiment.options import ice_overhead_for, ice_wire_overhead, mode_options
+
+    exp = parse_experiment({**GOOD, "ice": {"sample_n": 32, "sample_gap": 0.5}})
+    # the controller writes the gap in the fabric's time: sample_gap x ICE's base RTT
+    opts = mode_options(exp, MODES["ice"], report_every_n=64, base_rtt_us=9413.1)
+    assert (opts.int_sample_every_n, opts.int_sample_max_gap_us) == (32, 4707)
+    assert mode_options(exp, MODES["ice"], report_every_n=64).int_sample_max_gap_us == 0
+    no_int = mode_options(exp, MODES["ice-paths"], report_every_n=64, base_rtt_us=9413.1)
+    assert no_int.int_sample_max_gap_us == 0  # no INT, no floor
+    off = parse_experiment({**GOOD, "ice": {"sample_gap": 0}})
+    assert (
+        mode_options(off, MODES["ice"], report_every_n=64, base_rtt_us=9413.1).int_sample_max_gap_us
+        == 0
+    )
+    # the floor counts where a line-rate flow sends fewer frames in the gap than N
+    assert ice_wire_overhead(
+        4154, 3, int_every_n=32, feedback_every_n=32, gap_frames=14.0
+    ) == pytest.approx((8 + 258 / 14) / 4154)
+    assert ice_wire_overhead(
+        4154, 3, int_every_n=32, feedback_every_n=32, gap_frames=100.0
+    ) == pytest.approx((8 + 258 / 32) / 4154)
+    # and the spec's T and rate give the frames in the gap: more gap, less overhead, down to 1/N
+    spec, mtu = exp.topology, exp.rates.mtu_bytes
+    o = [ice_overhead_for(spec, mtu, 32, g) for g in (0.25, 0.5, 100.0)]
+    assert o[0] > o[1] > o[2] == pytest.approx(ice_overhead_for(spec, mtu, 32, 0.0))
 
 
 def test_mininet_queue_rates_from_the_link_rates() -> None:

@@ -244,6 +244,35 @@ def test_a_standing_queue_hands_the_flow_to_hpccs_rule_within_one_record() -> No
     assert r.anchored and r.rate_bps() == 45e9
 
 
+def test_the_anchored_regime_tolerates_a_frame_per_planned_flow_of_the_hop() -> None:
+    """A cap of B / 10 means about 10 planned flows on the bottleneck hop, each of which may
+    have a frame arrive at once: 10 frames queued stay anchored (though over 10 % of the
+    BDP), more leave; without the frame size the 10 % rule alone decides."""
+    frame = 4_158
+    bdp = LINE * T * 1e-6 / 8  # 125 KB: 10 % is 12.5 KB, 3 frames
+    for frame_bytes, stays in ((frame, True), (0, False)):
+        r = _ice(frame_bytes=frame_bytes)
+        r.set_cap(LINE / 10)
+        assert r.params.anchor_threshold(LINE / 10) == pytest.approx(
+            max(0.1, frame_bytes * 8 / (LINE / 10 * T * 1e-6))
+        )
+        ts, tx = 0.0, 0
+        r.on_feedback(ts, [_hop(tx, ts)])
+        for _ in range(5):  # a burst of 9 frames, over and over: within the plan
+            ts, tx = _steady(r, 1.0, ts, tx, q=9 * frame)
+        assert 9 * frame > 0.1 * bdp
+        assert r.anchored is stays
+    r = _ice(frame_bytes=frame)
+    r.set_cap(LINE / 10)
+    ts, tx = 0.0, 0
+    r.on_feedback(ts, [_hop(tx, ts)])
+    ts, tx = _steady(r, 1.0, ts, tx, q=12 * frame)
+    ts, tx = _steady(r, 1.0, ts, tx, q=12 * frame)
+    assert not r.anchored  # more than one frame per planned flow: what the plan did not foresee
+    # a flow with the whole line planned shares its hop with nobody: the 10 % rule decides
+    assert r.params.anchor_threshold(LINE) == pytest.approx(0.1)
+
+
 def test_back_at_the_cap_once_the_queue_is_gone() -> None:
     r = _ice()
     r.set_cap(50e9)

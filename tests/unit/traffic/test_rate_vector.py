@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from typing import Any
 
 import numpy as np
 import pytest
@@ -73,9 +74,12 @@ def test_dcqcn_array_equals_scalar(seed: int) -> None:
         (4, 20_000, {}),
         (5, 20_000, {"anchor": False}),
         (6, 20_000, {"derived_ai": False}),
+        # the burst allowance of B / cap frames (caps of 5-100 % of the line: 1-20 frames)
+        (7, 60_000, {"frame_bytes": 2_000}),
+        (8, 60_000, {"frame_bytes": 2_000}),
     ],
 )
-def test_ice_array_equals_scalar(seed: int, max_queue: int, variant: dict[str, bool]) -> None:
+def test_ice_array_equals_scalar(seed: int, max_queue: int, variant: dict[str, Any]) -> None:
     rng = random.Random(seed)
     hops = 4
     params = IceParams(**variant).scaled(100e9, base_rtt_us=8.0)
