@@ -30,7 +30,10 @@ interfaces), directory removed.
 Limits: links have no delay (``rates.link_delay_us`` is not emulated); with ``embedded``, one
 rate per port number across switches (``--queue-rate-bps`` is one option list for every
 switch; BMv2 sets each switch's ports on their own); in planned modes the controller's caps
-reach the agents (``ice-paths`` runs with caps at the full max-min share, target 1.0);
+reach the agents (``ice-paths`` runs with caps at the full max-min share, target 1.0; ICE
+with ``options.cap_target``, as in virtual time: the whole link less ICE's own bytes, its
+hosts' agents anchored on their caps; INT sampling 1 in ``ice.sample_n`` without the time floor,
+the hosts' base RTT being their own scaled default);
 real-time switches and Python hosts forward a few thousand packets/s in all, so keep
 ``rates.scale`` small (e.g. 5e-5: 100 Gbit/s -> 5 Mbit/s).
 """
@@ -53,7 +56,7 @@ from typing import Any
 from icefabric.control.planner.planner import DEFAULT_WORK_BUDGET
 from icefabric.experiment.config import Experiment, Mode
 from icefabric.experiment.measures import Observed
-from icefabric.experiment.options import mode_options
+from icefabric.experiment.options import cap_target, mode_options
 from icefabric.experiment.runner import Progress
 from icefabric.files import parse_json
 from icefabric.topo.spec import TopologySpec
@@ -199,7 +202,9 @@ class MininetEngine:
                 pipeline,
                 options=options,
                 probe_interval_s=0,
-                rate_target=0.95 if mode.caps else 1.0,
+                # as the virtual engine: ICE's caps fill links less ICE's own bytes (anchored
+                # agents send at their caps), every other mode's the whole link
+                rate_target=cap_target(exp, mode),
                 plan_work_budget=DEFAULT_WORK_BUDGET,  # same plan under any load
             )
             ctl.start()
