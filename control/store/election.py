@@ -1,7 +1,7 @@
 """Leader election through etcd: one lease per replica, a campaign key, fencing.
 
 Every replica holds a **session lease** (``--lease`` seconds; etcd raises a TTL below its
-minimum, 1.5 x its election timeout rounded up) and renews it every eighth of its TTL. Under
+minimum, 1.5 x its election timeout rounded up) and keeps it alive every quarter of its TTL. Under
 that lease it publishes ``replicas/<name>`` (its API and agent addresses). To become primary it
 runs a transaction: *if ``leader`` does not exist, create it under my lease*. The key's create
 revision is the **term**: it only grows, so the P4Runtime election id derived from it makes the
@@ -15,17 +15,6 @@ deadline passes the replica stops writing (``may_write`` is False, ``on_fenced``
 before any other replica can win. The store's writes are transactions guarded by the term
 (``create_revision(leader) == term``), so an old primary can never overwrite a newer one's
 entries in etcd; on the switches the newer primary's higher election id rejects its writes.
-
-**Renewing through a member loss.** When the member etcd's own leader runs on is lost, no
-keepalive is answered until the others elect a new leader (up to 2 x etcd's election timeout,
-plus a vote and a commit). The fencing deadline leaves ``TTL - margin - age of the last ack``
-for that, so the ack is kept young (a renewal every eighth of the TTL) and no renewal that could
-still succeed is cut off: each goes to the member that answered last, and after a short hedge
-delay to every other member at once, each request on its own connection and allowed to run
-until the fencing deadline. A follower holds a renewal until its cluster has a leader and then
-forwards it, so the first renewal etcd can answer after the election is the one that counts
-(its send time, not its answer time, sets the new deadline). etcd's new leader extends every
-lease by its election timeout on taking over, so nothing expires in between.
 """
 
 from __future__ import annotations
@@ -37,7 +26,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from icefabric.control.store.etcd_client import (
@@ -46,7 +34,6 @@ from icefabric.control.store.etcd_client import (
     cmp_create_revision,
     op_get,
     op_put,
-    unb64,
 )
 from icefabric.files import parse_json
 
@@ -78,14 +65,6 @@ class Election:
         if not 1 <= lease_s <= 3600:
             raise ValueError(f"etcd lease: expected 1..3600 s, got {lease_s}")
         self.client = client.copy()  # its own connections: keepalives never wait behind a save
-        # one client per member for renewals, so one member that hangs blocks none of the others
-        self._ka_clients = [client.copy(endpoints=[ep]) for ep in client.endpoints]
-        self._ka_pool: ThreadPoolExecutor | None = None
-        self._ka_busy: set[int] = set()  # members with a renewal in flight
-        self._ka_first = 0  # the member that answered a renewal last
-        self._ka_cond = threading.Condition()
-        self._ka_acks = 0  # renewals of the current lease acknowledged so far
-        self._ka_lost = ""  # set by a renewal that found the lease gone
         self.prefix = prefix
         self.name = name
         self.lease_s = lease_s
@@ -147,12 +126,7 @@ class Election:
                 self.client.lease_revoke(lease, timeout=1.0)
             except EtcdError as exc:
                 log.warning("etcd: could not resign (lease %x): %s", lease, exc)
-        if self._ka_pool is not None:
-            self._ka_pool.shutdown(wait=False, cancel_futures=True)
-            self._ka_pool = None
         self.client.close()
-        for c in self._ka_clients:
-            c.close()
 
     def publish(self, **info: Any) -> None:
         """Add to what ``replicas/<name>`` says (API and agent addresses); re-put at once."""
@@ -174,11 +148,6 @@ class Election:
         """How long before the lease can end the primary stops writing."""
         return max(MIN_MARGIN_S, self.ttl / 8)
 
-    def renew_s(self) -> float:
-        """How often the lease is renewed: every eighth of the TTL (the ack's age is spent from
-        the time the fencing deadline leaves for an etcd leader election)."""
-        return max(0.05, self.ttl / 8)
-
     # -- the session thread ----------------------------------------------------------------
 
     def _run(self) -> None:
@@ -187,7 +156,7 @@ class Election:
                 self._tick()
             except Exception:  # the session must outlive any single failure
                 log.exception("etcd election: unexpected error")
-            period = self.poll_s if self.term == 0 else min(self.renew_s() / 2, 0.25)
+            period = self.poll_s if self.term == 0 else min(self.ttl / 6, 0.25)
             self._wake.wait(period)
             self._wake.clear()
 
@@ -202,7 +171,7 @@ class Election:
         if not self.lease:
             if not self._grant():
                 return
-        elif now - self._last_ka >= self.renew_s() and not self._keepalive():
+        elif now - self._last_ka >= self.ttl / 4 and not self._keepalive():
             return
         self._register()
         if self.term:
@@ -234,83 +203,21 @@ class Election:
         return True
 
     def _keepalive(self) -> bool:
-        """Renew the lease (see "Renewing through a member loss" above); whether a renewal was
-        acknowledged before this returns (one still in flight may be acknowledged later)."""
-        lease = self.lease
-        with self._ka_cond:
-            acks = self._ka_acks
-        n = len(self._ka_clients)
-        order = [(self._ka_first + i) % n for i in range(n)]
-        self._renew_through(order[:1], lease)
-        if self._wait_ack(acks, self.renew_s() / 2) or n == 1:
-            return self._ack_result(acks)
-        self._renew_through(order[1:], lease)  # the usual member is slow: ask every member
-        self._wait_ack(acks, self.renew_s())
-        return self._ack_result(acks)
-
-    def _renew_through(self, members: list[int], lease: int) -> None:
-        """Send one renewal of ``lease`` to each of ``members`` that has none in flight."""
-        if self._ka_pool is None:
-            self._ka_pool = ThreadPoolExecutor(
-                max_workers=len(self._ka_clients), thread_name_prefix="etcd-renew"
-            )
-        # until the fencing deadline (a standby: until the lease can end): a renewal that
-        # reaches etcd before then still counts, so none is cut off earlier
-        end = self._deadline if self.term else self._expires
-        timeout = max(0.1, end - time.monotonic())
-        for i in members:
-            with self._ka_cond:
-                if i in self._ka_busy:
-                    continue
-                self._ka_busy.add(i)
-            t0 = time.monotonic()
-            fut = self._ka_pool.submit(self._ka_clients[i].lease_keepalive, lease, timeout=timeout)
-            fut.add_done_callback(
-                lambda f, i=i, t0=t0: self._renewed(i, lease, t0, f)  # type: ignore[misc]
-            )
-
-    def _renewed(self, member: int, lease: int, t0: float, fut: Future[int]) -> None:
-        """A renewal came back (on a pool thread): move the deadline, or note the lease lost."""
-        with self._ka_cond:
-            self._ka_busy.discard(member)
-            try:
-                ttl = fut.result()
-            except (EtcdError, RuntimeError) as exc:
-                log.debug("etcd: keepalive through member %d failed: %s", member, exc)
-                self._ka_cond.notify_all()
-                return
-            with self._lock:
-                if lease != self.lease:
-                    pass  # an answer for a lease this replica no longer holds
-                elif ttl <= 0:
-                    self._ka_lost = f"lease {lease:x} expired in etcd"
-                else:
-                    # etcd renewed it after t0: it cannot end before t0 + TTL
-                    if t0 > self._last_ka:
-                        self._last_ka = t0
-                    if t0 + ttl > self._expires:
-                        self._expires = t0 + ttl
-                    if self.term:
-                        self._deadline = self._expires - self.margin_s()
-                    self._ka_first = member
-                    self._ka_acks += 1
-            self._ka_cond.notify_all()
-
-    def _wait_ack(self, acks: int, timeout: float) -> bool:
-        """Until a renewal after ``acks`` was acknowledged or one found the lease gone."""
-        with self._ka_cond:
-            return self._ka_cond.wait_for(
-                lambda: self._ka_acks != acks or bool(self._ka_lost), timeout
-            )
-
-    def _ack_result(self, acks: int) -> bool:
-        with self._ka_cond:
-            lost, self._ka_lost = self._ka_lost, ""
-            ok = self._ka_acks != acks
-        if lost:
-            self._lease_lost(lost)
+        t0 = time.monotonic()
+        try:
+            ttl = self.client.lease_keepalive(self.lease, timeout=max(0.1, self.ttl / 2))
+        except EtcdError as exc:
+            log.debug("etcd: keepalive failed: %s", exc)
             return False
-        return ok
+        if ttl <= 0:
+            self._lease_lost(f"lease {self.lease:x} expired in etcd")
+            return False
+        with self._lock:
+            self._last_ka = t0
+            self._expires = t0 + ttl
+            if self.term:
+                self._deadline = self._expires - self.margin_s()
+        return True
 
     def _register(self) -> None:
         with self._lock:
@@ -345,30 +252,23 @@ class Election:
             return
         if not res.succeeded:
             kvs = res.responses[0].get("response_range", {}).get("kvs", []) if res.responses else []
-            if kvs and int(kvs[0].get("lease", 0) or 0) == self.lease:
-                # our own key: an earlier try of this campaign committed but its answer was lost
-                # (a member that timed out, the request retried on another). The lease was alive
-                # then; _expires (from its grant and renewals) is the only bound known for it.
-                self._become_primary(int(kvs[0].get("create_revision", 0)), None)
-            elif kvs:
+            if kvs:
+                from icefabric.control.store.etcd_client import unb64
+
                 try:
                     self.leader = parse_json(unb64(kvs[0].get("value", "")))
                 except ValueError:
                     self.leader = {"name": "?"}
                 self.leader_term = int(kvs[0].get("create_revision", 0))
             return
-        # the lease was alive when the txn committed, after t0: it holds until t0 + TTL
-        self._become_primary(res.revision, t0)
-
-    def _become_primary(self, term: int, alive_at: float | None) -> None:
-        """Primary for ``term``; ``alive_at``: a time the lease was certainly alive after."""
         with self._lock:
-            if alive_at is not None and self._expires < alive_at + self.ttl:
-                self._expires = alive_at + self.ttl
+            # the lease was alive when the txn committed, after t0: it holds until t0 + TTL
+            if self._expires < t0 + self.ttl:
+                self._expires = t0 + self.ttl
             self._deadline = self._expires - self.margin_s()
-            self.term = term
+            self.term = res.revision
             self.leader = {"name": self.name, "lease": f"{self.lease:x}"}
-            self.leader_term = term
+            self.leader_term = res.revision
             self.elected_at = time.monotonic()
             self.fenced_reason = ""
         log.warning("etcd: %s is primary (term %d)", self.name, self.term)

@@ -173,11 +173,10 @@ class EtcdClient:
             ctx.verify_mode = ssl.CERT_NONE
         return ctx
 
-    def copy(self, *, endpoints: Sequence[str] | None = None) -> EtcdClient:
+    def copy(self) -> EtcdClient:
         """Another client for the same cluster (its own connections: a keepalive thread must not
-        wait behind a large read), optionally for some of its endpoints only."""
-        eps = self.endpoints if endpoints is None else list(endpoints)
-        c = EtcdClient(eps, security=self.security, timeout_s=self.timeout_s)
+        wait behind a large read)."""
+        c = EtcdClient(self.endpoints, security=self.security, timeout_s=self.timeout_s)
         c._token = self._token
         return c
 
