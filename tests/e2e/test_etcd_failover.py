@@ -450,7 +450,10 @@ def test_primary_killed_mid_install_ten_times(world: tuple[Replicas, Any, Any]) 
     )
 
 
-@pytest.mark.xfail(strict=False, reason="flaky: 1 of 3 fresh-clone CI runs lost the term during member loss (jobs.add: term is no longer the leader); open in the session-4 note")
+@pytest.mark.xfail(
+    strict=False,
+    reason="flaky: 1 of 3 fresh-clone CI runs lost the term during member loss (jobs.add: term is no longer the leader); open in the session-4 and session-5 notes",
+)
 def test_member_loss_changes_nothing_quorum_loss_stops_writes_and_recovers(
     world: tuple[Replicas, Any, Any],
 ) -> None:
