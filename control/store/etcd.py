@@ -278,15 +278,7 @@ class EtcdStore:
     def replicas(self) -> list[dict[str, Any]]:
         """Every registered replica (their leases alive), by name."""
         base = self.prefix + b"replicas/"
-        kvs, _ = self.client.range(base, prefix_end(base), timeout=2.0)
-        out = []
-        for kv in kvs:
-            try:
-                d = parse_json(kv.value)
-            except ValueError:
-                continue
-            if isinstance(d, dict):
-                out.append(d)
+        out = _replica_records(self.client, base, timeout=2.0)
         return sorted(out, key=lambda d: str(d.get("name", "")))
 
     def agent_addresses(self) -> list[str]:
@@ -337,6 +329,21 @@ class EtcdStore:
         self.client.close()
 
 
+def _replica_records(client: EtcdClient, base: bytes, **kw: Any) -> list[dict[str, Any]]:
+    """The replica records under ``base``, for ``replicas()`` and ``agent_discovery``; a value
+    that is not a JSON object is skipped."""
+    kvs, _ = client.range(base, prefix_end(base), **kw)
+    out = []
+    for kv in kvs:
+        try:
+            d = parse_json(kv.value)
+        except ValueError:
+            continue
+        if isinstance(d, dict):
+            out.append(d)
+    return out
+
+
 def primary_first_addresses(replicas: Iterable[dict[str, Any]]) -> list[str]:
     """The agent addresses of ``replicas`` with the primary's first."""
     rows = sorted(replicas, key=lambda r: (r.get("role") != "primary", str(r.get("name", ""))))
@@ -371,15 +378,6 @@ def agent_discovery(
     base = f"{prefix.rstrip('/')}/{safe}/replicas/".encode()
 
     def discover() -> list[str]:
-        kvs, _ = client.range(base, prefix_end(base))
-        rows = []
-        for kv in kvs:
-            try:
-                d = parse_json(kv.value)
-            except ValueError:
-                continue
-            if isinstance(d, dict):
-                rows.append(d)
-        return primary_first_addresses(rows)
+        return primary_first_addresses(_replica_records(client, base))
 
     return discover
