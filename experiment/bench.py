@@ -98,7 +98,7 @@ def _host_pair(a_sock: socket.socket, b_sock: socket.socket, nbytes: int) -> tup
     """(packets/s the receiver got, fraction lost) for one flow between two host loops."""
     from icefabric.traffic.agent import Agent
     from icefabric.traffic.endpoint import Endpoint
-    from icefabric.traffic.host import RealTimeHost
+    from icefabric.traffic.realtime import RealTimeHost
 
     def host(name: str, ip: str, sock: socket.socket, expect: int) -> RealTimeHost:
         agent = Agent(name, ip, line_rate_bps=10e9, kind="ice")

@@ -19,9 +19,12 @@ work: the interface is the namespace's only one, the topology comes from ``$ICE_
 the host is the one whose address the interface holds (``--host`` takes a name or an address:
 the Mininet CLI turns every node name into its IP), the controller is the default agent socket
 when it exists, and the pace is the smaller of the topology's host rate and what the switch
-target (``$ICE_TARGET``) forwards without loss (:data:`TARGET_PACE_BPS`). At exit it prints one
-summary line per flow (bytes, time, goodput, loss, rate, cap, path) and exits 1 when a message
-sent to it arrived with a packet missing (``--flow``/``--expect`` work).
+target (``$ICE_TARGET``) forwards without loss (``hostconfig.TARGET_PACE_BPS``). At exit it
+prints one summary line per flow (bytes, time, goodput, loss, rate, cap, path) and exits 1 when
+a message sent to it arrived with a packet missing (``--flow``/``--expect`` work).
+
+The loop is :class:`~icefabric.traffic.realtime.RealTimeHost`; the options are resolved in
+:mod:`icefabric.traffic.hostconfig`; this module is the command line that joins them.
 """
 
 from __future__ import annotations
@@ -31,388 +34,28 @@ import contextlib
 import json
 import logging
 import os
-import queue
-import select
 import signal
-import socket
-import struct
 import sys
-import threading
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from icefabric.control.flowkey import FlowKey
 from icefabric.traffic.agent import Agent
 from icefabric.traffic.endpoint import DEFAULT_MTU, Endpoint
+from icefabric.traffic.hostconfig import (
+    UsageError,
+    default_controller,
+    load_schedule,
+    resolve,
+    resolve_flow,
+)
 from icefabric.traffic.rate import DcqcnParams, rate_kinds
-from icefabric.traffic.roce import ip_bytes, mac_bytes
+from icefabric.traffic.realtime import RealTimeHost, outcome
 
 log = logging.getLogger("icefabric.traffic.host")
 
-MAX_SCHEDULE_BYTES = 64 << 20
-RX_BATCH = 64
-REPORT_EVERY_S = 1.0
-PACKET_OUTGOING = 4
-SIOCGIFADDR = 0x8915
-# The default pace (bit/s) per switch target when --line-rate and --rate-scale are not given:
-# what its Mininet fabric forwards with no loss on the shared 2-core machine (the README's
-# tour, tests/e2e/test_readme_tour.py: 1 MB, 0 lost). Python's ice-switch forwards a few
-# thousand packets/s per process; BMv2's simple_switch_grpc some tens of thousands.
-TARGET_PACE_BPS = {"embedded": 5e6, "bmv2": 20e6}
-DEFAULT_PACE_BPS = 5e6  # no topology and no target known
 FLOW_SETUP_S = 2.0  # --flow with a controller: wait this long for its cap before sending
-
-
-class UsageError(ValueError):
-    """A bad option or input file (exit code 2, one line)."""
-
-
-def parse_rate(text: str) -> float:
-    """``100M`` / ``2.5G`` / ``1e9`` -> bit/s."""
-    t = text.strip()
-    mult = {"K": 1e3, "M": 1e6, "G": 1e9}.get(t[-1:].upper(), 1.0)
-    if mult != 1.0:
-        t = t[:-1]
-    try:
-        value = float(t) * mult
-    except ValueError:
-        raise UsageError(f"rate {text!r}: expected bit/s like 100M, 2.5G or 1e9") from None
-    if not value > 0:
-        raise UsageError(f"rate {text!r}: must be > 0")
-    return value
-
-
-@dataclass(frozen=True, slots=True)
-class FlowArg:
-    """``--flow DST_IP:BYTES``."""
-
-    dst_ip: str
-    nbytes: int
-
-
-def parse_flow(text: str) -> FlowArg:
-    """Parse ``DST_IP:BYTES``."""
-    ip, sep, size = text.rpartition(":")
-    try:
-        ip_bytes(ip)
-        nbytes = int(size)
-    except ValueError:
-        raise UsageError(f"--flow {text!r}: expected DST_IP:BYTES, e.g. 10.0.2.1:1000000") from None
-    if not sep or nbytes <= 0:
-        raise UsageError(f"--flow {text!r}: expected DST_IP:BYTES with BYTES > 0")
-    return FlowArg(ip, nbytes)
-
-
-def iface_mac(iface: str) -> str:
-    """The MAC address of ``iface`` (from sysfs)."""
-    try:
-        return Path(f"/sys/class/net/{iface}/address").read_text().strip()
-    except OSError:
-        raise UsageError(f"--iface {iface}: no such interface in this namespace") from None
-
-
-def namespace_interfaces() -> list[str]:
-    """The interfaces of this network namespace other than loopback, sorted."""
-    try:
-        names = os.listdir("/sys/class/net")
-    except OSError:
-        return []
-    return sorted(n for n in names if n != "lo" and not n.startswith("bonding_"))
-
-
-def default_iface() -> str:
-    """The namespace's only interface (a Mininet host's ``hN-eth0``); UsageError otherwise."""
-    names = namespace_interfaces()
-    if len(names) != 1:
-        listed = ", ".join(names) or "none"
-        raise UsageError(
-            f"--iface is needed: this namespace has {len(names)} interfaces ({listed})"
-        )
-    return names[0]
-
-
-def iface_ipv4(iface: str) -> str | None:
-    """The IPv4 address of ``iface`` (SIOCGIFADDR), None when it has none."""
-    import fcntl
-
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        try:
-            req = struct.pack("256s", iface.encode()[:15])
-            res = fcntl.ioctl(s.fileno(), SIOCGIFADDR, req)
-        except OSError:
-            return None
-    return socket.inet_ntoa(res[20:24])
-
-
-def default_controller() -> list[str]:
-    """The default agent channel when it is there (next to ``icectl run``'s API socket)."""
-    from icefabric.control.agents.protocol import agent_socket_for
-    from icefabric.control.daemon.paths import default_socket
-
-    api = os.environ.get("ICECTL_SOCKET") or str(default_socket())
-    path = agent_socket_for(api)
-    return [str(path)] if path.exists() else []
-
-
-def fmt_bps(bps: float) -> str:
-    """``4.98 Mbit/s``."""
-    for unit, div in (("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3)):
-        if bps >= div:
-            return f"{bps / div:.3g} {unit}"
-    return f"{bps:.3g} bit/s"
-
-
-class RealTimeHost:
-    """The host's event loop: socket in, endpoint, agent, socket out, agent channel."""
-
-    def __init__(
-        self,
-        endpoint: Endpoint,
-        sock: socket.socket,
-        *,
-        controller: Any = None,
-        expect_messages: int = 0,
-    ) -> None:
-        self.endpoint = endpoint
-        self.agent = endpoint.agent
-        self.sock = sock
-        self.controller = controller
-        self.expect_messages = expect_messages
-        self.messages: list[tuple[str, int, int, float]] = []  # (src ip, tag, bytes, us)
-        self.stop = threading.Event()
-        self.caps: queue.SimpleQueue[dict[FlowKey, float]] = queue.SimpleQueue()
-        self.send_errors = 0
-        self._t0 = time.monotonic()
-        self.t0_unix = time.time()  # the wall clock at now_us() == 0 (to line hosts up)
-        self._flows: dict[str, FlowKey] = {}  # schedule flow id -> key
-        self.executor: Any = None  # a WorkloadExecutor running this host's share, if any
-        self.cap_applied: dict[FlowKey, float] = {}  # the last cap the controller set per flow
-        self.posted_bytes: dict[FlowKey, int] = {}  # message bytes posted per flow
-        self._caps_cv = threading.Condition()
-        self._cap_keys: set[FlowKey] = set()  # flows the controller has capped so far
-        self.short_messages = 0  # messages that completed with bytes missing
-        endpoint.on_message = self._on_message
-
-    def now_us(self) -> float:
-        """Microseconds since the host started."""
-        return (time.monotonic() - self._t0) * 1e6
-
-    def on_caps(self, caps: dict[FlowKey, float]) -> None:
-        """AgentClient's callback (its thread): hand the cap set to the loop."""
-        self.caps.put(caps)
-        with self._caps_cv:
-            self._cap_keys |= set(caps)
-            self._caps_cv.notify_all()
-
-    def wait_for_cap(self, keys: Sequence[FlowKey], timeout_s: float) -> bool:
-        """Wait until the controller sent a cap for one of ``keys`` (it has taken their report
-        and installed their path), or ``timeout_s``; whether it did."""
-        with self._caps_cv:
-            return (
-                self._caps_cv.wait_for(
-                    lambda: bool(self._cap_keys & set(keys)) or self.stop.is_set(), timeout_s
-                )
-                and not self.stop.is_set()
-            )
-
-    def open_flow(self, dst_ip: str, *, job: str = "", flow_id: str = "") -> FlowKey:
-        """Open (and report) the QP of ``flow_id`` now, as a CCL connects its QPs at init."""
-        key = self._flows.get(flow_id) if flow_id else None
-        if key is None:
-            key = self.endpoint.open_flow(dst_ip, job=job, flow_id=flow_id)
-            if flow_id:
-                self._flows[flow_id] = key
-            self._report()
-        return key
-
-    def post(
-        self, dst_ip: str, nbytes: int, tag: int, *, job: str = "", flow_id: str = ""
-    ) -> FlowKey:
-        """Queue a message to ``dst_ip`` (one flow per flow id; a new one per call without)."""
-        key = self.open_flow(dst_ip, job=job, flow_id=flow_id)
-        self.endpoint.post_send(key, nbytes, tag, now_us=self.now_us())
-        self.posted_bytes[key] = self.posted_bytes.get(key, 0) + nbytes
-        return key
-
-    def _on_message(self, key: FlowKey, tag: int, nbytes: int, now_us: float) -> None:
-        self.messages.append((key.src_ip, tag, nbytes, now_us))
-        log.info("message %d from %s: %d bytes at %.0f us", tag, key.src_ip, nbytes, now_us)
-        if self.executor is not None:
-            self.executor.on_message(tag, now_us)
-
-    def _report(self) -> None:
-        if self.controller is not None:
-            self.controller.report_flows(self.agent.flow_reports())
-
-    def done(self) -> bool:
-        """Own messages all sent and every expected message arrived."""
-        if self.endpoint.backlog_bytes() > 0:
-            return False
-        if self.executor is not None and not self.executor.done:
-            return False
-        return len(self.messages) >= self.expect_messages
-
-    def run(self, *, duration_s: float | None = None, linger_s: float = 0.2) -> None:
-        """Run until done (then ``linger_s`` more for late CNPs/feedback), ``duration_s`` or stop."""
-        ep = self.endpoint
-        sock = self.sock
-        sock.setblocking(False)
-        deadline = None if duration_s is None else time.monotonic() + duration_s
-        done_at: float | None = None
-        next_report = time.monotonic() + REPORT_EVERY_S
-        if self.executor is not None:
-            self.executor.start(self.now_us())
-        while not self.stop.is_set():
-            wall = time.monotonic()
-            if deadline is not None and wall >= deadline:
-                break
-            if done_at is None and self.done():
-                done_at = wall
-            if done_at is not None and wall - done_at >= linger_s:
-                break
-            while not self.caps.empty():
-                caps = self.caps.get()
-                self.agent.apply_caps(caps)
-                for key, bps in caps.items():
-                    if key in self.agent.flows and isinstance(bps, int | float) and bps > 0:
-                        self.cap_applied[key] = float(bps)
-            now = self.now_us()
-            t = self.agent.next_timer_us()
-            if t is not None and t <= now:
-                self.agent.on_timer(now)
-            for frame in ep.poll(now):
-                self._send(frame)
-            if wall >= next_report:
-                next_report = wall + REPORT_EVERY_S
-                self._report()
-            wait = 0.01
-            nxt = ep.next_send_us()
-            if nxt is not None:
-                wait = min(wait, max(0.0, (nxt - self.now_us()) / 1e6))
-            t = self.agent.next_timer_us()
-            if t is not None:
-                wait = min(wait, max(0.0, (t - self.now_us()) / 1e6))
-            readable, _, _ = select.select([sock], [], [], wait)
-            if readable:
-                self._receive_batch()
-
-    def _receive_batch(self) -> None:
-        for _ in range(RX_BATCH):
-            try:
-                data, addr = self.sock.recvfrom(65535)
-            except BlockingIOError:
-                return
-            except OSError as exc:
-                log.warning("receive failed: %s", exc)
-                return
-            if isinstance(addr, tuple) and len(addr) > 2 and addr[2] == PACKET_OUTGOING:
-                continue  # our own transmission (kernels without PACKET_IGNORE_OUTGOING)
-            for reply in self.endpoint.receive(self.now_us(), data):
-                self._send(reply)
-
-    def _send(self, frame: bytes) -> None:
-        try:
-            self.sock.send(frame)
-        except BlockingIOError:
-            select.select([], [self.sock], [], 0.01)
-            try:
-                self.sock.send(frame)
-            except OSError:
-                self.send_errors += 1
-        except OSError as exc:
-            self.send_errors += 1
-            log.warning("send failed: %s", exc)
-
-    def summary_lines(
-        self,
-        host_names: dict[str, str] | None = None,
-        switch_names: dict[int, str] | None = None,
-        rate_note: str = "",
-    ) -> list[str]:
-        """One iperf-like line per flow sent and per flow received (see the module docstring)."""
-        hosts = host_names or {}
-        sws = switch_names or {}
-        me = self.agent.host
-        lines = []
-        for key, st in sorted(self.endpoint.tx_stats().items(), key=lambda kv: kv[0].dst_qp):
-            peer = hosts.get(key.dst_ip, key.dst_ip)
-            secs = _span_s(st.first_tx_us, st.last_tx_us)
-            rate = st.bytes_sent * 8 / secs if secs > 0 else 0.0
-            cap = self.cap_applied.get(key)
-            path = ">".join(sws.get(i, str(i)) for i in st.path_switches) or "- (no INT feedback)"
-            left = self.endpoint.backlog_bytes(key)
-            lines.append(
-                f"{me} -> {peer} qp {key.dst_qp:#x}: sent {self.posted_bytes.get(key, 0)} bytes "
-                f"({st.packets_sent} packets, {st.bytes_sent} on the wire) in {secs:.3f} s, "
-                f"{fmt_bps(rate)}"
-                f"{rate_note}, cap {fmt_bps(cap) + ' applied' if cap else 'none'}, path {path}"
-                + (f", {left} bytes NOT SENT" if left else "")
-            )
-        for key, st in sorted(self.endpoint.rx_stats().items(), key=lambda kv: kv[0].dst_qp):
-            peer = hosts.get(key.src_ip, key.src_ip)
-            secs = _span_s(st.first_rx_us, st.last_rx_us)
-            total = st.packets_received + st.psn_gap_losses
-            pct = 100.0 * st.psn_gap_losses / total if total else 0.0
-            verdict = "complete" if st.psn_gap_losses == 0 else "INCOMPLETE"
-            lines.append(
-                f"{me} <- {peer} qp {key.dst_qp:#x}: received {st.bytes_received} bytes "
-                f"({st.packets_received} of {total} packets) in {secs:.3f} s, goodput "
-                f"{fmt_bps(st.goodput_bps())}, lost {st.psn_gap_losses} ({pct:.1f} %), "
-                f"{st.messages_received} message(s) {verdict}"
-            )
-        return lines
-
-    def lost_packets(self) -> int:
-        """Packets missing from the flows sent to this host (PSN gaps)."""
-        return sum(st.psn_gap_losses for st in self.endpoint.rx_stats().values())
-
-    def stats(self) -> dict[str, Any]:
-        """Everything the host measured, as plain data."""
-        ep = self.endpoint
-        out: dict[str, Any] = {
-            "host": self.agent.host,
-            "ip": self.agent.host_ip,
-            "kind": self.agent.kind,
-            "elapsed_us": self.now_us(),
-            "clock_origin_unix": self.t0_unix,
-            "tx": [s.to_dict() for s in ep.tx_stats().values()],
-            "rx": [s.to_dict() for s in ep.rx_stats().values()],
-            "messages": [
-                {"src_ip": ip, "tag": tag, "bytes": n, "at_us": t}
-                for ip, tag, n, t in self.messages
-            ],
-            "rates_bps": {str(k.dst_qp): self.agent.rate_bps(k) for k in self.agent.flows},
-            "counters": asdict(ep.counters),
-            "agent": asdict(self.agent.stats),
-            "send_errors": self.send_errors,
-        }
-        if self.executor is not None:
-            out["posted_us"] = {str(k): v for k, v in self.executor.posted_us.items()}
-            out["arrived_us"] = {str(k): v for k, v in self.executor.arrived_us.items()}
-        return out
-
-
-def outcome(host: RealTimeHost, *, scheduled: bool) -> tuple[int, str | None]:
-    """The exit code of a finished run and why it is not 0.
-
-    1 when the work was not done, or (``--flow``/``--expect`` work) when a message sent here
-    arrived with packets missing: it did not arrive whole. Schedule runs are experiments, whose
-    losses are measured and reported rather than failed on."""
-    if not host.done():
-        return 1, "stopped before its work was done"
-    lost = host.lost_packets()
-    if not scheduled and lost:
-        return 1, f"{lost} packet(s) lost: a message arrived incomplete"
-    return 0, None
-
-
-def _span_s(first_us: float | None, last_us: float | None) -> float:
-    if first_us is None or last_us is None:
-        return 0.0
-    return max(0.0, (last_us - first_us) / 1e6)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -552,135 +195,6 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-@dataclass(slots=True)
-class HostConfig:
-    """Resolved options."""
-
-    name: str
-    ip: str
-    mac: str
-    gateway_mac: str
-    line_rate_bps: float
-    iface: str = ""
-    rate_scale: float = 1.0
-    rate_note: str = ""  # how the pace was chosen, for the summary line
-    host_names: dict[str, str] | None = None  # ip -> host name (topology)
-    switch_names: dict[int, str] | None = None  # switch id -> name (topology)
-
-
-def _find_host(spec: Any, what: str, topology: Path) -> Any:
-    """A host of ``spec`` by name or by address."""
-    try:
-        return spec.host(what)
-    except KeyError:
-        pass
-    for h in spec.hosts:
-        if h.address == what:
-            return h
-    raise UsageError(f"--host {what}: no host of that name or address in {topology}")
-
-
-def resolve(args: argparse.Namespace) -> HostConfig:
-    """Fill the host's addresses and rate from the options and the topology (UsageError)."""
-    iface = args.iface or default_iface()
-    name, ip, gw, line = args.host, args.ip, args.gateway_mac, None
-    scale = args.rate_scale if args.rate_scale is not None else 1.0
-    note = ""
-    host_names = switch_names = None
-    if args.topology is not None:
-        from icefabric.control.fabric import switch_mac
-        from icefabric.topo.spec import SpecError, load_topology
-
-        try:
-            spec = load_topology(args.topology)
-        except SpecError as exc:
-            raise UsageError(f"{args.topology}: {str(exc).splitlines()[0]}") from None
-        except OSError as exc:
-            raise UsageError(f"{args.topology}: {exc.strerror}") from None
-        if args.host:
-            h = _find_host(spec, args.host, args.topology)
-        else:
-            mine = args.ip or iface_ipv4(iface)
-            h = _find_host(spec, mine, args.topology) if mine else None
-            if h is None:
-                raise UsageError(
-                    f"--host is needed: {iface} has no IPv4 address of a host in {args.topology}"
-                )
-        name = h.name
-        ip = ip or h.address
-        gw = gw or switch_mac(spec.switch(h.leaf).switch_id)
-        topo_bps = spec.host_rate(h) * 1e9
-        if args.rate_scale is not None:
-            line = topo_bps * scale
-        else:
-            target = os.environ.get("ICE_TARGET", "embedded")
-            pace = TARGET_PACE_BPS.get(target, DEFAULT_PACE_BPS)
-            line = min(topo_bps, pace)
-            if pace < topo_bps:
-                note = f" (paced for {target} switches; --line-rate to change)"
-        args.mac = args.mac or h.mac
-        host_names = {x.address: x.name for x in spec.hosts}
-        switch_names = {s.switch_id: s.name for s in spec.switches}
-    elif args.host:
-        name = args.host
-    if not ip:
-        raise UsageError("--ip is required (or --topology with --host)")
-    try:
-        ip_bytes(ip)
-    except ValueError:
-        raise UsageError(f"--ip {ip!r}: expected an IPv4 address") from None
-    if not gw:
-        raise UsageError("--gateway-mac is required (or --topology with --host)")
-    for opt, value in (("--gateway-mac", gw), ("--mac", args.mac)):
-        if value:
-            try:
-                mac_bytes(value)
-            except ValueError as exc:
-                raise UsageError(f"{opt}: {exc}") from None
-    if args.line_rate is not None:
-        line, note = parse_rate(args.line_rate), ""
-    if line is None:
-        line, note = DEFAULT_PACE_BPS, ""
-    mac = args.mac or iface_mac(iface)
-    return HostConfig(
-        name=name or iface,
-        ip=ip,
-        mac=mac,
-        gateway_mac=gw,
-        line_rate_bps=line,
-        iface=iface,
-        rate_scale=scale,
-        rate_note=note,
-        host_names=host_names,
-        switch_names=switch_names,
-    )
-
-
-def resolve_flow(text: str, host_names: dict[str, str] | None) -> FlowArg:
-    """``--flow DST:BYTES`` where DST is an IP or (with a topology) a host name."""
-    dst, sep, size = text.rpartition(":")
-    if host_names:
-        by_name = {v: k for k, v in host_names.items()}
-        if dst in by_name:
-            return parse_flow(f"{by_name[dst]}{sep}{size}")
-    return parse_flow(text)
-
-
-def _load_schedule(path: Path) -> Any:
-    from icefabric.files import DataFileError, JsonError, parse_json, read_input
-    from icefabric.traffic.workload import Schedule
-
-    try:
-        data = parse_json(read_input(path, limit=MAX_SCHEDULE_BYTES, what="a schedule"))
-        return Schedule.from_dict(data)
-    except DataFileError as exc:
-        raise UsageError(str(exc).splitlines()[0]) from None
-    except JsonError as exc:
-        raise UsageError(f"{path}: not valid JSON: {exc}") from None
-    except ValueError as exc:
-        raise UsageError(f"{path}: {str(exc).splitlines()[0]}") from None
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``icefabric-host``."""
     args = build_parser().parse_args(argv)
@@ -695,7 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.schedule is not None:
             if args.topology is None:
                 raise UsageError("--schedule needs --topology")
-            schedule = _load_schedule(args.schedule)
+            schedule = load_schedule(args.schedule)
         if args.mtu < 64 or args.mtu > 9000:
             raise UsageError(f"--mtu {args.mtu}: expected 64..9000")
         token = None
@@ -796,7 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for i, (f, key) in enumerate(zip(flows, keys, strict=True)):
         host.endpoint.post_send(key, f.nbytes, i + 1, now_us=host.now_us())
         host.posted_bytes[key] = host.posted_bytes.get(key, 0) + f.nbytes
-    rc = 0
+    rc: int = 0
     try:
         host.run(duration_s=args.duration, linger_s=args.linger)
         rc, why = outcome(host, scheduled=schedule is not None)

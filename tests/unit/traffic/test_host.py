@@ -14,15 +14,9 @@ from icefabric.control.agents.client import AgentClient
 from icefabric.control.agents.server import AgentServer
 from icefabric.traffic.agent import Agent
 from icefabric.traffic.endpoint import Endpoint
-from icefabric.traffic.host import (
-    TARGET_PACE_BPS,
-    RealTimeHost,
-    build_parser,
-    main,
-    outcome,
-    resolve,
-    resolve_flow,
-)
+from icefabric.traffic.host import build_parser, main
+from icefabric.traffic.hostconfig import TARGET_PACE_BPS, resolve, resolve_flow
+from icefabric.traffic.realtime import RealTimeHost, outcome
 from icefabric.waiting import poll_until
 
 
@@ -189,9 +183,9 @@ def test_the_host_is_found_by_name_by_address_or_by_the_interface_address(
     # Mininet's CLI turns `h3` into its address before the program sees it.
     by_ip = resolve(_args("--iface", "lo", "--topology", str(TOPO), "--host", by_name.ip))
     assert (by_ip.name, by_ip.ip) == ("h3", by_name.ip)
-    monkeypatch.setattr("icefabric.traffic.host.iface_ipv4", lambda iface: by_name.ip)
-    monkeypatch.setattr("icefabric.traffic.host.namespace_interfaces", lambda: ["h3-eth0"])
-    monkeypatch.setattr("icefabric.traffic.host.iface_mac", lambda iface: "02:00:00:00:00:09")
+    monkeypatch.setattr("icefabric.traffic.hostconfig.iface_ipv4", lambda iface: by_name.ip)
+    monkeypatch.setattr("icefabric.traffic.hostconfig.namespace_interfaces", lambda: ["h3-eth0"])
+    monkeypatch.setattr("icefabric.traffic.hostconfig.iface_mac", lambda iface: "02:00:00:00:00:09")
     monkeypatch.setenv("ICE_TOPOLOGY", str(TOPO))
     auto = resolve(_args())  # inside a Mininet host: nothing to say
     assert (auto.name, auto.iface, auto.ip) == ("h3", "h3-eth0", by_name.ip)
