@@ -12,24 +12,18 @@ import pytest
 from icefabric.control.topology import Topology
 from icefabric.sim.config import SimConfig
 from icefabric.sim.devices import Device
-from icefabric.sim.hetero import (
-    STUDY_SCENARIOS,
-    Cluster,
-    Group,
-    Network,
-    Scenario,
+from icefabric.sim.hetero import STUDY_SCENARIOS, Group, Scenario, run_scenario
+from icefabric.sim.model import LLAMA2_13B, TransformerModel
+from icefabric.sim.parallel import (
     Server,
     Training,
     _buckets,
     _split,
     dp_step,
-    fabric,
     grad_allreduce_s,
-    place,
-    run_scenario,
     stage_split,
 )
-from icefabric.sim.model import LLAMA2_13B, TransformerModel
+from icefabric.sim.railnet import Cluster, Network, fabric, place
 
 NONE = SimConfig(routing="ice", control="none")
 SMALL = TransformerModel(layers=8, hidden=1024, ffn_hidden=2816, vocab=8000, seq=1024)
@@ -231,19 +225,19 @@ def test_study_scenarios_run_and_stay_below_100() -> None:
 def test_a_modes_qps_stripe_every_transfer(
     mode: str, k: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from icefabric.sim import hetero
+    from icefabric.sim import railnet
     from icefabric.sim.config import config_for
     from icefabric.traffic.modes import get_mode
 
     rows: list[int] = []
-    real = hetero.Simulator
+    real = railnet.Simulator
 
     class Counting(real):  # type: ignore[misc, valid-type]
         def __init__(self, topo: Topology, work: object, config: SimConfig) -> None:
             rows.append(len(work))  # type: ignore[arg-type]
             super().__init__(topo, work, config)
 
-    monkeypatch.setattr(hetero, "Simulator", Counting)
+    monkeypatch.setattr(railnet, "Simulator", Counting)
     sc = Scenario(
         name="dp",
         parallel="dp",
