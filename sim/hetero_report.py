@@ -11,7 +11,7 @@ Two parts, every run a task of one sweep (``sweep.py``: a local Dask cluster by 
   and in pipeline parallel (one stage per group) at 128 ... 4,096 GPUs, the global batch growing
   with the job (16 samples per server, the study scenarios' 256 over 16 servers).
 
-A seed places the servers on the fabric's slots (``hetero.place``), so ECMP's collisions differ
+A seed places the servers on the fabric's slots (``railnet.place``), so ECMP's collisions differ
 from seed to seed; medians with p10 / p90 over the seeds.
 """
 

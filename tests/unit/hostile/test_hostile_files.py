@@ -247,7 +247,7 @@ def test_every_reader_of_a_user_named_file_goes_through_the_loader() -> None:
     allowed = {  # files of the package itself, the runtime dir, /sys, or a run's own mkdtemp
         "icefabric/private.py",  # read_private: the state file, O_NOFOLLOW, owner-checked, bounded
         "control/p4rt/names.py",  # the generated names module of the package
-        "topo/mininet.py",  # the tail of a switch log in the private runtime dir
+        "topo/switches.py",  # the tail of a switch log in the private runtime dir
         "traffic/hostconfig.py",  # /sys/class/net/IFACE/address
         "sim/scale.py",  # the README table it regenerates
         "target/p4/preprocess.py",  # core.p4/v1model.p4 of the package (includes: bounded)

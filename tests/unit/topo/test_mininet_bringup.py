@@ -15,14 +15,15 @@ import pytest
 pytest.importorskip("mininet.net")
 
 from icefabric.topo import mininet as bringup
+from icefabric.topo import switches
 from icefabric.topo.spec import load_topology
 
 ROOT = Path(__file__).resolve().parents[3]
 SPEC = load_topology(ROOT / "topo" / "examples" / "leaf_spine_2x4.yaml")
 
 
-def _switch(tmp_path: Path) -> bringup.ICESwitch:
-    sw = bringup.ICESwitch.__new__(bringup.ICESwitch)  # no Mininet node: only the process side
+def _switch(tmp_path: Path) -> switches.ICESwitch:
+    sw = switches.ICESwitch.__new__(switches.ICESwitch)  # no Mininet node: only the process side
     sw.name = "leaf1"
     sw.log_path = tmp_path / "ice-leaf1.log"
     return sw
@@ -59,7 +60,7 @@ def test_a_switch_that_dies_is_reported_once_with_its_log(tmp_path: Path) -> Non
 def test_switch_logs_are_kept_across_starts(tmp_path: Path) -> None:
     log = tmp_path / "ice-leaf1.log"
     for i in range(5):
-        bringup.rotate_log(log)
+        switches.rotate_log(log)
         log.write_text(f"start {i}\n")
     assert log.read_text() == "start 4\n"
     assert [(tmp_path / f"ice-leaf1.log.{k}").read_text() for k in (1, 2, 3)] == [
@@ -121,7 +122,7 @@ def test_a_switch_outside_the_cli_process_group_survives_sigint_to_it(tmp_path: 
     script = (
         "import sys, time\n"
         "from pathlib import Path\n"
-        "from icefabric.topo import mininet as b\n"
+        "from icefabric.topo import switches as b\n"
         "sw = b.ICESwitch.__new__(b.ICESwitch); sw.name = 's'\n"
         f"p = sw._spawn([sys.executable, '-c', 'import time; time.sleep(60)'], open({str(tmp_path / 'o')!r}, 'wb'))\n"
         "print(p.pid, flush=True)\n"
