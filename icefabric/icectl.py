@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from icefabric.control.cli import agents, ccl, daemon, ops, plan, telemetry, topo
+from icefabric.control.cli import agents, ccl, daemon, links, ops, plan, shell, telemetry, topo
 from icefabric.control.cli.app import build_parser as _build_parser
 from icefabric.control.cli.app import run
 from icefabric.control.cli.common import Register
@@ -26,6 +26,8 @@ VERBS: tuple[Register, ...] = (
     ccl.register,
     sim.register,
     daemon.register,
+    links.register,
+    shell.register,
     agents.register,
     telemetry.register,
     ops.register,

@@ -1,12 +1,10 @@
-"""icectl commands that talk to the running controller (status, jobs, paths, stats, int, mode,
-link, links) and icectl shell."""
+"""icectl commands that read the running controller: status, jobs, paths, stats and int (mode,
+link and links are in ``links.py``, shell in ``shell.py``)."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import re
 import sys
 import time
 from typing import Any
@@ -15,15 +13,12 @@ from icefabric.control import render
 from icefabric.control.cli.ccl import add_log_options
 from icefabric.control.cli.common import (
     EXIT_OK,
-    EXIT_RUNTIME,
     EXIT_USAGE,
     CliError,
     Verbs,
     api_call,
     api_client,
 )
-from icefabric.control.cli.topo import load_topology_arg
-from icefabric.control.fabric import MODES
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -341,188 +336,8 @@ def _follow_int(args: argparse.Namespace) -> int:
                     )
 
 
-def cmd_mode(args: argparse.Namespace) -> int:
-    """icectl mode: ICE or the ECMP baseline on every leaf."""
-    res = api_call(args, "mode", mode=args.mode)
-    print(f"mode {res['mode']} on {res['switches']} switch(es)")
-    return EXIT_OK
-
-
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.0f}"
-
-
-def cmd_links(args: argparse.Namespace) -> int:
-    """icectl links: link liveness from the LLDP probes (state, last probe, events)."""
-    res = api_call(args, "links")
-    if args.json:
-        render.emit_json(res)
-        return EXIT_OK
-    con = render.console()
-    if not res["enabled"]:
-        con.print("link probing is off (icectl run --probe-interval 0, or a standby controller)")
-        return EXIT_OK
-    con.print(
-        f"LLDP probes every {res['interval_ms']:.0f} ms on every fabric port, a link is down "
-        f"after {res['misses']} missed intervals; {res['probes_sent']} sent, "
-        f"{res['probes_received']} received, {res['send_errors']} send errors, "
-        f"{res['stalled_rounds']} stalled rounds not counted, "
-        f"{res.get('alive_by_traffic', 0)} misses outweighed by traffic (rx counter grew)"
-    )
-    con.print(
-        render.table(
-            "fabric links (last seen: the staler direction)",
-            ["link", "state", "last seen ms ago", "events", "marked down"],
-            [
-                (
-                    r["link"],
-                    r["state"],
-                    _ms(r["last_seen_ms"]),
-                    r["events"],
-                    "yes" if r.get("failed") else "",
-                )
-                for r in res["links"]
-            ],
-        )
-    )
-    if res["events"]:
-        con.print(
-            render.table(
-                "events (detection: last probe seen -> declared; replan/install: the controller)",
-                [
-                    "link",
-                    "event",
-                    "detection ms",
-                    "moved",
-                    "replan ms",
-                    "install ms",
-                    "base ms",
-                    "note",
-                ],
-                [
-                    (
-                        e["link"],
-                        e["kind"],
-                        _ms(e["detection_ms"]),
-                        "-" if e["moved"] is None else e["moved"],
-                        "-" if e["plan_ms"] is None else f"{e['plan_ms']:.1f}",
-                        "-" if e["install_ms"] is None else f"{e['install_ms']:.1f}",
-                        "-" if e["base_ms"] is None else f"{e['base_ms']:.1f}",
-                        e["note"] or "",
-                    )
-                    for e in res["events"]
-                ],
-            )
-        )
-    for m in res["miswired"]:
-        con.print(
-            f"[yellow]miswiring[/yellow]: {m['seen']} ({m['count']}x, last {m['last_ms']:.0f} ms "
-            f"ago); topology: {m['expected']}"
-        )
-    for port, count in sorted(res.get("foreign_lldp", {}).items()):
-        con.print(f"foreign LLDP on host port {port}: {count} frame(s)")
-    return EXIT_OK
-
-
-def link_ends(a: str, b: str | None) -> tuple[str, str]:
-    """The two switches of ``icectl link``'s arguments: ``A B``, or one link as ``icectl
-    links`` and ``status`` name it (``leaf1:3-spine1:1``) or ``leaf1-spine1``."""
-    if b is not None:
-        return a.split(":", 1)[0], b.split(":", 1)[0]
-    m = re.fullmatch(r"(.+?):\d+-(.+?):\d+", a) or re.fullmatch(r"([^-]+)-([^-]+)", a)
-    if m is None:
-        raise CliError(
-            f"link {a!r}: expected SWITCH_A SWITCH_B, or a link as icectl links names it "
-            "(leaf1:3-spine1:1)",
-            EXIT_USAGE,
-        )
-    return m.group(1), m.group(2)
-
-
-def cmd_link(args: argparse.Namespace) -> int:
-    """icectl link down|up: mark a link and replan."""
-    a, b = link_ends(args.a, args.b)
-    res = api_call(args, "link", a=a, b=b, state=args.state)
-    if args.json:
-        render.emit_json(res)
-    else:
-        print(
-            f"link {a}-{b} {args.state}: {res['moved']} flow(s) moved, "
-            f"{res['entries']} entries written; replan {res['plan_ms']:.1f} ms + install "
-            f"{res['install_ms']:.1f} ms"
-        )
-    return EXIT_OK
-
-
-# ---------------------------------------------------------------------------------------------
-# shell
-
-
-def shell_command(
-    info: dict[str, Any], *, election_id: str, config: tuple[str, str] | None
-) -> list[str]:
-    """The p4runtime-shell command line for one switch (info: address, device_id), through
-    :mod:`icefabric.control.cli.p4shell` (values decoded beside p4runtime-shell's bytes)."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "icefabric.control.cli.p4shell",
-        "--grpc-addr",
-        str(info["address"]),
-        "--device-id",
-        str(info["device_id"]),
-        "--election-id",
-        election_id,
-    ]
-    if config is not None:
-        cmd += ["--config", f"{config[0]},{config[1]}"]
-    return cmd
-
-
-def cmd_shell(args: argparse.Namespace) -> int:
-    """icectl shell: exec p4runtime-shell connected to one switch."""
-    if args.topo:
-        spec = load_topology_arg(args.topo)
-        try:
-            sw = spec.switch(args.switch)
-        except KeyError:
-            names = ", ".join(s.name for s in spec.switches)
-            raise CliError(
-                f"{args.topo}: no switch {args.switch!r} (switches: {names})", EXIT_USAGE
-            ) from None
-        info: dict[str, Any] = {"address": sw.grpc_addr, "device_id": sw.device_id}
-    else:
-        switches = api_call(args, "switches")
-        if args.switch not in switches:
-            names = ", ".join(sorted(switches))
-            raise CliError(f"no switch {args.switch!r} (switches: {names})", EXIT_USAGE)
-        info = switches[args.switch]
-    config = None
-    if args.config:
-        parts = args.config.split(",")
-        if len(parts) != 2:
-            raise CliError("--config: expected P4INFO,DEVICE_CONFIG", EXIT_USAGE)
-        config = (parts[0], parts[1])
-    cmd = shell_command(info, election_id=args.election_id, config=config)
-    if args.print:
-        print(" ".join(cmd))
-        return EXIT_OK
-    print(
-        f"icectl shell: p4runtime-shell on {args.switch}; match values and parameters are "
-        'shown decoded after its bytes (value: "\\x0a\\x00\\x02\\x02" (10.0.2.2)); '
-        f"`icectl tables {args.switch} [TABLE]` lists them as a table",
-        file=sys.stderr,
-    )
-    try:
-        os.execv(cmd[0], cmd)
-    except OSError as exc:
-        raise CliError(f"cannot start p4runtime-shell: {exc.strerror or exc}") from exc
-    return EXIT_RUNTIME  # not reached: execv replaced the process
-
-
 def register(verbs: Verbs) -> None:
-    """``icectl status``, ``jobs add|rm|ls``, ``paths``, ``stats``, ``int``, ``mode``, ``link``,
-    ``links`` and ``shell``."""
+    """``icectl status``, ``jobs add|rm|ls``, ``paths``, ``stats`` and ``int``."""
     st = verbs.add("status", help="the daemon: role, mode, switches, jobs")
     verbs.add_json(st)
     verbs.add_socket(st)
@@ -573,50 +388,3 @@ def register(verbs: Verbs) -> None:
     verbs.add_json(tel)
     verbs.add_socket(tel)
     tel.set_defaults(func=cmd_int)
-
-    mode = verbs.add(
-        "mode", help="switch every first hop to ICE, the ECMP baseline or per-packet spray"
-    )
-    mode.add_argument("mode", choices=tuple(MODES))
-    verbs.add_socket(mode)
-    mode.set_defaults(func=cmd_mode)
-
-    link = verbs.add("link", help="mark a link down or up and replan the flows on it")
-    link.add_argument("state", choices=("down", "up"))
-    link.add_argument(
-        "a", metavar="SWITCH_A", help="a switch, or the link as icectl links names it"
-    )
-    link.add_argument("b", metavar="SWITCH_B", nargs="?", help="the other switch")
-    verbs.add_json(link)
-    verbs.add_socket(link)
-    link.set_defaults(func=cmd_link)
-
-    links = verbs.add(
-        "links",
-        help="link liveness from the LLDP probes: state, last probe, down/up events and times",
-    )
-    verbs.add_json(links)
-    verbs.add_socket(links)
-    links.set_defaults(func=cmd_links)
-
-    shell = verbs.add(
-        "shell", help="p4runtime-shell connected to one switch (values shown decoded)"
-    )
-    shell.add_argument("switch", metavar="SWITCH")
-    shell.add_argument(
-        "--topo", default=None, help="take the address from this spec instead of the daemon"
-    )
-    shell.add_argument(
-        "--election-id",
-        default="0,1",
-        help="HIGH,LOW (default 0,1: below the controller's, so the shell is a read-only backup)",
-    )
-    shell.add_argument(
-        "--config",
-        default=None,
-        metavar="P4INFO,DEVCONFIG",
-        help="push this pipeline (wipes the switch's entries); default: read P4Info from the switch",
-    )
-    shell.add_argument("--print", action="store_true", help="print the command, do not run it")
-    verbs.add_socket(shell)
-    shell.set_defaults(func=cmd_shell)

@@ -190,7 +190,7 @@ def re_clock(text: str) -> bool:
 def test_link_takes_the_name_icectl_links_shows(
     capsys: pytest.CaptureFixture[str], daemon: tuple[str, Any]
 ) -> None:
-    from icefabric.control.cli.daemon import link_ends
+    from icefabric.control.cli.links import link_ends
 
     assert link_ends("leaf1:3-spine1:1", None) == ("leaf1", "spine1")
     assert link_ends("leaf1-spine1", None) == ("leaf1", "spine1")
