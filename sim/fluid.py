@@ -63,13 +63,20 @@ class FluidRun:
     """The arrays of one run of ``sim`` and one method per phase of a step."""
 
     def __init__(self, sim: Simulator) -> None:
-        cfg = sim.cfg
-        net = sim.net
-        w = sim.work
         self.sim = sim
-        self.cfg = cfg
-        self.net = net
-        self.work = w
+        self.cfg = sim.cfg
+        self.net = sim.net
+        self.work = sim.work
+        self._init_rows()
+        self._init_links()
+        self._init_control()
+        self._init_history()
+        self._init_state()
+        self.start_ready()
+
+    def _init_rows(self) -> None:
+        """The flows' paths and sizes; windowed all-to-all rows on their first peers."""
+        sim, net, cfg, w = self.sim, self.net, self.cfg, self.work
         self.path = path = sim.routes.path
         self.size = size = w.size.copy() if w.windows else w.size
         self.wins = wins = [WindowRun(wd, net, cfg.routing) for wd in w.windows]
@@ -87,8 +94,12 @@ class FluidRun:
             self.windowed[wr.spec.rows.ravel()] = True
         if w.unplanned is not None:  # background traffic: the controller cannot cap what it
             self.windowed |= w.unplanned  # does not know
+
+    def _init_links(self) -> None:
+        """Per link: payload capacity, ECN and PFC thresholds; the step, RTT and hop columns."""
+        sim, net, cfg, path, wins = self.sim, self.net, self.cfg, self.path, self.wins
         self.n_f, self.n_h = n_f, n_h = path.shape
-        self.nl = nl = net.n_links + 1
+        self.nl = net.n_links + 1
         self.pad = pad = net.pad
         cap_bps = net.cap_bps
         if cfg.wire_overhead > 0:  # what the fabric links carry of payload
@@ -115,9 +126,7 @@ class FluidRun:
         first_host_link = 2 * len(sim.topo.spec.links)
         for j in range(n_hosts):
             self.nic_step[j] = self.cap_step[first_host_link + 2 * j]
-        self.rtt = rtt = cfg.base_rtt_us or net.base_rtt_us(
-            path, cfg.mtu_bytes, cfg.switch_latency_us
-        )
+        self.rtt = cfg.base_rtt_us or net.base_rtt_us(path, cfg.mtu_bytes, cfg.switch_latency_us)
         self.real = real = path != pad
         self.hop_id = np.where(real, path, -1)
         self.link_bps_fh = cap_bps[path]
@@ -125,6 +134,9 @@ class FluidRun:
         self.cols = [h for h in range(n_h) if real[:, h].any() or wins]
         self.prev_link = prev_links(path, pad)
 
+    def _init_control(self) -> None:
+        """The end-host rate control in array form (or one object per flow) and the caps."""
+        cfg, n_f, n_h, line, rtt = self.cfg, self.n_f, self.n_h, self.line, self.rtt
         dcqcn_p = DcqcnParams().scaled(line)
         self.cnp_int = (
             cfg.cnp_interval_us if cfg.cnp_interval_us is not None else dcqcn_p.cnp_interval_us
@@ -150,23 +162,32 @@ class FluidRun:
         )
         self.ctrl = self.dc or self.ice or self.other
         self.pristine = (
-            copy.deepcopy(self.ctrl) if (wins or self.failing) and self.ctrl is not None else None
+            copy.deepcopy(self.ctrl)
+            if (self.wins or self.failing) and self.ctrl is not None
+            else None
         )
         self.caps = np.full(n_f, np.inf)
 
-        self.delay_steps = ds = max(1, round(rtt / dt))
+    def _init_history(self) -> None:
+        """The feedback delay line (one RTT of per-link bytes and queues), its size checked."""
+        cfg, dt, nl = self.cfg, self.dt, self.nl
+        self.delay_steps = ds = max(1, round(self.rtt / dt))
         check_run_size(  # steps and memory bounded before anything is allocated or run
             dt_us=dt,
             max_time_us=cfg.max_time_us,
             delay_steps=ds,
             links=nl,
-            flows=n_f,
-            hops=n_h,
+            flows=self.n_f,
+            hops=self.n_h,
         )
         self.hist_tx = np.zeros((ds, nl))
         self.hist_q = np.zeros((ds, nl))
         self.hist_t = np.zeros(ds)
 
+    def _init_state(self) -> None:
+        """The collectives' dependencies and every per-flow and per-link counter of the run."""
+        cfg, w, path, n_f, n_h, nl = self.cfg, self.work, self.path, self.n_f, self.n_h, self.nl
+        rtt, dt, line = self.rtt, self.dt, self.line
         pred = w.pred if w.pred.ndim == 2 else w.pred[:, None]
         has_cols = pred >= 0
         self.has_pred = has_cols.any(axis=1)
@@ -219,7 +240,6 @@ class FluidRun:
         self.t = 0.0
         est_end = max(1.0, self.total * 8 / max(line, 1.0) * 1e6)
         self.trace_every = max(1, int(est_end / dt / 1500))
-        self.start_ready()
 
     # ------------------------------------------------------------------ phases
 
