@@ -508,6 +508,7 @@ class VirtualFabric:
 
     def _refresh_host(self, name: str) -> None:
         vh = self.hosts[name]
+        vh.endpoint.repace(float(self.now_us))  # rates its agent changed act at once
         self._send[name] = vh.endpoint.next_send_us()
         self._timer[name] = vh.agent.next_timer_us()
 

@@ -3,7 +3,8 @@
 Sender: :meth:`Endpoint.post_send` queues a message on a flow (a QP the :class:`Agent` opened);
 :meth:`Endpoint.poll` returns the frames due at ``now_us``, each flow paced at the agent's rate
 (``min(algorithm, cap)``) and all of them together at the NIC's line rate, flows served round
-robin; :meth:`Endpoint.next_send_us` says when the next frame is due.  A message becomes
+robin; :meth:`Endpoint.next_send_us` says when the next frame is due; :meth:`Endpoint.repace`
+applies a rate the agent changed to the gap a flow is waiting out.  A message becomes
 SEND_FIRST / MIDDLE / LAST_WITH_IMMEDIATE packets (SEND_ONLY_WITH_IMMEDIATE when it fits in
 one) of at most ``mtu`` payload bytes; the 4-byte immediate carries the message's tag, so the
 receiver knows which message completed without any side channel.
@@ -147,6 +148,7 @@ class _TxFlow:
     queue: deque[_Message] = field(default_factory=deque)
     psn: int = 0
     next_tx_us: float = 0.0
+    paced_rate_bps: float = 0.0  # the rate next_tx_us was paced at (0: not paced yet)
     # Send time of the last SENT_RING PSNs (feedback names its data packet by PSN).
     sent_psn: list[int] = field(default_factory=lambda: [-1] * SENT_RING)
     sent_at: list[float] = field(default_factory=lambda: [0.0] * SENT_RING)
@@ -307,6 +309,7 @@ class Endpoint:
                 start = max(flow.next_tx_us, self._nic_free_us, now_us - self.granularity_us)
                 rate = self.agent.rate_bps(flow.key)
                 flow.next_tx_us = start + bits * 1e6 / rate
+                flow.paced_rate_bps = rate
                 gap = bits * 1e6 / line
                 if self.nic_quantum_us > 0:
                     q = self.nic_quantum_us
@@ -319,6 +322,22 @@ class Endpoint:
             if not sent:
                 break
         return out
+
+    def repace(self, now_us: float) -> None:
+        """Apply rates the agent changed since a flow's last frame to the gap it is waiting
+        out, as a NIC's per-QP rate limiter does (tokens accrue at the new rate from now on):
+        the rest of the gap, ``next_tx - now`` at the old rate, is sent at the new one.  Without
+        it a flow cut to a low rate waited out the whole long gap of that rate however soon its
+        rate came back up, while the simulator's rates act at once.  Call it after the agent's
+        events (feedback, CNPs, timers, caps)."""
+        for flow in self.tx.values():
+            old = flow.paced_rate_bps
+            if not flow.queue or old <= 0 or flow.next_tx_us <= now_us:
+                continue
+            rate = self.agent.rate_bps(flow.key)
+            if rate != old:
+                flow.next_tx_us = now_us + (flow.next_tx_us - now_us) * old / rate
+                flow.paced_rate_bps = rate
 
     def _next_frame(self, flow: _TxFlow) -> bytes:
         msg = flow.queue[0]

@@ -154,6 +154,7 @@ class RealTimeHost:
             t = self.agent.next_timer_us()
             if t is not None and t <= now:
                 self.agent.on_timer(now)
+            ep.repace(now)  # rates the agent changed (caps, timers, feedback) act at once
             for frame in ep.poll(now):
                 self._send(frame)
             if wall >= next_report:

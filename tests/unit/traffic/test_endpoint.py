@@ -135,6 +135,32 @@ def test_pacing_follows_the_agent_rate_and_the_cap() -> None:
     assert times[2] - times[1] == pytest.approx(4 * gap)
 
 
+def test_a_rate_changed_mid_gap_acts_at_once() -> None:
+    """A NIC's rate limiter applies a new rate to the gap it is pacing: the rest of the gap
+    at the old rate is sent at the new one (``repace``); without it the flow waits the old gap
+    out, however long it was."""
+    a, _, _ = _pair("ice")  # anchored: a flow takes a new cap at once, up or down
+    key = a.open_flow("10.0.2.1")
+    gap = a.frame_bytes * 8 / LINE * 1e6  # a full frame at line rate, us
+    a.agent.apply_caps({key: LINE / 100})  # a slow flow: 100 line-rate gaps per frame
+    a.post_send(key, 1024 * 10, tag=1, now_us=0.0)
+    ((t0, _),) = _drain(a, 0.0)
+    assert a.next_send_us() == pytest.approx(t0 + 100 * gap)
+    # a quarter of the gap later the cap goes (the rate is back at the line): 75 line-rate
+    # gaps' worth of the frame's tokens were still missing at 1/100 of the line, 0.75 at the line
+    now = t0 + 25 * gap
+    a.agent.apply_caps({key: LINE})
+    a.repace(now)
+    assert a.next_send_us() == pytest.approx(now + 0.75 * gap)
+    a.repace(now)  # the same rate again changes nothing
+    assert a.next_send_us() == pytest.approx(now + 0.75 * gap)
+    # and down: a cut mid-gap stretches what is left of it
+    ((t1, _),) = _drain(a, now + 0.75 * gap)
+    a.agent.apply_caps({key: LINE / 2})
+    a.repace(t1)
+    assert a.next_send_us() == pytest.approx(t1 + 2 * gap)
+
+
 def test_nic_line_rate_is_shared_round_robin() -> None:
     a, _, _ = _pair()
     k1, k2 = a.open_flow("10.0.2.1"), a.open_flow("10.0.3.1")
