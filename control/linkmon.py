@@ -316,9 +316,14 @@ class LinkMonitor:
             link.frozen = True
             for d in link.dirs:
                 d.seen, d.missed, d.streak, d.first_back = False, 0, 0, None
+                d.round_count = 0  # else its probes while frozen outweigh the first thawed round
+                d.probed_since = None
                 d.rx_window.clear()
             return None
         link.frozen = False
+        for d in link.dirs:
+            if d.probed_since is None:  # both ends were reachable at the last tick: probed since
+                d.probed_since = self._last_tick
         if stalled:
             return None  # keep the flags: probes of this round may still arrive late
         for d in link.dirs:
@@ -349,15 +354,20 @@ class LinkMonitor:
         return None
 
     def _declare_down(self, link: LinkState, dead: list[DirectionState], now: float) -> LinkEvent:
-        seen = [d.last_seen for d in dead if d.last_seen is not None]
-        last = max(seen) if seen else None
+        # Detection counts from the last sign of life: a direction's last probe, or, for one
+        # that has received none since it was last probed (cut before its first probe came
+        # back, or frozen while a switch was away), the round its probes were first sent.
+        alive = [t for t in (_alive_since(d) for d in dead) if t is not None]
         m = self.opts.misses
         return self._declare(
             link,
             "down",
             now,
-            detection_ms=(now - last) * 1e3 if last is not None else None,
-            reason=" and ".join(d.name for d in dead)
+            detection_ms=(now - max(alive)) * 1e3 if alive else None,
+            reason=" and ".join(
+                d.name + ("" if _seen_while_probed(d) else " (no probe since probing began)")
+                for d in dead
+            )
             + f": no probe in {m} interval(s) of {self.opts.interval_s * 1e3:.0f} ms",
         )
 
@@ -397,7 +407,7 @@ class LinkMonitor:
             link.name,
             kind,
             reason,
-            f"; detected {detection_ms:.0f} ms after the last probe"
+            f"; detected {detection_ms:.0f} ms after the last sign of life"
             if kind == "down" and detection_ms is not None
             else "",
         )
@@ -610,6 +620,17 @@ class LinkMonitor:
                 ],
                 "foreign_lldp": dict(self._foreign),
             }
+
+
+def _seen_while_probed(d: DirectionState) -> bool:
+    """Whether ``d`` received a probe since its probes were last (re)started."""
+    return d.last_seen is not None and (d.probed_since is None or d.last_seen >= d.probed_since)
+
+
+def _alive_since(d: DirectionState) -> float | None:
+    """The last sign of life of ``d``: its last probe, or when probing it began if later."""
+    times = [t for t in (d.last_seen, d.probed_since) if t is not None]
+    return max(times) if times else None
 
 
 def disabled_status() -> dict[str, Any]:

@@ -18,9 +18,9 @@ class LinkEvent:
     kind: str  # "down" | "up"
     at: float  # monitor clock when declared
     wall: float  # time.time() when declared
-    detection_ms: (
-        float | None
-    )  # down: last probe seen -> declared; up: first probe back -> declared
+    # down: last probe seen (or probing began, if none came since) -> declared;
+    # up: first probe back -> declared
+    detection_ms: float | None
     reason: str  # which direction missed, or "probes back in both directions"
     moved: int | None = None
     plan_ms: float | None = None
@@ -67,6 +67,7 @@ class DirectionState:
     missed: int = 0  # consecutive intervals without a probe
     streak: int = 0  # consecutive intervals with probes
     last_seen: float | None = None
+    probed_since: float | None = None  # probes expected since (both ends reachable); None: frozen
     first_back: float | None = None  # first probe of the current streak
     received: int = 0
     rx_port: int = 0  # the receiving switch's port

@@ -452,6 +452,45 @@ def test_a_standby_restores_links_the_old_primarys_probes_took_down(
     assert not standby.topo.failed[lid] and not standby._probe_down
 
 
+def test_a_link_cut_before_its_first_probe_came_back_times_from_the_first_probes() -> None:
+    # the controller has just started: the link dies before any probe of it arrived (BMv2 under
+    # load took longer than the test took to cut); detection counts from the round its probes
+    # were first sent, not None
+    w = Wires()
+    w.cut.add(frozenset(("leaf1", "spine1")))
+    t0 = w.now
+    fired: list[LinkEvent] = []
+    while not fired:
+        fired = w.round(1)
+        assert w.now - t0 < 10 * INTERVAL
+    ev = fired[0]
+    assert (ev.link, ev.kind) == ("leaf1:3-spine1:1", "down")
+    assert ev.detection_ms == pytest.approx(3 * INTERVAL * 1e3)  # first probes at t0
+    assert ev.reason.count("(no probe since probing began)") == 2
+    assert ev.to_dict()["detection_ms"] == ev.detection_ms
+    row = next(r for r in w.mon.status()["links"] if r["link"] == ev.link)
+    assert [d["last_seen_ms"] for d in row["directions"]] == [None, None]
+
+
+def test_a_link_frozen_then_cut_times_from_the_probes_after_the_thaw(wires: Wires) -> None:
+    # seen, then an end switch unreachable for a while (frozen: no evidence), back already cut:
+    # the old last probe is not when it died, the first probes after the thaw are
+    wires.unreachable.add("spine1")
+    wires.round(20)
+    wires.unreachable.clear()
+    wires.cut.add(frozenset(("leaf1", "spine1")))
+    fired: list[LinkEvent] = []
+    n = 0
+    while not fired:
+        fired = wires.round(1)
+        n += 1
+        assert n < 10
+    ev = fired[0]
+    assert (ev.link, ev.kind) == ("leaf1:3-spine1:1", "down")
+    assert ev.detection_ms == pytest.approx(3 * INTERVAL * 1e3)
+    assert "(no probe since probing began)" in ev.reason
+
+
 # ---------------------------------------------------------------------------------------------
 # traffic as evidence: a loaded link that loses its probes but delivers data stays up
 
