@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from icefabric.control.p4rt import SwitchConnection
+from icefabric.control.p4rt import CounterData, CounterEntry, SwitchConnection
 from icefabric.p4src import ice_p4 as n
 
 
@@ -37,36 +37,43 @@ class SwitchCounters:
 
 def read_switch_counters(conn: SwitchConnection, ports: Iterable[int]) -> SwitchCounters:
     """Read ``ports``' rx/tx, ECN-mark and CNP counters and the drop-reason counter of one
-    switch (5 reads; a program without the ECN-mark or CNP counter reads them as 0)."""
-    rx = {c.index: c.data for c in conn.read_counters(n.COUNTER_PORT_RX_COUNTER)}
-    tx = {c.index: c.data for c in conn.read_counters(n.COUNTER_PORT_TX_COUNTER)}
-    marked = _packets(conn, n.COUNTER_ECN_MARKED_COUNTER)
-    cnps = _packets(conn, n.COUNTER_CNP_RX_COUNTER)
+    switch in one P4Runtime Read of just those cells (a program without the ECN-mark or CNP
+    counter reads them as 0).
+
+    Reading whole arrays instead (4 x 512 cells per switch) made decoding most of a scrape's
+    time on BMv2, and a loaded host's scrapes ran past Prometheus' timeout."""
+    wanted = sorted(set(ports))
+    per_port = [n.COUNTER_PORT_RX_COUNTER, n.COUNTER_PORT_TX_COUNTER] + [
+        c
+        for c in (n.COUNTER_ECN_MARKED_COUNTER, n.COUNTER_CNP_RX_COUNTER)
+        if conn.has_p4info and c in conn.p4info.counters
+    ]
+    query = [CounterEntry(counter=c, index=p) for c in per_port for p in wanted]
+    query.append(CounterEntry(counter=n.COUNTER_DROP_REASON_COUNTER))
+    cells: dict[tuple[str, int], CounterData] = {}
+    drops: list[tuple[int, int]] = []
+    for e in conn.read(query):
+        if not isinstance(e, CounterEntry) or e.index is None or e.data is None:
+            continue
+        if e.counter == n.COUNTER_DROP_REASON_COUNTER:
+            drops.append((e.index, int(e.data.packet_count)))
+        else:
+            cells[(e.counter, e.index)] = e.data
     out = SwitchCounters()
-    for p in sorted(set(ports)):
-        r, t = rx.get(p), tx.get(p)
+    for p in wanted:
+        r = cells.get((n.COUNTER_PORT_RX_COUNTER, p))
+        t = cells.get((n.COUNTER_PORT_TX_COUNTER, p))
+        marked = cells.get((n.COUNTER_ECN_MARKED_COUNTER, p))
+        cnps = cells.get((n.COUNTER_CNP_RX_COUNTER, p))
         out.ports[p] = PortCount(
             rx_packets=int(r.packet_count) if r is not None else 0,
             rx_bytes=int(r.byte_count) if r is not None else 0,
             tx_packets=int(t.packet_count) if t is not None else 0,
             tx_bytes=int(t.byte_count) if t is not None else 0,
-            ecn_marked=marked.get(p, 0),
-            cnp_rx=cnps.get(p, 0),
+            ecn_marked=int(marked.packet_count) if marked is not None else 0,
+            cnp_rx=int(cnps.packet_count) if cnps is not None else 0,
         )
-    for c in conn.read_counters(n.COUNTER_DROP_REASON_COUNTER):
-        if c.data is not None and c.data.packet_count:
-            reason = n.DROP_REASONS.get(c.index or 0, str(c.index))
-            out.drops[reason] = int(c.data.packet_count)
+    for index, packets in sorted(drops):
+        if packets:
+            out.drops[n.DROP_REASONS.get(index, str(index))] = packets
     return out
-
-
-def _packets(conn: SwitchConnection, counter: str) -> dict[int, int]:
-    """{index: packets} of a packet counter; {} when the program has no such counter (the
-    Tofino port may lack one the v1model program has)."""
-    if not conn.has_p4info or counter not in conn.p4info.counters:
-        return {}
-    return {
-        c.index: int(c.data.packet_count)
-        for c in conn.read_counters(counter)
-        if c.index is not None and c.data is not None
-    }

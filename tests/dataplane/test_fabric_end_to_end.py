@@ -322,6 +322,49 @@ def test_metrics_carry_port_counters_switch_and_link_state(
     assert "icefabric_health 0.0" in body
 
 
+def test_counters_read_by_cell_match_the_whole_arrays(
+    make_ctl: Callable[..., Controller], fab: InProcessFabric
+) -> None:
+    """read_switch_counters asks for the topology ports' cells only, in one Read: each value
+    lies between a whole-array read before it and one after it (the probes keep counting)."""
+    from icefabric.control.telemetry.counters import read_switch_counters
+    from icefabric.control.telemetry.poller import switch_ports
+
+    ctl = make_ctl()
+    add_ring(ctl)
+    ph = demo_of(ctl, fab).run_traffic("counted")
+    assert ph.delivered == ph.sent > 0
+    fields = {
+        "rx_packets": (n.COUNTER_PORT_RX_COUNTER, "packet_count"),
+        "rx_bytes": (n.COUNTER_PORT_RX_COUNTER, "byte_count"),
+        "tx_packets": (n.COUNTER_PORT_TX_COUNTER, "packet_count"),
+        "tx_bytes": (n.COUNTER_PORT_TX_COUNTER, "byte_count"),
+        "ecn_marked": (n.COUNTER_ECN_MARKED_COUNTER, "packet_count"),
+        "cnp_rx": (n.COUNTER_CNP_RX_COUNTER, "packet_count"),
+    }
+    counters = {c for c, _ in fields.values()} | {n.COUNTER_DROP_REASON_COUNTER}
+    for sw in ("leaf1", "spine1"):
+        conn = ctl.pool[sw]
+
+        def whole(conn=conn) -> dict[tuple[str, int], object]:  # type: ignore[no-untyped-def]
+            return {(c, e.index): e.data for c in counters for e in conn.read_counters(c)}
+
+        before = whole()
+        got = read_switch_counters(conn, switch_ports(ctl.topo)[sw])
+        after = whole()
+        assert set(got.ports) == set(switch_ports(ctl.topo)[sw])
+        for port, count in got.ports.items():
+            for attr, (c, kind) in fields.items():
+                lo, hi = (getattr(x[(c, port)], kind) for x in (before, after))
+                assert lo <= getattr(count, attr) <= hi, (sw, port, attr)
+        assert sum(p.tx_bytes for p in got.ports.values()) > 0
+        for index, reason in n.DROP_REASONS.items():
+            lo, hi = (
+                x[(n.COUNTER_DROP_REASON_COUNTER, index)].packet_count for x in (before, after)
+            )
+            assert lo <= got.drops.get(reason, 0) <= hi, (sw, reason)
+
+
 @pytest.mark.parametrize("gap_s", [0.0, 0.3, 1.0], ids=["at-once", "0.3s-apart", "1s-apart"])
 def test_every_switch_dying_is_reported_without_a_traceback(
     make_ctl: Callable[..., Controller],
