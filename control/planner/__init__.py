@@ -14,6 +14,7 @@ from icefabric.control.planner.exact import (
     cut_lower_bound,
     lp_lower_bound,
     solve_exact,
+    whole_flow_bound,
 )
 from icefabric.control.planner.heuristic import (
     Budget,
@@ -62,4 +63,5 @@ __all__ = [
     "plan_demand",
     "repair",
     "solve_exact",
+    "whole_flow_bound",
 ]

@@ -141,6 +141,31 @@ def lp_lower_bound(state: PlanState, *, time_limit_s: float = 30.0) -> float:
     return max(float(res.x[-1]), float(host_max))
 
 
+def _cuts(state: PlanState, rows: np.ndarray) -> tuple[dict[bytes, list[int]], np.ndarray]:
+    """Every exact cut of the live flows ``rows``: cut (sorted link ids as bytes) -> the
+    (source leaf, destination leaf) groups crossing it, and each row's group index."""
+    key = state.src_leaf[rows] * (1 << 32) + state.dst_leaf[rows]
+    uk, inv = np.unique(key, return_inverse=True)
+    first = np.zeros(len(uk), dtype=np.int64)
+    first[inv[::-1]] = rows[::-1]
+    cuts: dict[bytes, list[int]] = defaultdict(list)
+    topo = state.topo
+    leaves = topo.leaves
+    any_failed = bool(topo.failed.any())
+    for g, i in enumerate(first.tolist()):
+        if any_failed:
+            cand = state.candidates(i)
+            p = cand[state.live_mask(cand)]
+            if p.shape[0] == 0:
+                continue
+            keys = [np.unique(p[:, j]).tobytes() for j in range(p.shape[1])]
+        else:
+            keys = topo.hop_sets(leaves[int(state.src_leaf[i])], leaves[int(state.dst_leaf[i])])
+        for kb in keys:
+            cuts[kb].append(g)
+    return cuts, inv
+
+
 def cut_lower_bound(state: PlanState, *, fabric_only: bool = False) -> float:
     """The perfect-split bound over hop-position cuts and forced links (fast, any size).
 
@@ -156,27 +181,44 @@ def cut_lower_bound(state: PlanState, *, fabric_only: bool = False) -> float:
     np.add.at(forced, state.host_down[rows], s * state.invcap[state.host_down[rows]])
     bound = 0.0 if fabric_only or not pad else float(forced[:pad].max())
     # bytes per (src leaf, dst leaf) group
-    key = state.src_leaf[rows] * (1 << 32) + state.dst_leaf[rows]
-    uk, inv = np.unique(key, return_inverse=True)
+    cuts, inv = _cuts(state, rows)
     tot = np.bincount(inv, weights=s)
-    first = np.zeros(len(uk), dtype=np.int64)
-    first[inv[::-1]] = rows[::-1]
-    cut_bytes: dict[bytes, float] = defaultdict(float)
-    topo = state.topo
-    leaves = topo.leaves
-    any_failed = bool(topo.failed.any())
-    for g, i in enumerate(first.tolist()):
-        if any_failed:
-            cand = state.candidates(i)
-            p = cand[state.live_mask(cand)]
-            if p.shape[0] == 0:
-                continue
-            keys = [np.unique(p[:, j]).tobytes() for j in range(p.shape[1])]
-        else:
-            keys = topo.hop_sets(leaves[int(state.src_leaf[i])], leaves[int(state.dst_leaf[i])])
-        for kb in keys:
-            cut_bytes[kb] += float(tot[g])
-    cap = np.concatenate([topo.capacity, [np.inf]])
-    for kb, b in cut_bytes.items():
+    cap = np.concatenate([state.topo.capacity, [np.inf]])
+    for kb, groups in cuts.items():
+        b = 0.0
+        for g in groups:
+            b += float(tot[g])
         bound = max(bound, b / float(cap[np.frombuffer(kb, dtype=np.int64)].sum()))
+    return bound
+
+
+def whole_flow_bound(state: PlanState, *, fabric_only: bool = False) -> float:
+    """``cut_lower_bound`` tightened for unsplittable flows (the repair's stopping floor).
+
+    A flow takes one path, so it crosses one link of each cut: of a cut's ``j k + 1`` largest
+    flows (``k`` links) some link carries ``j + 1`` (pigeonhole), at least the ``j + 1``
+    smallest of them, for every ``j >= 0``. Twenty equal flows over 16 uplinks: two on some
+    uplink, where the perfect split says 1.25.
+    """
+    bound = cut_lower_bound(state, fabric_only=fabric_only)
+    rows = state.live_rows()
+    if rows.size == 0:
+        return bound
+    cuts, inv = _cuts(state, rows)
+    order = np.argsort(inv, kind="stable")
+    bounds = np.searchsorted(inv[order], np.arange(1, int(inv.max()) + 1))
+    per_group = np.split(state.size[rows][order], bounds)
+    cap = np.concatenate([state.topo.capacity, [np.inf]])
+    for kb, groups in cuts.items():
+        links = np.frombuffer(kb, dtype=np.int64)
+        k = links.size
+        sizes = np.sort(np.concatenate([per_group[g] for g in groups]))[::-1]
+        n = sizes.size
+        if n == 0 or k == 0:
+            continue
+        cs = np.concatenate([[0.0], np.cumsum(sizes)])
+        j = np.arange((n - 1) // k + 1)
+        m = j * k + 1  # the m largest: some link carries j + 1 of them, the smallest j + 1 at least
+        most = float((cs[m] - cs[m - j - 1]).max())
+        bound = max(bound, most / float(cap[links].max()))
     return bound

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from icefabric.control.planner.exact import cut_lower_bound
+from icefabric.control.planner.exact import whole_flow_bound
 from icefabric.control.planner.state import PlanState
 
 log = logging.getLogger(__name__)
@@ -345,10 +345,10 @@ def improve(
 
 def improve_within(state: PlanState, budget: Budget, *, depth: int = 3) -> int:
     """``improve`` with a budget made by the caller (it reads ``budget.used`` afterwards)."""
-    floor = cut_lower_bound(state)
+    floor = whole_flow_bound(state)
     moves = repair(state, budget=budget, depth=depth, floor=floor)
     if not budget.spent():
-        fab_floor = cut_lower_bound(state, fabric_only=True)
+        fab_floor = whole_flow_bound(state, fabric_only=True)
         moves += repair(
             state, budget=budget, depth=depth, scope=fabric_mask(state), floor=fab_floor
         )

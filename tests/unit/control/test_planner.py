@@ -19,6 +19,7 @@ from icefabric.control.planner import (
     ecmp_hash,
     lp_lower_bound,
     plan_demand,
+    whole_flow_bound,
 )
 from icefabric.control.planner.bench import format_table, leaf_spine_scenario, scattered_ring_job
 from icefabric.control.topology import Topology
@@ -87,6 +88,8 @@ def test_heuristic_against_exact_oracle_on_random_instances() -> None:
         )
         assert ph.max_load_s <= pe.max_load_s * (1 + HEURISTIC_TOLERANCE), f"seed {seed}"
         optimal += ph.max_load_s <= pe.max_load_s * (1 + REL)
+        # the repair's floor is a bound on whole flows: never above the optimum
+        assert whole_flow_bound(exact.state) <= pe.max_load_s * (1 + REL), f"seed {seed}"
         lp = lp_lower_bound(exact.state)
         assert pe.lower_bound_s <= lp * (1 + REL) <= pe.max_load_s * (1 + REL)
     assert optimal >= OPTIMAL_SHARE * len(seeds)
@@ -245,6 +248,12 @@ def test_lower_bound_is_the_perfect_split() -> None:
     assert max(
         v for k, v in plan.link_seconds.items() if p.topo.links[k].kind == "fabric"
     ) == pytest.approx(2e9 / cap)
+    # six whole flows over four uplinks: two share one (the optimum above), and the heuristic's
+    # repair, whose greedy already reaches that, stops at once instead of spending its budget
+    assert whole_flow_bound(p.state, fabric_only=True) == pytest.approx(2e9 / cap)
+    h = Planner(Topology(spec), method="heuristic", work_budget=DEFAULT_WORK_BUDGET)
+    h.add(Demand(flows))
+    assert h.last_steps == 0
 
 
 def test_ecmp_is_deterministic_and_never_better_than_the_optimum() -> None:
