@@ -216,10 +216,14 @@ class FluidRun:
         self.deliv = np.zeros(n_f)
         self.finish = np.full(n_f, np.nan)
         self.path_t = np.ascontiguousarray(path.T)
+        # per served column: the links found there so far (sorted) and each row's index among
+        # them, so a column's link arithmetic runs over its own links, not all nl
+        self.col_links = [np.zeros(0, dtype=np.int64) for _ in range(n_h)]
+        self.col_of = np.full((n_h, nl), -1, dtype=np.int64)
+        self.col_idx = np.zeros((n_h, n_f), dtype=np.int64)
+        self.index_cols(None)
         self.q_t = np.zeros((n_h, n_f))
         self.q_link = np.zeros(nl)
-        self.q_link_cols = np.zeros((n_h, nl))
-        self.ones_nl = np.ones(nl)
         self.fab_ids = np.flatnonzero(self.fab[:-1])
         self.tx = np.zeros(nl)
         self.paused_egress = np.zeros(nl, dtype=bool)
@@ -302,32 +306,52 @@ class FluidRun:
                 self.flowlet_moves += moved
                 self.prev_link = prev_links(self.path, self.pad)
                 self.path_t = np.ascontiguousarray(self.path.T)
+                self.index_cols(None)
         self.sent += inj
         return inj, active
 
+    def index_cols(self, rows: np.ndarray | None) -> None:
+        """Bring the columns' link indices up to date after the paths of ``rows`` (all when
+        None) changed; a column that meets a link new to it re-indexes all its rows."""
+        for h in self.cols:
+            lk = self.path_t[h] if rows is None else self.path_t[h, rows]
+            idx = self.col_of[h, lk]
+            if (idx >= 0).all():
+                if rows is None:
+                    self.col_idx[h] = idx
+                else:
+                    self.col_idx[h, rows] = idx
+                continue
+            links = np.union1d(self.col_links[h], lk)
+            self.col_links[h] = links
+            self.col_of[h, links] = np.arange(links.size)
+            self.col_idx[h] = self.col_of[h, self.path_t[h]]
+
     def serve(self, inj: np.ndarray) -> np.ndarray:
-        """Serve the path positions in order; returns the bytes each flow delivered."""
-        nl, q_t, tx = self.nl, self.q_t, self.tx
+        """Serve the path positions in order; returns the bytes each flow delivered.
+
+        Each column works on its own links (``index_cols``): the same sums in the same order
+        as over all links, so the same bits, with a fraction of the arithmetic."""
+        q_t, tx = self.q_t, self.tx
+        q_link = np.zeros(self.nl)
         x = inj
         for h in self.cols:
-            lk = self.path_t[h]
+            links = self.col_links[h]
+            lc = self.col_idx[h]
+            m = links.size
             backlog = q_t[h] + x
-            b = np.bincount(lk, weights=backlog, minlength=nl)
-            serve = np.minimum(b, self.cap_step)
+            b = np.bincount(lc, weights=backlog, minlength=m)
+            serve = np.minimum(b, self.cap_step[links])
             if self.cfg.pfc:
-                serve[self.paused] = 0.0
-            frac = np.divide(serve, b, out=self.ones_nl.copy(), where=b > 0)
-            x = backlog * frac[lk]
+                serve[self.paused[links]] = 0.0
+            frac = np.divide(serve, b, out=np.ones(m), where=b > 0)
+            x = backlog * frac[lc]
             q_t[h] = backlog - x
-            self.q_link_cols[h] = np.bincount(lk, weights=q_t[h], minlength=nl)
-            tx += serve
+            q_link[links] += np.bincount(lc, weights=q_t[h], minlength=m)
+            tx[links] += serve
         tx[self.pad] = 0.0
         self.deliv += x
-        cols = self.cols
-        if len(cols) > 1:
-            self.q_link = self.q_link_cols[cols].sum(axis=0)
-        else:
-            self.q_link = self.q_link_cols[cols[0]]
+        self.q_link = q_link
         self.q_link[self.pad] = 0.0
         np.maximum(self.q_max, self.q_link, out=self.q_max)
         if self.steps % HIST_EVERY == 0:
@@ -431,6 +455,7 @@ class FluidRun:
             self.q_t[:, rows] = 0.0
             self.path[rows] = new
             self.path_t[:, rows] = new.T
+            self.index_cols(rows)
             self.real[rows] = new != self.pad
             self.hop_id[rows] = np.where(self.real[rows], new, -1)
             self.link_bps_fh[rows] = self.cap_bps[new]
@@ -470,6 +495,7 @@ class FluidRun:
             self.q_t[:, shifted] = 0.0
             path[shifted] = new[shifted]
             self.path_t[:, shifted] = new[shifted].T
+            self.index_cols(shifted)
             self.real[shifted] = new[shifted] != pad
             self.hop_id[shifted] = np.where(self.real[shifted], new[shifted], -1)
             self.link_bps_fh[shifted] = self.cap_bps[new[shifted]]
