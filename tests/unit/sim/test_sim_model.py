@@ -151,9 +151,9 @@ def test_two_ecmp_colliding_elephants_halve_their_rate() -> None:
     assert ecmp.unfinished == 0
     # both share one 100G uplink: each at 50G, so twice as long as alone
     assert ecmp.completion_us == pytest.approx(2 * alone_us, rel=0.05)
-    # DCQCN on the shared uplink is never faster than its half (measured 1.58x the halved
+    # DCQCN on the shared uplink is never faster than its half (measured 1.49x the halved
     # time: the marks of the queue the two line-rate starts built keep cutting while it drains,
-    # to 4.7G, and additive increase takes ~9 ms back; sim/README.md)
+    # to 6.25G delivered each, and additive increase takes ~8 ms back; sim/README.md)
     dcqcn = Simulator(topo, w, SimConfig(routing="ecmp", control="dcqcn", dt_us=1.0)).run()
     assert dcqcn.unfinished == 0 and dcqcn.completion_us >= 2 * alone_us
     planned = Simulator(topo, w, SimConfig(routing="ice", control="dcqcn", dt_us=1.0)).run()
