@@ -25,7 +25,9 @@ One step of ``dt``:
    recomputed every ``cap_interval_us`` and reach the senders ``cap_delay_us`` later (the agent
    channel), so flows that start in between run on their end-side control until then; with
    ``caps_ahead`` the first caps (for the flows that start first) are in place at once, as
-   when the controller knew the job before it started.
+   when the controller knew the job before it started: caps are computed at the start of a
+   step, before the flows inject (computed at its end, the first step ran uncapped at the
+   line rate, and the queue it left behind threw ICE's anchored flows off their caps).
 
 A windowed all-to-all (``window.py``) re-arms its rows after each step: a row whose last flow has
 left the fabric takes the next peer's flow (its path, a new QP's rate state, no cap).
@@ -149,6 +151,7 @@ class Simulator:
             if st.t >= max_t:
                 log.warning("stopped at max_time_us=%g with flows unfinished", max_t)
                 break
+            st.cap()
             inj, active = st.inject()
             x = st.serve(inj)
             st.mark(inj, x)
@@ -157,7 +160,6 @@ class Simulator:
             st.rearm(inj, x)
             st.fail()
             st.complete()
-            st.cap()
             st.record(x, active)
             if progress is not None and st.steps % HOOK_EVERY == 0:
                 progress(st.delivered_fraction(), st.t)

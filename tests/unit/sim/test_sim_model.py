@@ -224,10 +224,11 @@ def test_caps_reach_the_senders_one_control_delay_after_they_are_computed(delay_
         assert res.unfinished == 0
         return float(res.to_dict()["queue_max_bytes"])
 
-    assert peak(0.0) <= 300e9 / 8 * 1e-6  # the first step only
-    assert peak(delay_us) == pytest.approx(300e9 / 8 * delay_us * 1e-6, rel=0.05)
-    # a job known before it starts has its first caps in place at once
-    assert peak(delay_us, ahead=True) <= 300e9 / 8 * 1e-6
+    assert peak(0.0) <= 1.0  # caps computed before the first step's injection: no queue
+    assert peak(delay_us) == pytest.approx(300e9 / 8 * delay_us * 1e-6, rel=1e-3)
+    # a job known before it starts has its first caps in place at once, before its first step
+    # (computed after it, the first step ran at the line rate: a 37.5 KB queue)
+    assert peak(delay_us, ahead=True) <= 1.0
     with pytest.raises(SimConfigError, match="cap_delay_us"):
         SimConfig(cap_delay_us=-1.0)
 
