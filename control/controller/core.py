@@ -59,7 +59,7 @@ class JobRejected(ValueError):
     """A job the controller will not plan (bad description, unknown host, duplicate name)."""
 
 
-class Controller(ControllerViews, LinkFailures, FailureHandling, SwitchEvents, StateFile):
+class Controller(LinkFailures, FailureHandling, SwitchEvents, StateFile):
     """Connections to every switch, the planner, what each switch holds, telemetry reports."""
 
     def __init__(
@@ -185,6 +185,28 @@ class Controller(ControllerViews, LinkFailures, FailureHandling, SwitchEvents, S
             interval_s=counter_poll_s,
             enabled=lambda: self.active,
         )
+        self.views = ControllerViews(  # the answers to read commands (icectl, the daemon API)
+            spec=spec,
+            topo=self.topo,
+            tags=self.tags,
+            pool=self.pool,
+            lock=self.lock,
+            jobs=self.jobs,
+            flows=self.flows,
+            installer=self.installer,
+            agents=self.agents,
+            history=self.history,
+            failed_switches=self.failed_switches,
+            down_since=self._down_since,
+            store=self.store,
+            takeovers=self.takeovers,
+            fenced=self.fenced,
+            planner=lambda: self.planner,  # replaced on a new term
+            election_id=lambda: self.election_id,
+            is_active=lambda: self.active,
+            state_errors=lambda: self.state_errors,
+            links=self.links,
+        )
 
     @property
     def options(self) -> FabricOptions:
@@ -195,6 +217,28 @@ class Controller(ControllerViews, LinkFailures, FailureHandling, SwitchEvents, S
     def installed(self) -> dict[str, dict[tuple[object, ...], Entity]]:
         """What each switch holds as far as this controller knows (the installer's)."""
         return self.installer.installed
+
+    # ------------------------------------------------------------------ read-only views
+
+    def list_jobs(self) -> list[dict[str, Any]]:
+        """Every running job with its size."""
+        return self.views.list_jobs()
+
+    def paths(self, flow: str | None = None, job: str | None = None) -> list[dict[str, Any]]:
+        """Per planned flow: first hop, tag, switch path, match key (optionally one flow/job)."""
+        return self.views.paths(flow, job)
+
+    def status(self) -> dict[str, Any]:
+        """Role, mode, switches (connected, primary, entries), jobs, the store and replicas."""
+        return self.views.status()
+
+    def switches(self) -> dict[str, dict[str, Any]]:
+        """Address and device id of every switch (for icectl shell)."""
+        return self.views.switches()
+
+    def stats(self, switch: str | None = None) -> dict[str, dict[str, Any]]:
+        """Per switch: port rx/tx counters, per-tag packets, drops by reason (read live)."""
+        return self.views.stats(switch)
 
     # ------------------------------------------------------------------ lifecycle
 

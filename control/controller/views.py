@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any
 
 from icefabric.control.controller.health import fabric_health
@@ -25,31 +27,53 @@ if TYPE_CHECKING:
 
 
 class ControllerViews:
-    """The controller's answers to read commands (mixed into Controller)."""
+    """The controller's answers to read commands, handed what they read explicitly (the
+    Controller owns it; the callables read what a takeover replaces)."""
 
-    spec: TopologySpec
-    topo: Topology
-    tags: TagMap
-    planner: Planner
-    pool: SwitchPool
-    jobs: dict[str, JobSpec]
-    flows: dict[str, Flow]
-    installer: Installer
-    history: list[ChangeReport]
-    election_id: int
-    active: bool
-    lock: threading.RLock
-    agents: AgentHub
-    state_errors: list[str]
-    failed_switches: set[str]
-    _down_since: dict[str, float]
-    store: StateStore | None
-    takeovers: list[dict[str, Any]]
-    fenced: list[dict[str, Any]]
-
-    if TYPE_CHECKING:  # provided by LinkFailures
-
-        def links(self) -> dict[str, Any]: ...
+    def __init__(
+        self,
+        *,
+        spec: TopologySpec,
+        topo: Topology,
+        tags: TagMap,
+        pool: SwitchPool,
+        lock: threading.RLock,
+        jobs: Mapping[str, JobSpec],
+        flows: Mapping[str, Flow],
+        installer: Installer,
+        agents: AgentHub,
+        history: Sequence[ChangeReport],
+        failed_switches: AbstractSet[str],
+        down_since: Mapping[str, float],
+        store: StateStore | None,
+        takeovers: Sequence[dict[str, Any]],
+        fenced: Sequence[dict[str, Any]],
+        planner: Callable[[], Planner],
+        election_id: Callable[[], int],
+        is_active: Callable[[], bool],
+        state_errors: Callable[[], list[str]],
+        links: Callable[[], dict[str, Any]],
+    ) -> None:
+        self.spec = spec
+        self.topo = topo
+        self.tags = tags
+        self.pool = pool
+        self.lock = lock
+        self.jobs = jobs
+        self.flows = flows
+        self.installer = installer
+        self.agents = agents
+        self.history = history
+        self.failed_switches = failed_switches
+        self.down_since = down_since
+        self.store = store
+        self.takeovers = takeovers
+        self.fenced = fenced
+        self.planner = planner
+        self.election_id = election_id
+        self.is_active = is_active
+        self.state_errors = state_errors
+        self.links = links
 
     def list_jobs(self) -> list[dict[str, Any]]:
         """Every running job with its size."""
@@ -73,7 +97,7 @@ class ControllerViews:
         """Per planned flow: first hop, tag, switch path, match key (optionally one flow/job)."""
         with self.lock:
             keys = self.agents.flows.install_keys()
-            rows = explain(self.topo, self.planner.plan(), self.flows, self.tags, keys)
+            rows = explain(self.topo, self.planner().plan(), self.flows, self.tags, keys)
         if flow is not None:
             rows = [r for r in rows if r["flow"] == flow]
         if job is not None:
@@ -85,13 +109,13 @@ class ControllerViews:
         store = self.store.describe() if self.store is not None else {"kind": "none"}
         standby = "standby" if self.store is not None and self.store.elects else "backup"
         with self.lock:
-            plan = self.planner.plan()
+            plan = self.planner().plan()
             out = {
-                "role": "primary" if self.active else standby,
+                "role": "primary" if self.is_active() else standby,
                 "store": store,
                 "takeovers": list(self.takeovers[-5:]),
                 "fenced": list(self.fenced[-5:]),
-                "election_id": self.election_id,
+                "election_id": self.election_id(),
                 "mode": self.installer.options.mode,
                 "topology": self.spec.name,
                 "jobs": len(self.jobs),
@@ -113,18 +137,19 @@ class ControllerViews:
                     for name, conn in self.pool.items()
                 },
                 "history": [h.to_dict() for h in self.history[-10:]],
-                "state_errors": list(self.state_errors),
+                "state_errors": list(self.state_errors()),
                 "link_probes": self.links(),
             }
             out["health"] = fabric_health(
-                out, failed_switches=self.failed_switches, down_since=self._down_since
+                out, failed_switches=self.failed_switches, down_since=self.down_since
             )
             return out
 
     def switches(self) -> dict[str, dict[str, Any]]:
         """Address and device id of every switch (for icectl shell)."""
+        election_id = self.election_id()
         return {
-            name: {"address": c.address, "device_id": c.device_id, "election_id": self.election_id}
+            name: {"address": c.address, "device_id": c.device_id, "election_id": election_id}
             for name, c in self.pool.items()
         }
 
