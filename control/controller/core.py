@@ -40,6 +40,7 @@ from icefabric.control.p4rt import Entity, PipelineConfig, SwitchConnection, Swi
 from icefabric.control.planner.plan import Plan
 from icefabric.control.planner.planner import Planner
 from icefabric.control.store import FileStore, StateStore, StoreFenced
+from icefabric.control.store.base import Snapshot
 from icefabric.control.telemetry.poller import CounterPoller, switch_ports
 from icefabric.control.telemetry.reports import ReportLog
 from icefabric.control.telemetry.store import TelemetryStore
@@ -59,7 +60,7 @@ class JobRejected(ValueError):
     """A job the controller will not plan (bad description, unknown host, duplicate name)."""
 
 
-class Controller(LinkFailures, FailureHandling, SwitchEvents, StateFile):
+class Controller(LinkFailures, SwitchEvents):
     """Connections to every switch, the planner, what each switch holds, telemetry reports."""
 
     def __init__(
@@ -105,7 +106,6 @@ class Controller(LinkFailures, FailureHandling, SwitchEvents, StateFile):
         self.state_file = Path(state_file) if state_file else None
         # what happened, in order (icectl events): kept next to the state file across restarts
         self.events = EventLog(events_path(self.state_file) if self.state_file else None)
-        self.state_errors: list[str] = []  # what the last state load could not read
         self.lock = threading.RLock()
         self._events: queue.Queue[Callable[[], None] | None] = queue.Queue()
         self.agents = AgentHub(  # host agents: real flow keys, caps (icectl run listens)
@@ -121,7 +121,7 @@ class Controller(LinkFailures, FailureHandling, SwitchEvents, StateFile):
                 is_active=lambda: self.active,
                 post=self.post,
                 plan=lambda: self.planner.plan(),  # the planner is replaced on a new term
-                save_state=self._save_state,
+                save_state=lambda: self.statefile.save(),
                 store_keeps_caps=lambda: self.store is not None and self.store.kind != "file",
                 write_flow_entries=self.apply_flow_entries,
             )
@@ -156,6 +156,31 @@ class Controller(LinkFailures, FailureHandling, SwitchEvents, StateFile):
         self.startup_jobs: list[JobSpec] = []  # etcd store: added after a takeover if missing
         self.takeovers: list[dict[str, Any]] = []  # etcd store: term, ms, writes of each takeover
         self.fenced: list[dict[str, Any]] = []  # etcd store: when and why it stopped writing
+        self.statefile = StateFile(  # the shared state, saved before every change (the store)
+            spec=spec,
+            topo=self.topo,
+            switches={s.name for s in spec.switches},
+            store=self.store,
+            jobs=self.jobs,
+            flows=self.flows,
+            failed_switches=self.failed_switches,
+            probe_down=self._probe_down,
+            agents=self.agents,
+            rates=self.rates,
+            planner=lambda: self.planner,  # replaced on a new term
+            register=self._register,
+        )
+        self.failures = FailureHandling(  # link and switch failures: replan, save, install
+            spec=spec,
+            topo=self.topo,
+            lock=self.lock,
+            failed_switches=self.failed_switches,
+            probe_down=self._probe_down,
+            events=self.events,
+            planner=lambda: self.planner,
+            statefile=self.statefile,
+            install_change=self._install_change,
+        )
         self.pool = SwitchPool(
             SwitchConnection(
                 s.name,
@@ -204,7 +229,7 @@ class Controller(LinkFailures, FailureHandling, SwitchEvents, StateFile):
             planner=lambda: self.planner,  # replaced on a new term
             election_id=lambda: self.election_id,
             is_active=lambda: self.active,
-            state_errors=lambda: self.state_errors,
+            state_errors=lambda: self.statefile.errors,
             links=self.links,
         )
 
@@ -239,6 +264,49 @@ class Controller(LinkFailures, FailureHandling, SwitchEvents, StateFile):
     def stats(self, switch: str | None = None) -> dict[str, dict[str, Any]]:
         """Per switch: port rx/tx counters, per-tag packets, drops by reason (read live)."""
         return self.views.stats(switch)
+
+    @property
+    def state_errors(self) -> list[str]:
+        """What the last state load could not read (the state file's)."""
+        return self.statefile.errors
+
+    def store_snapshot(self, *, without_job: str | None = None) -> Snapshot:
+        """What the store keeps now (``without_job``: as it will be once that job is removed)."""
+        return self.statefile.snapshot(without_job=without_job)
+
+    # ------------------------------------------------------------------ failures
+
+    def link_between(self, a: str, b: str) -> int:
+        """The directed link id from switch a to switch b (TopologyError if none)."""
+        return self.failures.link_between(a, b)
+
+    def fail_link(self, a: str, b: str) -> ChangeReport:
+        """Mark the link a-b down, replan the flows that crossed it and install the result."""
+        return self.failures.fail_link(a, b)
+
+    def fail_link_id(self, lid: int, *, what: str, by_probes: bool = False) -> ChangeReport:
+        """The failure path of one link (either directed id): replan its flows, install."""
+        return self.failures.fail_link_id(lid, what=what, by_probes=by_probes)
+
+    def port_down(self, switch: str, port: int) -> ChangeReport:
+        """A port-down event from the data plane: the link on that port failed."""
+        return self.failures.port_down(switch, port)
+
+    def fail_switch(self, switch: str) -> ChangeReport:
+        """A switch died: every link of it is down; replan and install."""
+        return self.failures.fail_switch(switch)
+
+    def restore_switch(self, switch: str) -> ChangeReport:
+        """A failed switch is back: its links are up again; rebalance every flow and install."""
+        return self.failures.restore_switch(switch)
+
+    def restore_link(self, a: str, b: str) -> ChangeReport:
+        """Mark the link a-b up again and rebalance every flow over the larger fabric."""
+        return self.failures.restore_link(a, b)
+
+    def restore_link_id(self, lid: int, *, what: str, by_probes: bool = False) -> ChangeReport:
+        """Both directions of one link up again; rebalance every flow and install."""
+        return self.failures.restore_link_id(lid, what=what, by_probes=by_probes)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -293,7 +361,7 @@ class Controller(LinkFailures, FailureHandling, SwitchEvents, StateFile):
         with self.lock:
             t0 = time.perf_counter()
             if not self.jobs and self.store is not None:
-                self._load_state()
+                self.statefile.load()
             self.check_fence()
             self.pool.run_all(self._ensure_pipeline, operation="pipeline")
             desired = self.desired()
@@ -449,7 +517,7 @@ class Controller(LinkFailures, FailureHandling, SwitchEvents, StateFile):
         """After the planner changed: the state written first (StateWriteError, nothing
         written to a switch, when it cannot be), then the planned flows, then the rest of
         base forwarding."""
-        self._save_state()  # before any switch sees the change: the file never lags behind
+        self.statefile.save()  # before any switch sees the change: the file never lags behind
         t1 = time.perf_counter()
         plan = self.planner.plan()
         written = self.installer.apply(self.flow_entries(plan), tables=FLOW_TABLES)
@@ -578,7 +646,7 @@ class Controller(LinkFailures, FailureHandling, SwitchEvents, StateFile):
                 )
             # The state without the job is known before anything changes: written first, so a
             # failed write (StateWriteError) leaves the job running on switches and in the file.
-            self._save_state(without_job=name)
+            self.statefile.save(without_job=name)
             t0 = time.perf_counter()
             gone = [f for f, fl in self.flows.items() if fl.job == name]
             if gone:  # a job of ranks on one host has no network flow: nothing planned

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from icefabric.control.controller.statefile import StateWriteError
+from icefabric.control.controller.statefile import StateFile, StateWriteError
 from icefabric.control.topology import TopologyError
 
 if TYPE_CHECKING:
@@ -26,24 +26,33 @@ if TYPE_CHECKING:
 
 
 class FailureHandling:
-    """Link and switch failures for the Controller (mixed in; it owns the state)."""
+    """Link and switch failures for the Controller that owns it: handed the topology, the
+    lock, the failure sets and the event log explicitly, the planner as a callable (a
+    takeover replaces it), the state file (a change is rolled back when its save fails) and
+    the Controller's install path."""
 
-    spec: TopologySpec
-    topo: Topology
-    planner: Planner
-    lock: threading.RLock
-    failed_switches: set[str]
-    events: EventLog
-    _probe_down: set[int]
-
-    if TYPE_CHECKING:  # the Controller's install path and state file
-        from icefabric.control.controller.statefile import _Snapshot
-
-        def _install_change(self, what: str, plan_s: float) -> ChangeReport: ...
-
-        def _snapshot(self) -> _Snapshot: ...
-
-        def _rollback(self, snap: _Snapshot) -> None: ...
+    def __init__(
+        self,
+        *,
+        spec: TopologySpec,
+        topo: Topology,
+        lock: threading.RLock,
+        failed_switches: set[str],
+        probe_down: set[int],
+        events: EventLog,
+        planner: Callable[[], Planner],
+        statefile: StateFile,
+        install_change: Callable[[str, float], ChangeReport],
+    ) -> None:
+        self.spec = spec
+        self.topo = topo
+        self.lock = lock
+        self.failed_switches = failed_switches
+        self.probe_down = probe_down
+        self.events = events
+        self.planner = planner
+        self.statefile = statefile
+        self.install_change = install_change
 
     def link_between(self, a: str, b: str) -> int:
         """The directed link id from switch a to switch b (TopologyError if none)."""
@@ -55,13 +64,13 @@ class FailureHandling:
     def _change(self, what: str, mutate: Callable[[], object]) -> ChangeReport:
         """Replan (``mutate``), then save and install; rolled back when the save fails."""
         with self.lock:
-            snap = self._snapshot()
+            snap = self.statefile.mark()
             t0 = time.perf_counter()
             try:
                 mutate()
-                return self._install_change(what, time.perf_counter() - t0)
+                return self.install_change(what, time.perf_counter() - t0)
             except StateWriteError:
-                self._rollback(snap)
+                self.statefile.rollback(snap)
                 raise
 
     def fail_link(self, a: str, b: str) -> ChangeReport:
@@ -74,9 +83,9 @@ class FailureHandling:
 
         def mutate() -> None:
             if by_probes:
-                self._probe_down.add(lid & ~1)
+                self.probe_down.add(lid & ~1)
             self.events.record("link_down", what, link=self.topo.link_name(lid))
-            self.planner.replan_after_failure(links=[lid])
+            self.planner().replan_after_failure(links=[lid])
 
         return self._change(what, mutate)
 
@@ -85,7 +94,7 @@ class FailureHandling:
 
         def mutate() -> None:
             self.events.record("link_down", f"{switch} port {port} down", switch=switch)
-            self.planner.replan_after_failure(ports=[(switch, port)])
+            self.planner().replan_after_failure(ports=[(switch, port)])
 
         return self._change(f"{switch} port {port} down", mutate)
 
@@ -97,7 +106,7 @@ class FailureHandling:
             self.events.record(
                 "switch_failed", f"switch {switch} failed: replanning around it", switch=switch
             )
-            self.planner.replan_after_failure(switches=[switch])
+            self.planner().replan_after_failure(switches=[switch])
 
         return self._change(f"switch {switch} down", mutate)
 
@@ -110,7 +119,7 @@ class FailureHandling:
             self.events.record(
                 "switch_up", f"switch {switch} back: its links in use again", switch=switch
             )
-            self.planner.restore(ids)
+            self.planner().restore(ids)
 
         return self._change(f"switch {switch} up", mutate)
 
@@ -123,8 +132,8 @@ class FailureHandling:
 
         def mutate() -> None:
             if by_probes:
-                self._probe_down.discard(lid & ~1)
+                self.probe_down.discard(lid & ~1)
             self.events.record("link_up", what, link=self.topo.link_name(lid))
-            self.planner.restore([lid & ~1, lid | 1])
+            self.planner().restore([lid & ~1, lid | 1])
 
         return self._change(what, mutate)

@@ -10,9 +10,8 @@ File format: :mod:`icefabric.control.daemon.state`.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -27,7 +26,6 @@ if TYPE_CHECKING:
     from icefabric.control.ccl.demand import Flow
     from icefabric.control.ccl.job import JobSpec
     from icefabric.control.congestion.allocator import RateAllocator
-    from icefabric.control.p4rt import SwitchPool
     from icefabric.control.planner.planner import Planner
     from icefabric.control.store.base import StateStore
     from icefabric.control.topology import Topology
@@ -47,48 +45,62 @@ class _Snapshot:
 
 
 class StateFile:
-    """Saving and loading the shared state file for the Controller (mixed in)."""
+    """Saving and loading the shared state through the store, for the Controller that owns
+    it: handed the topology, the switch names, the job registry, failures, the agent hub and
+    rate allocator explicitly, the planner as a callable (a takeover replaces it)."""
 
-    spec: TopologySpec
-    topo: Topology
-    planner: Planner
-    pool: SwitchPool
-    agents: AgentHub
-    rates: RateAllocator
-    jobs: dict[str, JobSpec]
-    flows: dict[str, Flow]
-    failed_switches: set[str]
-    state_file: Path | None
-    store: StateStore | None
-    state_errors: list[str]
-    _probe_down: set[int]
+    def __init__(
+        self,
+        *,
+        spec: TopologySpec,
+        topo: Topology,
+        switches: Container[str],
+        store: StateStore | None,
+        jobs: dict[str, JobSpec],
+        flows: dict[str, Flow],
+        failed_switches: set[str],
+        probe_down: set[int],
+        agents: AgentHub,
+        rates: RateAllocator,
+        planner: Callable[[], Planner],
+        register: Callable[[JobSpec, Iterable[Flow]], None],
+    ) -> None:
+        self.spec = spec
+        self.topo = topo
+        self.switches = switches
+        self.store = store
+        self.jobs = jobs
+        self.flows = flows
+        self.failed_switches = failed_switches
+        self.probe_down = probe_down
+        self.agents = agents
+        self.rates = rates
+        self.planner = planner
+        self.register = register
+        self.errors: list[str] = []  # what the last load could not read
 
-    if TYPE_CHECKING:  # the Controller's job registry
-
-        def _register(self, job: JobSpec, flows: Iterable[Flow]) -> None: ...
-
-    def store_snapshot(self, *, without_job: str | None = None) -> Snapshot:
+    def snapshot(self, *, without_job: str | None = None) -> Snapshot:
         """What the store keeps: jobs, failures, real keys, path choices, phases, caps
         (``without_job``: as it will be once that job is removed)."""
-        by_flow = self.planner.choices()
+        by_flow = self.planner().choices()
         gone = {fid for fid, f in self.flows.items() if f.job == without_job}
         return Snapshot(
             topology=self.spec.name,
             jobs=[j for j in self.jobs.values() if j.name != without_job],
             failed_links=[i for i in range(self.topo.n_links) if self.topo.failed[i]],
             failed_switches=sorted(self.failed_switches),
-            probe_down_links=sorted(self._probe_down),
+            probe_down_links=sorted(self.probe_down),
             flow_keys={k: v for k, v in self.agents.flows.to_state().items() if k not in gone},
             choices={
                 name: [by_flow.get(fid, -1) for fid in fids]
-                for name, fids in self._flows_by_job().items()
+                for name, fids in self.flows_by_job().items()
                 if name != without_job
             },
             phases={j: p for j, p in self.agents.phases.items() if j != without_job},
             caps={k: v for k, v in self.rates.rates.items() if k not in gone},
         )
 
-    def _save_state(self, *, without_job: str | None = None) -> None:
+    def save(self, *, without_job: str | None = None) -> None:
         """Write the state as it is in memory (``without_job``: as it will be once that job is
         removed) to the store. The rule every change follows: the state is written *before* its
         entries reach a switch (:meth:`Controller._install_change` saves first), so when the
@@ -97,7 +109,7 @@ class StateFile:
         if self.store is None:
             return
         try:
-            self.store.save(self.store_snapshot(without_job=without_job))
+            self.store.save(self.snapshot(without_job=without_job))
         except StateWriteError:
             raise
         except StoreError as exc:
@@ -106,26 +118,28 @@ class StateFile:
                 f"{exc}; the change was not applied: the switches still hold what the store says"
             ) from exc
 
-    def _snapshot(self) -> _Snapshot:
+    def mark(self) -> _Snapshot:
         """What a change may alter, to put back when its state write fails."""
         return _Snapshot(
             failed=self.topo.failed.copy(),
             failed_switches=set(self.failed_switches),
-            probe_down=set(self._probe_down),
-            choices=self.planner.choices(),
+            probe_down=set(self.probe_down),
+            choices=self.planner().choices(),
         )
 
-    def _rollback(self, snap: _Snapshot) -> None:
+    def rollback(self, snap: _Snapshot) -> None:
         """Undo a failure/restore change whose state write failed (nothing was written to a
         switch): the failed links and switches as they were, every flow on its old path."""
         self.topo.failed[:] = snap.failed
         self.failed_switches.clear()
         self.failed_switches.update(snap.failed_switches)
-        self._probe_down.clear()
-        self._probe_down.update(snap.probe_down)
-        self.planner.pin(snap.choices)
+        self.probe_down.clear()
+        self.probe_down.update(snap.probe_down)
+        self.planner().pin(snap.choices)
 
-    def _load_state(self) -> None:
+    def load(self) -> None:
+        """Jobs, failures, real keys, path choices and phases from the store (a takeover);
+        what cannot be read is kept in ``errors`` and logged, never raised."""
         assert self.store is not None
         where = self.store.where()
         state = self.store.load(self.spec.name)
@@ -139,9 +153,9 @@ class StateFile:
         failed_links = [i for i in state.failed_links if 0 <= i < n_links]
         if failed_links:
             self.topo.failed[failed_links] = True
-        self.failed_switches.update(s for s in state.failed_switches if s in self.pool)
+        self.failed_switches.update(s for s in state.failed_switches if s in self.switches)
         # Links the old primary's probes took down: ours restore them when probes come back.
-        self._probe_down.update(i for i in state.probe_down_links if 0 <= i < n_links)
+        self.probe_down.update(i for i in state.probe_down_links if 0 <= i < n_links)
         for job in state.jobs:
             problems = check_hosts(job, (h.name for h in self.spec.hosts), topology=self.spec.name)
             if problems or job.name in self.jobs:
@@ -154,19 +168,19 @@ class StateFile:
                 got = state.choices.get(job.name, [])
                 if len(got) == len(demand.flows):  # straight onto the primary's paths
                     ids = [f.flow_id for f in demand.flows]
-                    self.planner.add_pinned(demand, dict(zip(ids, got, strict=True)))
+                    self.planner().add_pinned(demand, dict(zip(ids, got, strict=True)))
                 else:
-                    self.planner.add(demand)
+                    self.planner().add(demand)
             except Exception as exc:  # a job that cannot be planned must not stop the takeover
                 state.errors.append(f"{where}: job {job.name!r}: {exc}")
                 continue
-            self._register(job, demand.flows)
+            self.register(job, demand.flows)
             self.agents.job_added(job.name, job.phases[0].name)
         for fid, key in state.flow_keys.items():  # real keys agents reported to the old primary
             if fid in self.flows:
                 self.agents.flows.set_key(fid, key)
         saved: dict[str, int] = {}
-        for name, fids in self._flows_by_job().items():
+        for name, fids in self.flows_by_job().items():
             got = state.choices.get(name, [])
             if len(got) == len(fids):
                 saved.update(zip(fids, got, strict=True))
@@ -174,10 +188,10 @@ class StateFile:
             spec = self.jobs.get(job_name)
             if spec is not None and phase in {p.name for p in spec.phases}:
                 self.agents.phases[job_name] = phase
-        moved = self.planner.pin(saved)
+        moved = self.planner().pin(saved)
         if moved:
             log.info("%s: %d flow(s) put back on the primary's paths", where, moved)
-        self.state_errors = state.errors
+        self.errors[:] = state.errors
         for e in state.errors:
             log.error("state store: %s", e)
         if state.errors:
@@ -194,7 +208,7 @@ class StateFile:
             len(failed_links) // 2,
         )
 
-    def _flows_by_job(self) -> dict[str, list[str]]:
+    def flows_by_job(self) -> dict[str, list[str]]:
         """Each job's flow ids in the order they were registered (the order of its demand)."""
         out: dict[str, list[str]] = {name: [] for name in self.jobs}
         for fid, f in self.flows.items():

@@ -276,7 +276,7 @@ def expected(
     reader = EtcdStore(etcd.url, spec.name, name="checker")
     try:
         c = Controller(spec, pipeline, store=reader)
-        c._load_state()
+        c.statefile.load()
         assert c.state_errors == []
         want = c.flow_entries()
         entries = {sw: {canonical(e, pipeline.index) for e in want.get(sw, [])} for sw in c.pool}

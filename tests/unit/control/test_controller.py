@@ -128,12 +128,12 @@ def test_state_file_carries_jobs_to_a_backup(pipeline: PipelineConfig, ctl: Cont
     assert ctl.state_file is not None and ctl.state_file.exists()
     backup = Controller(SPEC, pipeline, backup=True, state_file=ctl.state_file)
     assert backup.election_id < ctl.election_id
-    backup._load_state()
+    backup.statefile.load()
     assert set(backup.flows) == set(ctl.flows)
     assert backup.desired() == ctl.desired()  # the same plan: a takeover writes nothing
     ctl.fail_link("leaf2", "spine2")
     later = Controller(SPEC, pipeline, backup=True, state_file=ctl.state_file)
-    later._load_state()
+    later.statefile.load()
     assert (later.topo.failed == ctl.topo.failed).all() and later.topo.failed.sum() == 2
     assert later.desired() == ctl.desired()
 
@@ -223,7 +223,7 @@ def test_backup_takes_over_from_a_truncated_state_file(
     data = ctl.state_file.read_bytes()
     ctl.state_file.write_bytes(data[: len(data) // 2])
     backup = Controller(SPEC, pipeline, backup=True, state_file=ctl.state_file)
-    backup._load_state()  # reported, not raised
+    backup.statefile.load()  # reported, not raised
     assert backup.jobs == {} and len(backup.state_errors) == 1
     assert "JSON" in backup.state_errors[0]
     assert backup.status()["state_errors"] == backup.state_errors
@@ -270,6 +270,6 @@ def test_backup_restores_the_primarys_paths_exactly(
     primary_paths = {f.flow_id: f.path_index for f in ctl.planner.plan().flows}
     assert fresh_paths != primary_paths  # the scenario is one where replanning differs
     backup = Controller(SPEC, pipeline, backup=True, state_file=ctl.state_file)
-    backup._load_state()
+    backup.statefile.load()
     assert {f.flow_id: f.path_index for f in backup.planner.plan().flows} == primary_paths
     assert backup.desired() == ctl.desired()  # a takeover writes nothing

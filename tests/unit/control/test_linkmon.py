@@ -344,7 +344,7 @@ def _controller(tmp_path: Path) -> Any:
     program = compiler.load_program(ROOT / "p4src" / "ice.p4")
     pipeline = PipelineConfig(p4info=program.p4info, device_config=b"{}", cookie=1, kind="embedded")
     c = Controller(SPEC, pipeline, state_file=tmp_path / "state.json")
-    c._load_state()
+    c.statefile.load()
     c.installer.holds_all(c.desired())
     c.active = True  # as after a takeover; nothing is connected, so nothing is written
     return c

@@ -63,7 +63,7 @@ def on_switches(c: Controller) -> dict[str, dict[Any, Any]]:
 def per_state_file(pipeline: PipelineConfig, state: Path) -> dict[str, dict[Any, Any]]:
     """What a backup (or a restart) taking over from the state file would make them hold."""
     b = Controller(SPEC, pipeline, backup=True, state_file=state)
-    b._load_state()
+    b.statefile.load()
     assert b.state_errors == []
     return {sw: {entity_key(e): e for e in ents} for sw, ents in b.desired().items()}
 
@@ -172,7 +172,7 @@ def test_run_job_is_idempotent_across_a_restart(pipeline: PipelineConfig, tmp_pa
     held = on_switches(first)
     # the restart: the same command line, the state file already holds j1
     again = primary(pipeline, state)
-    again._load_state()
+    again.statefile.load()
     again.installer.installed = held
     assert again.ensure_job(parse_job(J1)) == "unchanged"
     assert set(again.jobs) == {"j1"} and on_switches(again) == held

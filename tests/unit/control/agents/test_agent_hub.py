@@ -136,7 +136,7 @@ def test_real_key_replaces_the_stand_in_and_survives_a_restart(
         h1.client.close()
     # a restarted controller (or a backup) installs the real key from the state file
     again = Controller(SPEC, pipeline, state_file=tmp_path / "state.json")
-    again._load_state()
+    again.statefile.load()
     fp = {
         (e.match["udp_src_port"], e.match["dst_qp"])
         for e in again.desired()["leaf1"]
