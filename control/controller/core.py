@@ -29,7 +29,7 @@ from icefabric.control.controller.eventlog import EventLog, events_path
 from icefabric.control.controller.events import SwitchEvents
 from icefabric.control.controller.failures import FailureHandling
 from icefabric.control.controller.installer import FLOW_TABLES, Installer
-from icefabric.control.controller.linkfail import LinkFailures
+from icefabric.control.controller.linkfail import LinkProbing
 from icefabric.control.controller.statefile import StateFile, StateWriteError
 from icefabric.control.controller.views import ControllerViews
 from icefabric.control.fabric import FabricOptions, TagMap
@@ -60,7 +60,7 @@ class JobRejected(ValueError):
     """A job the controller will not plan (bad description, unknown host, duplicate name)."""
 
 
-class Controller(LinkFailures, SwitchEvents):
+class Controller(SwitchEvents):
     """Connections to every switch, the planner, what each switch holds, telemetry reports."""
 
     def __init__(
@@ -148,7 +148,6 @@ class Controller(LinkFailures, SwitchEvents):
             )
         self.probe_interval_s = probe_interval_s  # 0: no link probing
         self.probe_misses = probe_misses
-        self.linkmon: LinkMonitor | None = None  # probing runs while this controller is primary
         self._resyncing: set[str] = set()  # reconnected switches not yet resynced: not probed
         self._probe_down: set[int] = set()  # links (even directed id) the probes took down
         self._stopping = False
@@ -210,6 +209,21 @@ class Controller(LinkFailures, SwitchEvents):
             interval_s=counter_poll_s,
             enabled=lambda: self.active,
         )
+        self.probing = LinkProbing(  # LLDP link probes while primary; verdicts -> failures
+            spec=spec,
+            topo=self.topo,
+            pool=self.pool,
+            lock=self.lock,
+            failed_switches=self.failed_switches,
+            probe_down=self._probe_down,
+            resyncing=self._resyncing,
+            installer=self.installer,
+            failures=self.failures,
+            post=self.post,
+            is_active=lambda: self.active,
+            interval_s=probe_interval_s,
+            misses=probe_misses,
+        )
         self.views = ControllerViews(  # the answers to read commands (icectl, the daemon API)
             spec=spec,
             topo=self.topo,
@@ -230,7 +244,7 @@ class Controller(LinkFailures, SwitchEvents):
             election_id=lambda: self.election_id,
             is_active=lambda: self.active,
             state_errors=lambda: self.statefile.errors,
-            links=self.links,
+            links=self.probing.status,
         )
 
     @property
@@ -264,6 +278,15 @@ class Controller(LinkFailures, SwitchEvents):
     def stats(self, switch: str | None = None) -> dict[str, dict[str, Any]]:
         """Per switch: port rx/tx counters, per-tag packets, drops by reason (read live)."""
         return self.views.stats(switch)
+
+    @property
+    def linkmon(self) -> LinkMonitor | None:
+        """The link monitor while this controller probes (primary), else None."""
+        return self.probing.monitor
+
+    def links(self) -> dict[str, Any]:
+        """Link probing for icectl links / status: per link state, last probe, events."""
+        return self.probing.status()
 
     @property
     def state_errors(self) -> list[str]:
@@ -373,7 +396,7 @@ class Controller(LinkFailures, SwitchEvents):
             self.last_resync = summaries
             self.installer.base_written()
             self.active = True
-            self._start_link_monitor()
+            self.probing.start()
             self.agents.reallocate("takeover")
             writes = sum(s.writes for s in summaries.values())
             self.events.record(
@@ -461,9 +484,7 @@ class Controller(LinkFailures, SwitchEvents):
         """The store's election thread: stop writing now (before the lease can end)."""
         was = self.active
         self.active = False
-        if self.linkmon is not None:
-            self.linkmon.stop()
-            self.linkmon = None
+        self.probing.stop()
         self.pool.close_all()  # in-flight writes fail; the switches forget this controller
         server = self.agents.server
         if server is not None:  # agents move on to the new primary (this one refuses them)

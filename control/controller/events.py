@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     from icefabric.control.agents.hub import AgentHub
     from icefabric.control.controller.eventlog import EventLog
     from icefabric.control.controller.installer import Installer
+    from icefabric.control.controller.linkfail import LinkProbing
     from icefabric.control.install import ChangeReport
-    from icefabric.control.linkmon import LinkMonitor
     from icefabric.control.p4rt import Entity, SwitchConnection, SwitchPool
     from icefabric.control.planner.plan import Plan
     from icefabric.control.telemetry.reports import ReportLog
@@ -39,7 +39,7 @@ class SwitchEvents:
     agents: AgentHub
     reports: ReportLog
     telemetry: TelemetryStore
-    linkmon: LinkMonitor | None
+    probing: LinkProbing
     installer: Installer
     failed_switches: set[str]
     election_id: int
@@ -189,7 +189,7 @@ class SwitchEvents:
             if rep is not None:
                 self.telemetry.add_report(rep)
         elif reason == n.PUNT_REASON_LINK_PROBE:
-            mon = self.linkmon
+            mon = self.probing.monitor
             if mon is not None:
                 mon.on_probe(switch, int(pkt.metadata.get("ingress_port", 0)), pkt.payload)
         else:

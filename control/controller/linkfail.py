@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import functools
 import logging
-import queue
 import threading
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any
 
 from icefabric.control import fabric
@@ -24,8 +24,8 @@ from icefabric.control.linkstate import LinkEvent
 from icefabric.p4src import ice_p4 as n
 
 if TYPE_CHECKING:
+    from icefabric.control.controller.failures import FailureHandling
     from icefabric.control.controller.installer import Installer
-    from icefabric.control.install import ChangeReport
     from icefabric.control.p4rt import SwitchPool
     from icefabric.control.topology import Topology
     from icefabric.topo.spec import TopologySpec
@@ -33,52 +33,71 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class LinkFailures:
-    """Link probing for the Controller (mixed in; the Controller owns the state)."""
+class LinkProbing:
+    """Link probing for the Controller that owns it: runs the LinkMonitor (``monitor``) while
+    the Controller is primary, handed the topology, pool, lock, failure sets, the switches
+    being resynced and the installer explicitly, the worker's ``post``, whether the Controller
+    is active, and the failure path it runs a verdict through."""
 
-    spec: TopologySpec
-    topo: Topology
-    pool: SwitchPool
-    active: bool
-    lock: threading.RLock
-    failed_switches: set[str]
-    probe_interval_s: float
-    probe_misses: int
-    linkmon: LinkMonitor | None
-    _resyncing: set[str]
-    _probe_down: set[int]
-    installer: Installer
-    _events: queue.Queue[Callable[[], None] | None]
+    def __init__(
+        self,
+        *,
+        spec: TopologySpec,
+        topo: Topology,
+        pool: SwitchPool,
+        lock: threading.RLock,
+        failed_switches: AbstractSet[str],
+        probe_down: AbstractSet[int],
+        resyncing: AbstractSet[str],
+        installer: Installer,
+        failures: FailureHandling,
+        post: Callable[[Callable[[], None]], None],
+        is_active: Callable[[], bool],
+        interval_s: float,
+        misses: int,
+    ) -> None:
+        self.spec = spec
+        self.topo = topo
+        self.pool = pool
+        self.lock = lock
+        self.failed_switches = failed_switches
+        self.probe_down = probe_down
+        self.resyncing = resyncing
+        self.installer = installer
+        self.failures = failures
+        self.post = post
+        self.is_active = is_active
+        self.interval_s = interval_s  # 0: no link probing
+        self.misses = misses
+        self.monitor: LinkMonitor | None = None  # runs while the Controller is primary
 
-    if TYPE_CHECKING:  # the Controller's failure path
-
-        def fail_link_id(self, lid: int, *, what: str, by_probes: bool = False) -> ChangeReport: ...
-
-        def restore_link_id(
-            self, lid: int, *, what: str, by_probes: bool = False
-        ) -> ChangeReport: ...
-
-    def _start_link_monitor(self) -> None:
+    def start(self) -> None:
         """Probe every fabric link (primary only; a probe interval of 0 disables it)."""
-        if self.probe_interval_s <= 0 or self.linkmon is not None:
+        if self.interval_s <= 0 or self.monitor is not None:
             return
-        self.linkmon = LinkMonitor(
+        self.monitor = LinkMonitor(
             self.topo,
             send=lambda sw, pkt: self.pool[sw].packet_out(pkt),
             on_change=self._on_link_change,
-            interval_s=self.probe_interval_s,
-            misses=self.probe_misses,
+            interval_s=self.interval_s,
+            misses=self.misses,
             reachable=self._probe_reachable,
             rx_packets=self._port_rx_packets,
             macs={s.name: fabric.switch_mac(s.switch_id) for s in self.spec.switches},
-            initially_down=self._probe_down,
+            initially_down=self.probe_down,
         )
-        self.linkmon.start()
+        self.monitor.start()
+
+    def stop(self) -> None:
+        """Stop probing and forget the monitor (this controller stopped being primary)."""
+        if self.monitor is not None:
+            self.monitor.stop()
+            self.monitor = None
 
     def _probe_reachable(self, switch: str) -> bool:
         """Whether probes to/from ``switch`` mean anything now (stream up, primary, synced)."""
         conn = self.pool[switch]
-        return conn.is_connected and conn.is_primary and switch not in self._resyncing
+        return conn.is_connected and conn.is_primary and switch not in self.resyncing
 
     def _port_rx_packets(self, switch: str, port: int) -> int | None:
         """Packets ``switch`` has received on ``port`` (ice.p4's port_rx_counter), for the link
@@ -93,11 +112,12 @@ class LinkFailures:
 
     def _on_link_change(self, ev: LinkEvent) -> None:
         """From the link monitor's thread: run the failure/restore path on the worker."""
-        self._events.put(functools.partial(self._apply_link_event, ev))
+        self.post(functools.partial(self.apply, ev))
 
-    def _apply_link_event(self, ev: LinkEvent) -> None:
-        mon = self.linkmon
-        if mon is None or not self.active:
+    def apply(self, ev: LinkEvent) -> None:
+        """Run one verdict of the monitor through the failure or restore path (the worker)."""
+        mon = self.monitor
+        if mon is None or not self.is_active():
             return
         pair = ev.lid & ~1
         try:
@@ -106,7 +126,7 @@ class LinkFailures:
                     mon.complete(ev, note="already marked down (operator or switch failure)")
                     return
                 if ev.kind == "up" and (
-                    pair not in self._probe_down
+                    pair not in self.probe_down
                     or {ev.a, ev.b} & self.failed_switches
                     or not self.topo.failed[pair]
                 ):
@@ -115,11 +135,11 @@ class LinkFailures:
                 # The state file (saved before the switches change) says which links the
                 # probes own, so a standby restores them too.
                 if ev.kind == "down":
-                    rep = self.fail_link_id(
+                    rep = self.failures.fail_link_id(
                         ev.lid, what=f"link {ev.link} down (probes lost)", by_probes=True
                     )
                 else:
-                    rep = self.restore_link_id(
+                    rep = self.failures.restore_link_id(
                         ev.lid, what=f"link {ev.link} up (probes back)", by_probes=True
                     )
                 flows_at, done_at = self.installer.marks
@@ -128,9 +148,9 @@ class LinkFailures:
             mon.complete(ev, note=f"{type(exc).__name__}: {exc}")
             raise
 
-    def links(self) -> dict[str, Any]:
+    def status(self) -> dict[str, Any]:
         """Link probing for icectl links / status: per link state, last probe, events."""
-        mon = self.linkmon
+        mon = self.monitor
         out = disabled_status() if mon is None else mon.status()
         with self.lock:
             for row in out["links"]:

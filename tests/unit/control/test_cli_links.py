@@ -49,8 +49,8 @@ def test_links_table_json_and_status_after_a_cut(
 ) -> None:
     sock, ctl = daemon
     w = Wires()
-    ctl.linkmon = w.mon
-    w.mon._on_change = ctl._apply_link_event
+    ctl.probing.monitor = w.mon
+    w.mon._on_change = ctl.probing.apply
     w.round(2)
     w.cut.add(frozenset(("leaf2", "spine1")))
     w.round(4)

@@ -352,8 +352,8 @@ def _controller(tmp_path: Path) -> Any:
 
 def _attach(ctl: Any) -> Wires:
     w = Wires(initially_down=ctl._probe_down)
-    ctl.linkmon = w.mon
-    w.mon._on_change = ctl._apply_link_event  # run the change inline instead of on the worker
+    ctl.probing.monitor = w.mon
+    w.mon._on_change = ctl.probing.apply  # run the change inline instead of on the worker
     return w
 
 
@@ -422,7 +422,7 @@ def test_probe_interval_zero_disables_probing(ctl: Any) -> None:
     from icefabric.control.controller import Controller
 
     off = Controller(SPEC, ctl.pipeline, probe_interval_s=0)
-    off._start_link_monitor()  # what take_over calls once primary
+    off.probing.start()  # what take_over calls once primary
     assert off.linkmon is None and off.links()["enabled"] is False
     with pytest.raises(ValueError, match="link probes"):
         Controller(SPEC, ctl.pipeline, probe_interval_s=-0.1)
