@@ -1,18 +1,18 @@
 """The Controller: its state, its lifetime (connect, take over, stop) and the jobs it plans.
 
-It owns its collaborators: :mod:`.installer` (desired state -> entries -> writes: what every
-switch should hold and holds, handed the topology, tags, pool and fence explicitly), the agent
-hub, the rate allocator, the telemetry store, the state store. Its other concerns are still
-mixins of this package, each a module: :mod:`.failures` (link and switch failures),
-:mod:`.events` (the worker thread and switch events), :mod:`.statefile` (the shared state file),
-:mod:`.views` (read-only answers) and :mod:`.linkfail` (link probing).
+It owns its collaborators and hands each what it needs explicitly (the objects it shares, and
+callables for what a takeover replaces: the planner, the election id, whether it is active):
+:mod:`.installer` (desired state -> entries -> writes: what every switch should hold and
+holds), :mod:`.statefile` (the shared state, saved through the store before every change),
+:mod:`.failures` (link and switch failures), :mod:`.linkfail` (link probing), :mod:`.events`
+(the worker thread and switch events), :mod:`.views` (read-only answers), the agent hub, the
+rate allocator, the telemetry store and the state store. No collaborator holds the Controller.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -26,7 +26,7 @@ from icefabric.control.ccl.demand import Flow, demand_from_job
 from icefabric.control.ccl.job import JobSpec, parse_job
 from icefabric.control.congestion.allocator import DEFAULT_TARGET, RateAllocator
 from icefabric.control.controller.eventlog import EventLog, events_path
-from icefabric.control.controller.events import SwitchEvents
+from icefabric.control.controller.events import SwitchEvents, Worker
 from icefabric.control.controller.failures import FailureHandling
 from icefabric.control.controller.installer import FLOW_TABLES, Installer
 from icefabric.control.controller.linkfail import LinkProbing
@@ -60,7 +60,7 @@ class JobRejected(ValueError):
     """A job the controller will not plan (bad description, unknown host, duplicate name)."""
 
 
-class Controller(SwitchEvents):
+class Controller:
     """Connections to every switch, the planner, what each switch holds, telemetry reports."""
 
     def __init__(
@@ -107,7 +107,7 @@ class Controller(SwitchEvents):
         # what happened, in order (icectl events): kept next to the state file across restarts
         self.events = EventLog(events_path(self.state_file) if self.state_file else None)
         self.lock = threading.RLock()
-        self._events: queue.Queue[Callable[[], None] | None] = queue.Queue()
+        self.worker = Worker()  # runs switch, link and agent events one at a time
         self.agents = AgentHub(  # host agents: real flow keys, caps (icectl run listens)
             HubContext(
                 spec=spec,
@@ -132,13 +132,11 @@ class Controller(SwitchEvents):
             planned_path=self.agents.planned_path,
             on_over_target=self.agents.over_target,
         )
-        self.takeover_retry_s = 1.0  # a failed takeover is retried after this long
         self.connect_timeout = connect_timeout
         self.switch_dead_s = switch_dead_s
         self.history: list[ChangeReport] = []
         self.last_resync: dict[str, Any] = {}  # switch -> ResyncSummary of the last takeover
         self._addresses = dict(addresses or {})
-        self._worker: threading.Thread | None = None
         self._down_since: dict[str, float] = {}
         self.failed_switches: set[str] = set()
         if probe_interval_s < 0 or probe_misses < 1:
@@ -224,6 +222,31 @@ class Controller(SwitchEvents):
             interval_s=probe_interval_s,
             misses=probe_misses,
         )
+        self.switch_events = SwitchEvents(  # connections, arbitration, packet-in; resyncs
+            pool=self.pool,
+            installer=self.installer,
+            reports=self.reports,
+            telemetry=self.telemetry,
+            probing=self.probing,
+            lock=self.lock,
+            events=self.events,
+            post=self.post,
+            failed_switches=self.failed_switches,
+            down_since=self._down_since,
+            resyncing=self._resyncing,
+            backup=backup,
+            connect_timeout=connect_timeout,
+            switch_dead_s=switch_dead_s,
+            election_id=lambda: self.election_id,
+            is_active=lambda: self.active,
+            is_stopping=lambda: self._stopping,
+            take_over=lambda: self.take_over(),
+            check_fence=self.check_fence,
+            ensure_pipeline=self._ensure_pipeline,
+            desired=lambda: self.desired(),
+            fail_switch=self.fail_switch,
+            restore_switch=self.restore_switch,
+        )
         self.views = ControllerViews(  # the answers to read commands (icectl, the daemon API)
             spec=spec,
             topo=self.topo,
@@ -278,6 +301,38 @@ class Controller(SwitchEvents):
     def stats(self, switch: str | None = None) -> dict[str, dict[str, Any]]:
         """Per switch: port rx/tx counters, per-tag packets, drops by reason (read live)."""
         return self.views.stats(switch)
+
+    def _flow_of_key(self, key: FlowKey) -> str | None:
+        """The planned flow a key belongs to: an agent's real key, else the planned key."""
+        return self.agents.flow_of(key) or self._keys.get(key)
+
+    # ------------------------------------------------------------------ worker and switches
+
+    def start_worker(self) -> None:
+        """Start the thread that runs queued events (switch, link and agent events)."""
+        self.worker.start()
+
+    def post(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on the controller's worker thread (events from other threads)."""
+        self.worker.post(fn)
+
+    def wait_idle(self, timeout: float = 10.0) -> bool:
+        """Wait until queued switch events (resyncs, takeovers) are processed."""
+        return self.worker.wait_idle(timeout)
+
+    def resync_switch(self, name: str) -> dict[str, Any]:
+        """Make one switch hold exactly the desired state (after a restart): read back, write
+        only the difference; push the pipeline first when the switch lost it."""
+        return self.switch_events.resync_switch(name)
+
+    @property
+    def takeover_retry_s(self) -> float:
+        """A failed takeover is retried after this long (seconds)."""
+        return self.switch_events.takeover_retry_s
+
+    @takeover_retry_s.setter
+    def takeover_retry_s(self, seconds: float) -> None:
+        self.switch_events.takeover_retry_s = seconds
 
     @property
     def linkmon(self) -> LinkMonitor | None:
@@ -336,9 +391,9 @@ class Controller(SwitchEvents):
     def start(self) -> None:
         """Connect to every switch; as primary push the pipeline and install everything."""
         for name, conn in self.pool.items():
-            conn.on("packet", functools.partial(self._on_packet, name))
-            conn.on("connection", functools.partial(self._on_connection, name))
-            conn.on("arbitration", functools.partial(self._on_arbitration, name))
+            conn.on("packet", functools.partial(self.switch_events.on_packet, name))
+            conn.on("connection", functools.partial(self.switch_events.on_connection, name))
+            conn.on("arbitration", functools.partial(self.switch_events.on_arbitration, name))
         self.start_worker()
         self.counter_poller.start()
         if self.store is not None and self.store.elects:
@@ -373,10 +428,7 @@ class Controller(SwitchEvents):
         self.counter_poller.stop()
         if self.linkmon is not None:
             self.linkmon.stop()
-        self._events.put(None)
-        if self._worker is not None:
-            self._worker.join(timeout=5)
-            self._worker = None
+        self.worker.stop()
         self.pool.close_all()
 
     def take_over(self) -> None:

@@ -189,11 +189,15 @@ def test_reports_name_the_flow_by_its_key(ctl: Controller) -> None:
     )
     from icefabric.control.p4rt import PacketIn
 
-    ctl._on_packet("leaf2", PacketIn(payload=payload, metadata={"reason": n.PUNT_REASON_TELEMETRY}))
-    ctl._on_packet(
+    ctl.switch_events.on_packet(
+        "leaf2", PacketIn(payload=payload, metadata={"reason": n.PUNT_REASON_TELEMETRY})
+    )
+    ctl.switch_events.on_packet(
         "leaf2", PacketIn(payload=b"\x00" * 3, metadata={"reason": n.PUNT_REASON_TELEMETRY})
     )
-    ctl._on_packet("leaf2", PacketIn(payload=b"arp", metadata={"reason": n.PUNT_REASON_ARP}))
+    ctl.switch_events.on_packet(
+        "leaf2", PacketIn(payload=b"arp", metadata={"reason": n.PUNT_REASON_ARP})
+    )
     (rep,) = ctl.reports.recent()
     assert rep["flow"] == f.flow_id and [h["switch_id"] for h in rep["hops"]] == [2, 5, 1]
     assert ctl.reports.received == 1 and ctl.reports.undecodable == 1
@@ -243,12 +247,12 @@ def test_failed_takeover_is_retried(pipeline: PipelineConfig, tmp_path: Path) ->
         c.active = True
 
     c.take_over = take_over  # type: ignore[method-assign]
-    c._take_over_once()  # the first try fails: logged, not raised
+    c.switch_events.take_over_once()  # the first try fails: logged, not raised
     assert not c.active
     deadline = Deadline(10.0)
     while not c.active and not deadline.expired:
         try:
-            item = c._events.get(timeout=0.1)
+            item = c.worker.queue.get(timeout=0.1)
         except queue_mod.Empty:
             continue
         assert item is not None

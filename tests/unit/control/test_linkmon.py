@@ -360,11 +360,13 @@ def _attach(ctl: Any) -> Wires:
 def test_packet_in_dispatch_by_reason(ctl: Any) -> None:
     w = _attach(ctl)
     probe = LldpProbe(chassis="leaf1", port=3).encode()
-    ctl._on_packet("spine1", PacketIn(payload=probe, metadata={"ingress_port": 1, "reason": 4}))
+    ctl.switch_events.on_packet(
+        "spine1", PacketIn(payload=probe, metadata={"ingress_port": 1, "reason": 4})
+    )
     assert n.PUNT_REASON_LINK_PROBE == 4
     assert w.mon.counters.received == 1
     assert ctl.reports.received == 0  # probes never land in the telemetry ring
-    ctl._on_packet("leaf1", PacketIn(payload=b"\x00" * 8, metadata={"reason": 2}))
+    ctl.switch_events.on_packet("leaf1", PacketIn(payload=b"\x00" * 8, metadata={"reason": 2}))
     assert w.mon.counters.received == 1
     assert ctl.reports.received + ctl.reports.undecodable == 1  # went to the telemetry ring
 
