@@ -43,6 +43,7 @@ from icefabric.control.store import FileStore, StateStore, StoreFenced
 from icefabric.control.store.base import Snapshot
 from icefabric.control.telemetry.poller import CounterPoller, switch_ports
 from icefabric.control.telemetry.reports import ReportLog
+from icefabric.control.telemetry.source import MetricsSource
 from icefabric.control.telemetry.store import TelemetryStore
 from icefabric.control.topology import Topology
 from icefabric.topo.spec import TopologySpec
@@ -333,6 +334,25 @@ class Controller:
     @takeover_retry_s.setter
     def takeover_retry_s(self, seconds: float) -> None:
         self.switch_events.takeover_retry_s = seconds
+
+    def metrics_source(self) -> MetricsSource:
+        """What /metrics reads of this controller (control/telemetry/source.py)."""
+        return MetricsSource(
+            topo=self.topo,
+            pool=self.pool,
+            lock=self.lock,
+            telemetry=self.telemetry,
+            reports=self.reports,
+            flows=self.flows,
+            jobs=self.jobs,
+            agents=self.agents,
+            rates=self.rates,
+            history=self.history,
+            events=self.events,
+            failed_switches=self.failed_switches,
+            status=self.status,
+            is_active=lambda: self.active,
+        )
 
     @property
     def linkmon(self) -> LinkMonitor | None:

@@ -20,7 +20,7 @@ from icefabric.control.telemetry.counters import read_switch_counters
 from icefabric.control.telemetry.poller import switch_ports
 
 if TYPE_CHECKING:
-    from icefabric.control.controller import Controller
+    from icefabric.control.telemetry.source import MetricsSource
 
 log = logging.getLogger(__name__)
 
@@ -31,10 +31,10 @@ HEALTH_VALUE = {"ok": 0, "degraded": 1, "down": 2}
 class FabricCollector(Collector):
     """Per port, switch, link and planned flow; events by kind; the health summary."""
 
-    def __init__(self, ctl: Controller) -> None:
-        self.ctl = ctl
-        self.ports = switch_ports(ctl.topo)
-        self.peer = {(ln.src, ln.src_port): ln.dst for ln in ctl.topo.links}
+    def __init__(self, src: MetricsSource) -> None:
+        self.src = src
+        self.ports = switch_ports(src.topo)
+        self.peer = {(ln.src, ln.src_port): ln.dst for ln in src.topo.links}
 
     def collect(self) -> Iterator[Metric]:
         """Every metric of this collector (see the module docstring)."""
@@ -42,7 +42,7 @@ class FabricCollector(Collector):
             "icefabric_build", "icectl version", value={"version": icefabric.__version__}
         )
         yield from self._ports()
-        st = self.ctl.status()
+        st = self.src.status()
         yield from self._switches(st)
         yield from self._links(st)
         yield from self._flows()
@@ -55,9 +55,9 @@ class FabricCollector(Collector):
         )
 
     def _ports(self) -> Iterator[Metric]:
-        ctl = self.ctl
-        live = [name for name, c in ctl.pool.items() if c.is_connected]
-        read = ctl.pool.run_all(
+        src = self.src
+        live = [name for name, c in src.pool.items() if c.is_connected]
+        read = src.pool.run_all(
             lambda c: read_switch_counters(c, self.ports.get(c.name, set())),
             names=live,
             operation="metrics counters",
@@ -114,7 +114,7 @@ class FabricCollector(Collector):
             "1 when the controller failed the switch over (flows routed around it)",
             labels=["switch"],
         )
-        dead = set(self.ctl.failed_switches)
+        dead = set(self.src.failed_switches)
         for name, s in sorted(st["switches"].items()):
             up.add_metric([name], 1.0 if s["connected"] else 0.0)
             primary.add_metric([name], 1.0 if s["connected"] and s["primary"] else 0.0)
@@ -144,11 +144,11 @@ class FabricCollector(Collector):
         yield from (fam, planned_down)
 
     def _flows(self) -> Iterator[Metric]:
-        ctl = self.ctl
-        by_flow = ctl.telemetry.snapshot().get("mismatches_by_flow", {})
-        with ctl.lock:
-            planned = {fid: f.job for fid, f in ctl.flows.items()}
-            rates = dict(ctl.rates.rates)
+        src = self.src
+        by_flow = src.telemetry.snapshot().get("mismatches_by_flow", {})
+        with src.lock:
+            planned = {fid: f.job for fid, f in src.flows.items()}
+            rates = dict(src.rates.rates)
         mism = CounterMetricFamily(
             "icefabric_flow_path_mismatches",
             "INT reports of a planned flow whose switches differ from its planned path",
@@ -166,8 +166,8 @@ class FabricCollector(Collector):
         yield from (mism, cap)
 
     def _events(self) -> Iterator[Metric]:
-        counts = dict(self.ctl.events.counts)
-        last = dict(self.ctl.events.last_t)
+        counts = dict(self.src.events.counts)
+        last = dict(self.src.events.last_t)
         total = CounterMetricFamily(
             "icefabric_events",
             "Fabric events (icectl events) by kind, since the controller started",

@@ -25,7 +25,7 @@ from prometheus_client.registry import Collector
 from icefabric.httpserve import BoundedWSGIServer, serve_wsgi
 
 if TYPE_CHECKING:
-    from icefabric.control.controller import Controller
+    from icefabric.control.telemetry.source import MetricsSource
 
 log = logging.getLogger(__name__)
 
@@ -59,15 +59,16 @@ class LatencyTally:
 
 
 class ControllerCollector(Collector):
-    """Reads one controller's telemetry, flows, agents, replans and latencies on each scrape."""
+    """Reads one controller's telemetry, flows, agents, replans and latencies on each scrape
+    (from the :class:`~icefabric.control.telemetry.source.MetricsSource` it is handed)."""
 
-    def __init__(self, ctl: Controller) -> None:
-        self.ctl = ctl
+    def __init__(self, src: MetricsSource) -> None:
+        self.src = src
 
     def collect(self) -> Iterator[Metric]:
         """Every icefabric_* metric (see control/README.md)."""
-        ctl = self.ctl
-        snap = ctl.telemetry.snapshot()
+        src = self.src
+        snap = src.telemetry.snapshot()
         lab = ["link", "src", "dst"]
         util = GaugeMetricFamily(
             "icefabric_link_utilisation_ratio",
@@ -93,7 +94,7 @@ class ControllerCollector(Collector):
             labels=lab,
         )
         for row in snap["links"]:
-            ln = ctl.topo.links[row["link"]]
+            ln = src.topo.links[row["link"]]
             values = [row["name"], ln.src, ln.dst]
             if row["utilisation"] is not None:
                 util.add_metric(values, row["utilisation"])
@@ -116,7 +117,7 @@ class ControllerCollector(Collector):
         yield _counter(
             "icefabric_int_reports_undecodable",
             "Report packet-ins that did not decode",
-            ctl.reports.undecodable,
+            src.reports.undecodable,
         )
         yield _counter(
             "icefabric_int_unknown_hops",
@@ -138,13 +139,13 @@ class ControllerCollector(Collector):
         yield from self._changes()
 
     def _flows(self) -> Iterator[Metric]:
-        ctl = self.ctl
-        with ctl.lock:
-            planned = len(ctl.flows)
-            active = len(ctl.agents.active_flows())
-            capped = len(ctl.rates.rates)
-            reported = sum(len(r) for r in ctl.agents.flows.reported.values())
-            jobs = len(ctl.jobs)
+        src = self.src
+        with src.lock:
+            planned = len(src.flows)
+            active = len(src.agents.active_flows())
+            capped = len(src.rates.rates)
+            reported = sum(len(r) for r in src.agents.flows.reported.values())
+            jobs = len(src.jobs)
         flows = GaugeMetricFamily("icefabric_flows", "Flows by kind", labels=["kind"])
         flows.add_metric(["planned"], planned)
         flows.add_metric(["active"], active)
@@ -153,12 +154,14 @@ class ControllerCollector(Collector):
         yield flows
         yield GaugeMetricFamily("icefabric_jobs", "Jobs the controller runs", value=jobs)
         yield GaugeMetricFamily(
-            "icefabric_controller_active", "1 when this controller is primary", value=ctl.active
+            "icefabric_controller_active",
+            "1 when this controller is primary",
+            value=src.is_active(),
         )
 
     def _agents(self) -> Iterator[Metric]:
-        ctl = self.ctl
-        server = ctl.agents.server
+        src = self.src
+        server = src.agents.server
         st = server.stats if server is not None else None
         yield GaugeMetricFamily(
             "icefabric_agents_connected",
@@ -174,12 +177,12 @@ class ControllerCollector(Collector):
             yield _counter(name, doc, getattr(st, attr) if st is not None else 0)
 
     def _changes(self) -> Iterator[Metric]:
-        ctl = self.ctl
-        with ctl.lock:
-            history = list(ctl.history)
-            allocs = ctl.rates.count
-            last_alloc = ctl.rates.history[-1].ms / 1e3 if ctl.rates.history else 0.0
-            keys = ctl.agents.key_latency
+        src = self.src
+        with src.lock:
+            history = list(src.history)
+            allocs = src.rates.count
+            last_alloc = src.rates.history[-1].ms / 1e3 if src.rates.history else 0.0
+            keys = src.agents.key_latency
         yield _counter("icefabric_replans", "Changes replanned and installed", len(history))
         plan, inst = LatencyTally(), LatencyTally()
         for h in history:
@@ -205,14 +208,15 @@ def _counter(name: str, doc: str, value: float) -> CounterMetricFamily:
 
 
 class MetricsServer:
-    """``/metrics`` for one controller on HOST:PORT (port 0: any free port)."""
+    """``/metrics`` for one controller on HOST:PORT (port 0: any free port), reading what
+    ``src`` hands it (:meth:`Controller.metrics_source`)."""
 
-    def __init__(self, ctl: Controller, host: str = "127.0.0.1", port: int = 9479) -> None:
+    def __init__(self, src: MetricsSource, host: str = "127.0.0.1", port: int = 9479) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(ControllerCollector(ctl))
+        self.registry.register(ControllerCollector(src))
         from icefabric.control.telemetry.fabric_metrics import FabricCollector
 
-        self.registry.register(FabricCollector(ctl))
+        self.registry.register(FabricCollector(src))
         self.host = host
         self.port = port
         self._server: BoundedWSGIServer | None = None

@@ -68,7 +68,7 @@ def start_metrics(
     ``best_effort`` (the default address) a warning and None."""
     if where is None:
         return None
-    server = MetricsServer(ctl, where[0], where[1])
+    server = MetricsServer(ctl.metrics_source(), where[0], where[1])
     try:
         server.start()
     except OSError as exc:

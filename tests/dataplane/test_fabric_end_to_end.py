@@ -301,7 +301,7 @@ def test_metrics_carry_port_counters_switch_and_link_state(
     assert ph.delivered == ph.sent > 0
     stats = ctl.stats("leaf1")["leaf1"]  # then the scrape: counters only grow (link probes)
     reg = CollectorRegistry(auto_describe=False)
-    reg.register(FabricCollector(ctl))
+    reg.register(FabricCollector(ctl.metrics_source()))
     body = generate_latest(reg).decode()
     up = next(p for p in stats["ports"] if p["kind"] == "fabric" and p["tx_packets"])
     peer = next(ln.dst for ln in ctl.topo.links if (ln.src, ln.src_port) == ("leaf1", up["port"]))

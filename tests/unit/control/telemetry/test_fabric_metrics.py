@@ -43,8 +43,8 @@ def ctl(offline_controller: Callable[..., Controller], tmp_path: Path) -> Iterat
 
 def _scrape(ctl: Controller) -> str:
     reg = CollectorRegistry(auto_describe=False)
-    reg.register(ControllerCollector(ctl))
-    reg.register(FabricCollector(ctl))
+    reg.register(ControllerCollector(ctl.metrics_source()))
+    reg.register(FabricCollector(ctl.metrics_source()))
     return generate_latest(reg).decode()
 
 

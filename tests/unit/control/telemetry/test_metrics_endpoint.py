@@ -60,7 +60,7 @@ def ctl(offline_controller: Callable[..., Controller], tmp_path: Path) -> Iterat
 
 
 def test_metrics_endpoint_answers_with_every_family(ctl: Controller) -> None:
-    srv = MetricsServer(ctl, "127.0.0.1", 0)
+    srv = MetricsServer(ctl.metrics_source(), "127.0.0.1", 0)
     srv.start()
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{srv.port}/metrics", timeout=5) as r:
@@ -91,11 +91,11 @@ def test_metrics_endpoint_answers_with_every_family(ctl: Controller) -> None:
 
 
 def test_metrics_endpoint_refuses_a_taken_port(ctl: Controller) -> None:
-    a = MetricsServer(ctl, "127.0.0.1", 0)
+    a = MetricsServer(ctl.metrics_source(), "127.0.0.1", 0)
     a.start()
     try:
         with pytest.raises(OSError):
-            MetricsServer(ctl, "127.0.0.1", a.port).start()
+            MetricsServer(ctl.metrics_source(), "127.0.0.1", a.port).start()
     finally:
         a.stop()
 
