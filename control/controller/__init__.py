@@ -17,8 +17,8 @@ from icefabric.control.controller.core import (
     BACKUP_ELECTION_ID,
     PRIMARY_ELECTION_ID,
     Controller,
-    JobRejected,
 )
+from icefabric.control.controller.jobs import JobRejected
 from icefabric.control.controller.statefile import StateWriteError
 
 __all__ = [

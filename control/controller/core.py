@@ -1,12 +1,13 @@
-"""The Controller: its state, its lifetime (connect, take over, stop) and the jobs it plans.
+"""The Controller: its state, its lifetime (connect, take over, stop) and its public methods.
 
-It owns its collaborators and hands each what it needs explicitly (the objects it shares, and
-callables for what a takeover replaces: the planner, the election id, whether it is active):
-:mod:`.installer` (desired state -> entries -> writes: what every switch should hold and
-holds), :mod:`.statefile` (the shared state, saved through the store before every change),
-:mod:`.failures` (link and switch failures), :mod:`.linkfail` (link probing), :mod:`.events`
-(the worker thread and switch events), :mod:`.views` (read-only answers), the agent hub, the
-rate allocator, the telemetry store and the state store. No collaborator holds the Controller.
+It owns one collaborator per concern and hands each what it needs explicitly (the objects it
+shares, and callables for what a takeover replaces: the planner, the election id, whether it
+is active): :mod:`.installer` (desired state -> entries -> writes), :mod:`.jobs` (jobs added,
+removed, kept), :mod:`.changes` (every change's install path), :mod:`.statefile` (the shared
+state, saved before every change), :mod:`.failures` (link and switch failures),
+:mod:`.linkfail` (link probing), :mod:`.events` (the worker thread and switch events),
+:mod:`.election` (etcd terms and fencing), :mod:`.views` (read-only answers), the agent hub,
+the rate allocator and the telemetry store. No collaborator holds the Controller.
 """
 
 from __future__ import annotations
@@ -15,32 +16,34 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from icefabric.control import fabric
 from icefabric.control.agents.hub import AgentHub, HubContext
-from icefabric.control.ccl.demand import Flow, demand_from_job
-from icefabric.control.ccl.job import JobSpec, parse_job
+from icefabric.control.ccl.demand import Flow
+from icefabric.control.ccl.job import JobSpec
 from icefabric.control.congestion.allocator import DEFAULT_TARGET, RateAllocator
+from icefabric.control.controller.changes import ChangeInstaller
+from icefabric.control.controller.election import Election
 from icefabric.control.controller.eventlog import EventLog, events_path
 from icefabric.control.controller.events import SwitchEvents, Worker
 from icefabric.control.controller.failures import FailureHandling
 from icefabric.control.controller.installer import FLOW_TABLES, Installer
+from icefabric.control.controller.jobs import JobRegistry
 from icefabric.control.controller.linkfail import LinkProbing
-from icefabric.control.controller.statefile import StateFile, StateWriteError
+from icefabric.control.controller.statefile import StateFile
 from icefabric.control.controller.views import ControllerViews
 from icefabric.control.fabric import FabricOptions, TagMap
 from icefabric.control.flowkey import FlowKey
-from icefabric.control.install import ChangeReport, flow_key
+from icefabric.control.install import ChangeReport
 from icefabric.control.linkmon import DEFAULT_INTERVAL_S, DEFAULT_MISSES, LinkMonitor
 from icefabric.control.p4rt import Entity, PipelineConfig, SwitchConnection, SwitchPool
 from icefabric.control.planner.plan import Plan
 from icefabric.control.planner.planner import Planner
 from icefabric.control.store import FileStore, StateStore, StoreFenced
-from icefabric.control.store.base import Snapshot
 from icefabric.control.telemetry.poller import CounterPoller, switch_ports
 from icefabric.control.telemetry.reports import ReportLog
 from icefabric.control.telemetry.source import MetricsSource
@@ -55,10 +58,6 @@ PRIMARY_ELECTION_ID = 100
 # --switch-dead; a killed process breaks it at once): detection within 1 s + the replan.
 DEFAULT_SWITCH_DEAD_S = 1.0
 BACKUP_ELECTION_ID = 50
-
-
-class JobRejected(ValueError):
-    """A job the controller will not plan (bad description, unknown host, duplicate name)."""
 
 
 class Controller:
@@ -154,31 +153,6 @@ class Controller:
         self.startup_jobs: list[JobSpec] = []  # etcd store: added after a takeover if missing
         self.takeovers: list[dict[str, Any]] = []  # etcd store: term, ms, writes of each takeover
         self.fenced: list[dict[str, Any]] = []  # etcd store: when and why it stopped writing
-        self.statefile = StateFile(  # the shared state, saved before every change (the store)
-            spec=spec,
-            topo=self.topo,
-            switches={s.name for s in spec.switches},
-            store=self.store,
-            jobs=self.jobs,
-            flows=self.flows,
-            failed_switches=self.failed_switches,
-            probe_down=self._probe_down,
-            agents=self.agents,
-            rates=self.rates,
-            planner=lambda: self.planner,  # replaced on a new term
-            register=self._register,
-        )
-        self.failures = FailureHandling(  # link and switch failures: replan, save, install
-            spec=spec,
-            topo=self.topo,
-            lock=self.lock,
-            failed_switches=self.failed_switches,
-            probe_down=self._probe_down,
-            events=self.events,
-            planner=lambda: self.planner,
-            statefile=self.statefile,
-            install_change=self._install_change,
-        )
         self.pool = SwitchPool(
             SwitchConnection(
                 s.name,
@@ -199,7 +173,7 @@ class Controller:
             options=options or FabricOptions(),
             may_write=lambda: self.active,
             check_fence=self.check_fence,
-            resync_later=lambda sw: self.post(lambda: self._resync_out_of_step(sw)),
+            resync_later=lambda sw: self.post(lambda: self.switch_events.resync_out_of_step(sw)),
         )
         self.counter_poller = CounterPoller(  # wire losses and drop reasons for telemetry
             self.pool,
@@ -208,8 +182,61 @@ class Controller:
             interval_s=counter_poll_s,
             enabled=lambda: self.active,
         )
+        self._own_collaborators(probe_interval_s, probe_misses)
+
+    def _own_collaborators(self, probe_interval_s: float, probe_misses: int) -> None:
+        """The collaborators of one concern each, handed what they need explicitly (the
+        objects this controller shares, callables for what a takeover replaces)."""
+        self.registry = JobRegistry(  # jobs: planned, saved, installed, removed
+            spec=self.spec,
+            topo=self.topo,
+            lock=self.lock,
+            jobs=self.jobs,
+            flows=self.flows,
+            keys=self._keys,
+            agents=self.agents,
+            events=self.events,
+            planner=lambda: self.planner,  # replaced on a new term
+            save_state=lambda **kw: self.statefile.save(**kw),
+            install_change=lambda what, plan_s: self.changes.install(what, plan_s),
+        )
+        self.statefile = StateFile(  # the shared state, saved before every change (the store)
+            spec=self.spec,
+            topo=self.topo,
+            switches={s.name for s in self.spec.switches},
+            store=self.store,
+            jobs=self.jobs,
+            flows=self.flows,
+            failed_switches=self.failed_switches,
+            probe_down=self._probe_down,
+            agents=self.agents,
+            rates=self.rates,
+            planner=lambda: self.planner,  # replaced on a new term
+            register=self.registry.register,
+        )
+        self.changes = ChangeInstaller(  # every change: state saved, flows, base, recorded
+            statefile=self.statefile,
+            installer=self.installer,
+            agents=self.agents,
+            events=self.events,
+            history=self.history,
+            planner=lambda: self.planner,
+            flow_entries=self.flow_entries,
+            desired=self.desired,
+        )
+        self.failures = FailureHandling(  # link and switch failures: replan, save, install
+            spec=self.spec,
+            topo=self.topo,
+            lock=self.lock,
+            failed_switches=self.failed_switches,
+            probe_down=self._probe_down,
+            events=self.events,
+            planner=lambda: self.planner,
+            statefile=self.statefile,
+            install_change=self.changes.install,
+        )
         self.probing = LinkProbing(  # LLDP link probes while primary; verdicts -> failures
-            spec=spec,
+            spec=self.spec,
             topo=self.topo,
             pool=self.pool,
             lock=self.lock,
@@ -235,9 +262,9 @@ class Controller:
             failed_switches=self.failed_switches,
             down_since=self._down_since,
             resyncing=self._resyncing,
-            backup=backup,
-            connect_timeout=connect_timeout,
-            switch_dead_s=switch_dead_s,
+            backup=self.backup,
+            connect_timeout=self.connect_timeout,
+            switch_dead_s=self.switch_dead_s,
             election_id=lambda: self.election_id,
             is_active=lambda: self.active,
             is_stopping=lambda: self._stopping,
@@ -246,10 +273,31 @@ class Controller:
             ensure_pipeline=self._ensure_pipeline,
             desired=lambda: self.desired(),
             fail_switch=self.fail_switch,
-            restore_switch=self.restore_switch,
+            restore_switch=self.failures.restore_switch,
+        )
+        self.election = Election(  # etcd: a won term -> takeover, a lost lease -> no writes
+            store=self.store,
+            pool=self.pool,
+            installer=self.installer,
+            lock=self.lock,
+            probing=self.probing,
+            agents=self.agents,
+            jobs=self.jobs,
+            startup_jobs=self.startup_jobs,
+            takeovers=self.takeovers,
+            fenced=self.fenced,
+            connect_timeout=self.connect_timeout,
+            post=self.post,
+            is_stopping=lambda: self._stopping,
+            reset_shared_state=self._reset_shared_state,
+            set_election_id=self._set_election_id,
+            take_over=lambda: self.take_over(),
+            deactivate=self._deactivate,
+            ensure_job=self.ensure_job,
+            last_resync=lambda: self.last_resync,
         )
         self.views = ControllerViews(  # the answers to read commands (icectl, the daemon API)
-            spec=spec,
+            spec=self.spec,
             topo=self.topo,
             tags=self.tags,
             pool=self.pool,
@@ -305,7 +353,7 @@ class Controller:
 
     def _flow_of_key(self, key: FlowKey) -> str | None:
         """The planned flow a key belongs to: an agent's real key, else the planned key."""
-        return self.agents.flow_of(key) or self._keys.get(key)
+        return self.registry.flow_of_key(key)
 
     # ------------------------------------------------------------------ worker and switches
 
@@ -325,15 +373,6 @@ class Controller:
         """Make one switch hold exactly the desired state (after a restart): read back, write
         only the difference; push the pipeline first when the switch lost it."""
         return self.switch_events.resync_switch(name)
-
-    @property
-    def takeover_retry_s(self) -> float:
-        """A failed takeover is retried after this long (seconds)."""
-        return self.switch_events.takeover_retry_s
-
-    @takeover_retry_s.setter
-    def takeover_retry_s(self, seconds: float) -> None:
-        self.switch_events.takeover_retry_s = seconds
 
     def metrics_source(self) -> MetricsSource:
         """What /metrics reads of this controller (control/telemetry/source.py)."""
@@ -368,10 +407,6 @@ class Controller:
         """What the last state load could not read (the state file's)."""
         return self.statefile.errors
 
-    def store_snapshot(self, *, without_job: str | None = None) -> Snapshot:
-        """What the store keeps now (``without_job``: as it will be once that job is removed)."""
-        return self.statefile.snapshot(without_job=without_job)
-
     # ------------------------------------------------------------------ failures
 
     def link_between(self, a: str, b: str) -> int:
@@ -382,29 +417,13 @@ class Controller:
         """Mark the link a-b down, replan the flows that crossed it and install the result."""
         return self.failures.fail_link(a, b)
 
-    def fail_link_id(self, lid: int, *, what: str, by_probes: bool = False) -> ChangeReport:
-        """The failure path of one link (either directed id): replan its flows, install."""
-        return self.failures.fail_link_id(lid, what=what, by_probes=by_probes)
-
-    def port_down(self, switch: str, port: int) -> ChangeReport:
-        """A port-down event from the data plane: the link on that port failed."""
-        return self.failures.port_down(switch, port)
-
     def fail_switch(self, switch: str) -> ChangeReport:
         """A switch died: every link of it is down; replan and install."""
         return self.failures.fail_switch(switch)
 
-    def restore_switch(self, switch: str) -> ChangeReport:
-        """A failed switch is back: its links are up again; rebalance every flow and install."""
-        return self.failures.restore_switch(switch)
-
     def restore_link(self, a: str, b: str) -> ChangeReport:
         """Mark the link a-b up again and rebalance every flow over the larger fabric."""
         return self.failures.restore_link(a, b)
-
-    def restore_link_id(self, lid: int, *, what: str, by_probes: bool = False) -> ChangeReport:
-        """Both directions of one link up again; rebalance every flow and install."""
-        return self.failures.restore_link_id(lid, what=what, by_probes=by_probes)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -419,8 +438,8 @@ class Controller:
         if self.store is not None and self.store.elects:
             # etcd elects the primary: switches are connected (election id = term) once won
             log.info("standby: campaigning through %s", self.store.where())
-            self.post(self._warm_base)
-            self.store.start(self._on_elected, self._on_fenced)  # type: ignore[attr-defined]
+            self.post(self.election.warm_base)
+            self.store.start(self.election.on_elected, self.election.on_fenced)  # type: ignore[attr-defined]
             return
         self.pool.connect_all(self.connect_timeout)
         primaries = self.pool.primaries()
@@ -495,74 +514,18 @@ class Controller:
 
     # ------------------------------------------------------------------ etcd election
 
-    def _warm_base(self) -> None:
-        """Compute base forwarding ahead (a standby): a takeover then only resyncs."""
-        with self.lock:
-            self.installer.base()
+    def _set_election_id(self, term: int) -> None:
+        """Follow ``term`` as the election id, here and on every switch connection."""
+        self.election_id = term
+        for conn in self.pool.values():
+            conn.close()
+            conn.election_id = term
 
-    def _on_elected(self, term: int) -> None:
-        """The store's election thread: this replica won ``term`` (queued on the worker)."""
-        self.post(lambda: self._take_over_elected(term))
-
-    def _take_over_elected(self, term: int) -> None:
-        store = self.store
-        if store is None or self._stopping or getattr(store, "term", 0) != term:
-            return  # lost again before the worker got here
-        t0 = time.perf_counter()
-        with self.lock:
-            self._reset_shared_state()
-            self.election_id = term  # the switches follow the newest term
-            for conn in self.pool.values():
-                conn.close()
-                conn.election_id = term
-            try:
-                self.pool.connect_all(self.connect_timeout)
-                connected = time.perf_counter()
-                self.take_over()
-            except Exception as exc:
-                log.error("term %d: takeover failed (%s); resigning the term", term, exc)
-                self.pool.close_all()
-                self.active = False
-                store.resign()  # type: ignore[attr-defined]
-                return
-            added = []
-            for job in self.startup_jobs:  # --job: idempotent, as on a restart
-                try:
-                    if self.ensure_job(job) != "unchanged":
-                        added.append(job.name)
-                except (JobRejected, StateWriteError) as exc:
-                    log.error("term %d: --job %s: %s", term, job.name, exc)
-            writes = sum(s.writes for s in self.last_resync.values())
-            rec = {
-                "term": term,
-                "ms": (time.perf_counter() - t0) * 1e3,
-                "connect_ms": (connected - t0) * 1e3,
-                "writes": writes,
-                "jobs": len(self.jobs),
-                "startup_jobs_added": added,
-                "at": time.time(),
-            }
-            self.takeovers.append(rec)
-            log.warning(
-                "term %d: primary on %d switches with %d job(s) in %.1f ms (%d writes)",
-                term,
-                len(self.pool),
-                len(self.jobs),
-                rec["ms"],
-                writes,
-            )
-
-    def _on_fenced(self, reason: str) -> None:
-        """The store's election thread: stop writing now (before the lease can end)."""
+    def _deactivate(self) -> bool:
+        """Stop being the active primary; whether it was."""
         was = self.active
         self.active = False
-        self.probing.stop()
-        self.pool.close_all()  # in-flight writes fail; the switches forget this controller
-        server = self.agents.server
-        if server is not None:  # agents move on to the new primary (this one refuses them)
-            server.disconnect_all(f"standby controller: {reason}")
-        self.fenced.append({"reason": reason, "was_primary": was, "at": time.time()})
-        log.error("stopped writing to the switches: %s", reason)
+        return was
 
     def _reset_shared_state(self) -> None:
         """Forget jobs, failures and keys before loading them from the store (a takeover)."""
@@ -606,66 +569,6 @@ class Controller:
         with self.lock:
             return self.installer.apply(self.flow_entries(), tables=FLOW_TABLES)
 
-    def _install_change(self, what: str, plan_s: float) -> ChangeReport:
-        """After the planner changed: the state written first (StateWriteError, nothing
-        written to a switch, when it cannot be), then the planned flows, then the rest of
-        base forwarding."""
-        self.statefile.save()  # before any switch sees the change: the file never lags behind
-        t1 = time.perf_counter()
-        plan = self.planner.plan()
-        written = self.installer.apply(self.flow_entries(plan), tables=FLOW_TABLES)
-        t2 = time.perf_counter()
-        flows_at = time.monotonic()
-        if self.installer.base_stale:  # failures changed groups and routes
-            written += self.installer.apply(self.desired(plan))
-            self.installer.base_written()
-        t3 = time.perf_counter()
-        self.installer.marks = (flows_at, time.monotonic())
-        rep = ChangeReport(
-            what=what,
-            moved=len(self.planner.changed),
-            entries=written,
-            plan_ms=plan_s * 1e3,
-            install_ms=(t2 - t1) * 1e3,
-            base_ms=(t3 - t2) * 1e3,
-            max_load=plan.max_load_s,
-        )
-        self.history.append(rep)
-        self.events.record(
-            "replan",
-            f"{what}: {rep.moved} flow(s) moved, {rep.entries} entries written in "
-            f"{rep.install_ms + rep.base_ms:.1f} ms",
-            moved=rep.moved,
-            entries=rep.entries,
-            plan_ms=round(rep.plan_ms, 3),
-            install_ms=round(rep.install_ms + rep.base_ms, 3),
-        )
-        try:
-            self.agents.reallocate(what)
-        except Exception:  # the new paths are installed; caps follow on the next change
-            log.exception("%s: rate allocation failed", what)
-        log.info(
-            "%s: %d flow(s) moved, %d entries; plan %.1f ms, install %.1f ms, base %.1f ms",
-            what,
-            rep.moved,
-            rep.entries,
-            rep.plan_ms,
-            rep.install_ms,
-            rep.base_ms,
-        )
-        return rep
-
-    def _resync_out_of_step(self, switch: str) -> None:
-        """A switch that refused a write, resynced to the plan (the installer queues this)."""
-        if not (self.active and self.pool[switch].is_connected):
-            return  # the reconnection's resync does it
-        try:
-            res = self.resync_switch(switch)
-        except Exception as exc:  # e.g. it died meanwhile: its reconnection resyncs it
-            log.error("%s: resync after a failed write failed: %s", switch, exc)
-            return
-        log.warning("%s: resynced after a failed write: %s", switch, res)
-
     def set_mode(self, mode: str) -> dict[str, Any]:
         """Switch every leaf to ICE ("ice", "planned-ecmp"), the ECMP baseline ("ecmp") or spray."""
         with self.lock:
@@ -684,96 +587,12 @@ class Controller:
 
     def add_job(self, job: JobSpec | Mapping[str, Any]) -> dict[str, Any]:
         """Plan a job's flows on top of the others and install them."""
-        if not isinstance(job, JobSpec):
-            try:
-                job = parse_job(job, source="<jobs.add>")
-            except ValueError as exc:
-                raise JobRejected(str(exc)) from exc
-        with self.lock:
-            if job.name in self.jobs:
-                raise JobRejected(f"job {job.name!r} is already running (remove it first)")
-            known = {h.name for h in self.spec.hosts}
-            bad = [
-                f"ranks[{r.rank}].host: no host {r.host!r}"
-                for r in job.ranks
-                if r.host not in known
-            ]
-            if bad:
-                raise JobRejected(
-                    f"job {job.name}: " + "; ".join(bad) + f" in topology {self.spec.name!r}"
-                )
-            demand = demand_from_job(job)
-            before = self.planner.choices()
-            t0 = time.perf_counter()
-            self.planner.add(demand)
-            plan_s = time.perf_counter() - t0
-            self._register(job, demand.flows)
-            self.agents.job_added(job.name, job.phases[0].name)
-            self.events.record(
-                "job_add", f"job {job.name} added: {len(demand.flows)} flow(s)", job=job.name
-            )
-            try:
-                rep = self._install_change(f"job {job.name} added", plan_s)
-            except StateWriteError:  # nothing reached a switch: forget the job again
-                fids = [f.flow_id for f in demand.flows]
-                if fids:
-                    self.planner.remove_job(job.name)
-                    self.planner.pin(before)
-                self._unregister(job.name, fids)
-                raise
-            return {
-                "job": job.name,
-                "flows": len(demand.flows),
-                "entries": rep.entries,
-                "install_ms": rep.install_ms,
-                "plan_ms": rep.plan_ms,
-                "max_load": rep.max_load,
-            }
+        return self.registry.add(job)
 
     def remove_job(self, name: str) -> dict[str, Any]:
         """Take a job's flows out of the plan and delete their entries."""
-        with self.lock:
-            if name not in self.jobs:
-                raise JobRejected(
-                    f"no job {name!r} (running: {', '.join(sorted(self.jobs)) or 'none'})"
-                )
-            # The state without the job is known before anything changes: written first, so a
-            # failed write (StateWriteError) leaves the job running on switches and in the file.
-            self.statefile.save(without_job=name)
-            t0 = time.perf_counter()
-            gone = [f for f, fl in self.flows.items() if fl.job == name]
-            if gone:  # a job of ranks on one host has no network flow: nothing planned
-                self.planner.remove_job(name)
-            plan_s = time.perf_counter() - t0
-            self._unregister(name, gone)
-            self.events.record("job_remove", f"job {name} removed", job=name)
-            rep = self._install_change(f"job {name} removed", plan_s)
-            return {"job": name, "entries": rep.entries, "install_ms": rep.install_ms}
+        return self.registry.remove(name)
 
     def ensure_job(self, job: JobSpec) -> str:
-        """Make ``job`` run as given, idempotently (``icectl run --job`` on a restart finds it
-        in the state file): "added", "unchanged", or "replaced" when a job of that name ran
-        with another description."""
-        with self.lock:
-            running = self.jobs.get(job.name)
-            if running is not None and running.to_dict() == job.to_dict():
-                log.info("job %s: already running as given (state file); unchanged", job.name)
-                return "unchanged"
-            if running is not None:
-                log.warning("job %s: running with another description; replacing it", job.name)
-                self.remove_job(job.name)
-            self.add_job(job)
-            return "added" if running is None else "replaced"
-
-    def _unregister(self, name: str, flow_ids: list[str]) -> None:
-        self.jobs.pop(name, None)
-        for fid in flow_ids:
-            self.flows.pop(fid, None)
-        self.agents.job_removed(name, flow_ids)
-        self._keys = {k: v for k, v in self._keys.items() if v in self.flows}
-
-    def _register(self, job: JobSpec, flows: Iterable[Flow]) -> None:
-        self.jobs[job.name] = job
-        for f in flows:
-            self.flows[f.flow_id] = f
-            self._keys[flow_key(self.topo, f)] = f.flow_id
+        """Make ``job`` run as given, idempotently: "added", "unchanged" or "replaced"."""
+        return self.registry.ensure(job)

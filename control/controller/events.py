@@ -153,6 +153,17 @@ class SwitchEvents:
                 "ms": (time.perf_counter() - t0) * 1e3,
             }
 
+    def resync_out_of_step(self, switch: str) -> None:
+        """A switch that refused a write, resynced to the plan (the installer queues this)."""
+        if not (self.is_active() and self.pool[switch].is_connected):
+            return  # the reconnection's resync does it
+        try:
+            res = self.resync_switch(switch)
+        except Exception as exc:  # e.g. it died meanwhile: its reconnection resyncs it
+            log.error("%s: resync after a failed write failed: %s", switch, exc)
+            return
+        log.warning("%s: resynced after a failed write: %s", switch, res)
+
     def on_connection(self, switch: str, ev: ConnectionEvent) -> None:
         """A switch's stream went down or came back (its connection's thread)."""
         if not ev.connected:

@@ -188,5 +188,5 @@ def test_a_partitioned_old_primary_cannot_write(
     with pytest.raises(StoreFenced):  # nor can it commit to etcd: the term is not the leader's
         store.election.term = old.election_id
         store.election._deadline = time.monotonic() + 10
-        store.save(replace(old.store_snapshot(), jobs=[], choices={}))
+        store.save(replace(old.statefile.snapshot(), jobs=[], choices={}))
     assert set(new.jobs) == {"ring"} and "ring" in {j.name for j in store.load(new.spec.name).jobs}

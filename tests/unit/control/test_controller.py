@@ -237,7 +237,7 @@ def test_failed_takeover_is_retried(pipeline: PipelineConfig, tmp_path: Path) ->
     import queue as queue_mod
 
     c = Controller(SPEC, pipeline, backup=True, state_file=tmp_path / "state.json")
-    c.takeover_retry_s = 0.01
+    c.switch_events.takeover_retry_s = 0.01
     tries: list[int] = []
 
     def take_over() -> None:
