@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
+from _jobs import ring_job
 
 from icefabric.control import fabric
 from icefabric.control.ccl.demand import demand_from_job
@@ -20,22 +20,6 @@ from icefabric.waiting import Deadline
 
 ROOT = Path(__file__).resolve().parents[3]
 SPEC = load_topology(ROOT / "topo" / "examples" / "leaf_spine_2x4.yaml")
-
-
-def job(name: str = "ring", hosts: tuple[str, ...] = ("h1", "h3", "h5", "h7")) -> dict[str, Any]:
-    return {
-        "name": name,
-        "hosts": list(hosts),
-        "phases": [
-            {
-                "name": "ar",
-                "collective": "all-reduce",
-                "algorithm": "ring",
-                "channels": 2,
-                "message_bytes": "64MiB",
-            }
-        ],
-    }
 
 
 @pytest.fixture
@@ -52,7 +36,7 @@ def flow_paths(c: Controller) -> dict[str, list[TableEntry]]:
 
 
 def test_add_job_records_flow_entries_on_first_hops(ctl: Controller) -> None:
-    res = ctl.add_job(job())
+    res = ctl.add_job(ring_job())
     assert res["flows"] == 8 and res["job"] == "ring"
     fp = flow_paths(ctl)
     assert sum(len(v) for v in fp.values()) == 8
@@ -65,11 +49,11 @@ def test_add_job_records_flow_entries_on_first_hops(ctl: Controller) -> None:
 
 
 def test_job_validation(ctl: Controller) -> None:
-    ctl.add_job(job())
+    ctl.add_job(ring_job())
     with pytest.raises(JobRejected, match="already running"):
-        ctl.add_job(job())
+        ctl.add_job(ring_job())
     with pytest.raises(JobRejected, match="h42"):
-        ctl.add_job(job("other", ("h1", "h42")))
+        ctl.add_job(ring_job("other", ("h1", "h42")))
     with pytest.raises(JobRejected, match="phases"):
         ctl.add_job({"name": "x", "hosts": ["h1", "h3"], "phases": "nope"})
     with pytest.raises(JobRejected, match="no job 'zzz'"):
@@ -77,8 +61,8 @@ def test_job_validation(ctl: Controller) -> None:
 
 
 def test_remove_job_deletes_its_entries_only(ctl: Controller) -> None:
-    ctl.add_job(job("a"))
-    ctl.add_job(job("b", ("h2", "h4", "h6", "h8")))
+    ctl.add_job(ring_job("a"))
+    ctl.add_job(ring_job("b", ("h2", "h4", "h6", "h8")))
     assert sum(len(v) for v in flow_paths(ctl).values()) == 16
     ctl.remove_job("a")
     left = flow_paths(ctl)
@@ -88,7 +72,7 @@ def test_remove_job_deletes_its_entries_only(ctl: Controller) -> None:
 
 
 def test_link_failure_moves_flows_off_the_link_and_fixes_groups(ctl: Controller) -> None:
-    ctl.add_job(job())
+    ctl.add_job(ring_job())
     rep = ctl.fail_link("leaf1", "spine1")
     dead = set(
         ctl.topo.links_between("leaf1", "spine1") + ctl.topo.links_between("spine1", "leaf1")
@@ -124,7 +108,7 @@ def test_mode_switch_rewrites_lb_config_of_leaves(ctl: Controller) -> None:
 
 
 def test_state_file_carries_jobs_to_a_backup(pipeline: PipelineConfig, ctl: Controller) -> None:
-    ctl.add_job(job())
+    ctl.add_job(ring_job())
     assert ctl.state_file is not None and ctl.state_file.exists()
     backup = Controller(SPEC, pipeline, backup=True, state_file=ctl.state_file)
     assert backup.election_id < ctl.election_id
@@ -141,13 +125,13 @@ def test_state_file_carries_jobs_to_a_backup(pipeline: PipelineConfig, ctl: Cont
 def test_api_handlers_map_errors_to_usage(ctl: Controller) -> None:
     h = api_handlers(ctl)
     with pytest.raises(RuntimeError, match="standby"):
-        h["jobs.add"]({"job": job()})
+        h["jobs.add"]({"job": ring_job()})
     st = h["status"]({})
     assert st["role"] == "backup" and st["jobs"] == 0
     ctl.active = True  # as after a takeover (writes go nowhere: no switch is connected)
-    assert h["jobs.add"]({"job": job()})["flows"] == 8
+    assert h["jobs.add"]({"job": ring_job()})["flows"] == 8
     with pytest.raises(RequestError, match="already running"):
-        h["jobs.add"]({"job": job()})
+        h["jobs.add"]({"job": ring_job()})
     with pytest.raises(RequestError, match="expected a job description"):
         h["jobs.add"]({"job": "ring.yaml"})
     with pytest.raises(RequestError, match="mode"):
@@ -170,7 +154,7 @@ def test_api_handlers_map_errors_to_usage(ctl: Controller) -> None:
 def test_reports_name_the_flow_by_its_key(ctl: Controller) -> None:
     from icefabric.traffic.packets import IntHop, TelemetryReport
 
-    ctl.add_job(job())
+    ctl.add_job(ring_job())
     f = next(iter(ctl.flows.values()))
     from icefabric.control.install import flow_key
 
@@ -222,7 +206,7 @@ def test_report_log_keeps_the_newest() -> None:
 def test_backup_takes_over_from_a_truncated_state_file(
     pipeline: PipelineConfig, ctl: Controller
 ) -> None:
-    ctl.add_job(job())
+    ctl.add_job(ring_job())
     assert ctl.state_file is not None
     data = ctl.state_file.read_bytes()
     ctl.state_file.write_bytes(data[: len(data) // 2])
@@ -265,8 +249,8 @@ def test_backup_restores_the_primarys_paths_exactly(
 ) -> None:
     # Paths planned around a job that has gone since: replanning the rest afresh finds
     # other (equally good) paths, so the standby must restore these, not plan its own.
-    ctl.add_job(job("b", ("h1", "h3", "h5", "h7")))
-    ctl.add_job(job("c", ("h2", "h4", "h6", "h8")))
+    ctl.add_job(ring_job("b", ("h1", "h3", "h5", "h7")))
+    ctl.add_job(ring_job("c", ("h2", "h4", "h6", "h8")))
     ctl.remove_job("b")
     fresh = Controller(SPEC, pipeline, backup=True, state_file=None)
     fresh.planner.add(demand_from_job(ctl.jobs["c"]))

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _jobs import ring_job
 
 from icefabric import private
 from icefabric.control.controller import Controller, StateWriteError
@@ -26,25 +27,9 @@ ROOT = Path(__file__).resolve().parents[3]
 SPEC = load_topology(ROOT / "topo" / "examples" / "leaf_spine_2x4.yaml")
 
 
-def job(name: str, hosts: tuple[str, ...]) -> dict[str, Any]:
-    return {
-        "name": name,
-        "hosts": list(hosts),
-        "phases": [
-            {
-                "name": "ar",
-                "collective": "all-reduce",
-                "algorithm": "ring",
-                "channels": 2,
-                "message_bytes": "64MiB",
-            }
-        ],
-    }
-
-
-J1 = job("j1", ("h1", "h3", "h5", "h7"))
-J2 = job("j2", ("h2", "h4", "h6", "h8"))
-J3 = job("j3", ("h1", "h2", "h7", "h8"))
+J1 = ring_job("j1", ("h1", "h3", "h5", "h7"))
+J2 = ring_job("j2", ("h2", "h4", "h6", "h8"))
+J3 = ring_job("j3", ("h1", "h2", "h7", "h8"))
 
 
 def primary(pipeline: PipelineConfig, state: Path) -> Controller:

@@ -25,20 +25,13 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+def sim(capsys: pytest.CaptureFixture[str], verb: str, *argv: str) -> tuple[int, str, str]:
+    """``icectl sim VERB`` on the 2x4 example fabric and the mixed job, then ``argv``."""
+    return run(capsys, "sim", verb, "--topo", TOPO, "--job", JOB, *argv)
+
+
 def test_sim_compare_json_png_and_ratio(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    code, out, _ = run(
-        capsys,
-        "sim",
-        "compare",
-        "--topo",
-        TOPO,
-        "--job",
-        JOB,
-        "--no-progress",
-        "--json",
-        "--out",
-        str(tmp_path),
-    )
+    code, out, _ = sim(capsys, "compare", "--no-progress", "--json", "--out", str(tmp_path))
     assert code == 0
     rep = json.loads(out)
     labels = [r["label"] for r in rep["results"]]
@@ -60,17 +53,13 @@ def test_sim_compare_json_png_and_ratio(capsys: pytest.CaptureFixture[str], tmp_
 
 
 def test_sim_run_table_and_bad_input(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    code, out, _ = run(
-        capsys, "sim", "run", "--topo", TOPO, "--job", JOB, "--routing", "ice", "--no-progress"
-    )
+    code, out, _ = sim(capsys, "run", "--routing", "ice", "--no-progress")
     assert code == 0 and "busbw" in out and "ice+dcqcn+caps" in out
     code, _, err = run(capsys, "sim", "run", "--topo", TOPO, "--job", str(tmp_path / "no.yaml"))
     assert code == 2 and "no.yaml" in err and "Traceback" not in err
-    code, _, err = run(
-        capsys, "sim", "compare", "--topo", TOPO, "--job", JOB, "--config", "ecmp+tcp"
-    )
+    code, _, err = sim(capsys, "compare", "--config", "ecmp+tcp")
     assert code == 2 and "ROUTING+CONTROL" in err
-    code, _, err = run(capsys, "sim", "run", "--topo", TOPO, "--job", JOB, "--dt-us", "0")
+    code, _, err = sim(capsys, "run", "--dt-us", "0")
     assert code == 2 and "dt_us" in err
     bad = tmp_path / "job.yaml"
     bad.write_text(
@@ -201,22 +190,9 @@ def test_versus_names_a_file_that_is_not_json(
 
 
 def test_sim_compare_takes_modes_with_their_qps(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(
-        capsys,
-        "sim",
-        "compare",
-        "--topo",
-        TOPO,
-        "--job",
-        JOB,
-        "--no-progress",
-        "--json",
-        "--config",
-        "eecmp4+dcqcn",
-        "--config",
-        "spray+hpcc",
-        "--config",
-        "ecmp+pfc",
+    modes = ("eecmp4+dcqcn", "spray+hpcc", "ecmp+pfc")
+    code, out, _ = sim(
+        capsys, "compare", "--no-progress", "--json", *(a for m in modes for a in ("--config", m))
     )
     assert code == 0
     rep = json.loads(out)
@@ -225,5 +201,5 @@ def test_sim_compare_takes_modes_with_their_qps(capsys: pytest.CaptureFixture[st
     assert eecmp["collectives"][0]["flows"] == 4 * 16  # 4 QPs per connection
     assert spray["collectives"][0]["flows"] == 2 * 16  # one stripe per spine (2 spines)
     assert pfc["config"]["pfc"] and pfc["config"]["control"] == "none"
-    code, _, err = run(capsys, "sim", "compare", "--topo", TOPO, "--job", JOB, "--config", "x+y")
+    code, _, err = sim(capsys, "compare", "--config", "x+y")
     assert code == 2 and "expected a mode" in err
