@@ -357,7 +357,7 @@ class LinkMonitor:
         # Detection counts from the last sign of life: a direction's last probe, or, for one
         # that has received none since it was last probed (cut before its first probe came
         # back, or frozen while a switch was away), the round its probes were first sent.
-        alive = [t for t in (_alive_since(d) for d in dead) if t is not None]
+        alive = [t for t in (d.alive_since() for d in dead) if t is not None]
         m = self.opts.misses
         return self._declare(
             link,
@@ -365,7 +365,7 @@ class LinkMonitor:
             now,
             detection_ms=(now - max(alive)) * 1e3 if alive else None,
             reason=" and ".join(
-                d.name + ("" if _seen_while_probed(d) else " (no probe since probing began)")
+                d.name + ("" if d.seen_while_probed() else " (no probe since probing began)")
                 for d in dead
             )
             + f": no probe in {m} interval(s) of {self.opts.interval_s * 1e3:.0f} ms",
@@ -564,34 +564,7 @@ class LinkMonitor:
         """Everything icectl links shows: options, counters, links, events, miswirings."""
         now = self.clock() if now is None else now
         with self._lock:
-            links = []
-            for link in self._links:
-                seen = [d.last_seen for d in link.dirs if d.last_seen is not None]
-                # the staler direction decides: a link is as alive as its worse half
-                ago = (now - min(seen)) * 1e3 if len(seen) == len(link.dirs) else None
-                links.append(
-                    {
-                        "link": link.name,
-                        "a": link.a,
-                        "a_port": link.a_port,
-                        "b": link.b,
-                        "b_port": link.b_port,
-                        "state": "unknown" if link.frozen else link.state,
-                        "last_seen_ms": ago,
-                        "directions": [
-                            {
-                                "direction": d.name,
-                                "last_seen_ms": None
-                                if d.last_seen is None
-                                else (now - d.last_seen) * 1e3,
-                                "missed": d.missed,
-                                "received": d.received,
-                            }
-                            for d in link.dirs
-                        ],
-                        "events": link.events,
-                    }
-                )
+            links = [link.to_status(now) for link in self._links]
             c = self.counters
             return {
                 "enabled": True,
@@ -609,30 +582,6 @@ class LinkMonitor:
                 "links": links,
                 "down": [x["link"] for x in links if x["state"] == "down"],
                 "events": [e.to_dict() for e in self._events],
-                "miswired": [
-                    {
-                        "seen": m.seen,
-                        "expected": m.expected,
-                        "count": m.count,
-                        "last_ms": (now - m.last) * 1e3,
-                    }
-                    for m in self._miswired.values()
-                ],
+                "miswired": [m.to_status(now) for m in self._miswired.values()],
                 "foreign_lldp": dict(self._foreign),
             }
-
-
-def _seen_while_probed(d: DirectionState) -> bool:
-    """Whether ``d`` received a probe since its probes were last (re)started."""
-    return d.last_seen is not None and (d.probed_since is None or d.last_seen >= d.probed_since)
-
-
-def _alive_since(d: DirectionState) -> float | None:
-    """The last sign of life of ``d``: its last probe, or when probing it began if later."""
-    times = [t for t in (d.last_seen, d.probed_since) if t is not None]
-    return max(times) if times else None
-
-
-def disabled_status() -> dict[str, Any]:
-    """What status shows when probing is off (--probe-interval 0, or a standby controller)."""
-    return {"enabled": False, "links": [], "down": [], "events": [], "miswired": []}

@@ -73,6 +73,26 @@ class DirectionState:
     rx_port: int = 0  # the receiving switch's port
     rx_window: list[int | None] = field(default_factory=list)  # rx counter per missed round
 
+    def seen_while_probed(self) -> bool:
+        """Whether a probe arrived since its probes were last (re)started."""
+        return self.last_seen is not None and (
+            self.probed_since is None or self.last_seen >= self.probed_since
+        )
+
+    def alive_since(self) -> float | None:
+        """The last sign of life: the last probe, or when probing began if later."""
+        times = [t for t in (self.last_seen, self.probed_since) if t is not None]
+        return max(times) if times else None
+
+    def to_status(self, now: float) -> dict[str, Any]:
+        """This direction as icectl links shows it."""
+        return {
+            "direction": self.name,
+            "last_seen_ms": None if self.last_seen is None else (now - self.last_seen) * 1e3,
+            "missed": self.missed,
+            "received": self.received,
+        }
+
 
 @dataclass(slots=True)
 class LinkState:
@@ -90,6 +110,23 @@ class LinkState:
     since: float = 0.0
     events: int = 0
 
+    def to_status(self, now: float) -> dict[str, Any]:
+        """This link as icectl links shows it (``now``: the monitor's clock)."""
+        seen = [d.last_seen for d in self.dirs if d.last_seen is not None]
+        # the staler direction decides: a link is as alive as its worse half
+        ago = (now - min(seen)) * 1e3 if len(seen) == len(self.dirs) else None
+        return {
+            "link": self.name,
+            "a": self.a,
+            "a_port": self.a_port,
+            "b": self.b,
+            "b_port": self.b_port,
+            "state": "unknown" if self.frozen else self.state,
+            "last_seen_ms": ago,
+            "directions": [d.to_status(now) for d in self.dirs],
+            "events": self.events,
+        }
+
 
 @dataclass(slots=True)
 class Miswire:
@@ -100,6 +137,15 @@ class Miswire:
     count: int = 0
     first: float = 0.0
     last: float = 0.0
+
+    def to_status(self, now: float) -> dict[str, Any]:
+        """This miswiring as icectl links shows it."""
+        return {
+            "seen": self.seen,
+            "expected": self.expected,
+            "count": self.count,
+            "last_ms": (now - self.last) * 1e3,
+        }
 
 
 @dataclass(slots=True)
@@ -123,3 +169,8 @@ class MonitorOptions:
     interval_s: float
     misses: int
     ttl_s: int
+
+
+def disabled_status() -> dict[str, Any]:
+    """What status shows when probing is off (--probe-interval 0, or a standby controller)."""
+    return {"enabled": False, "links": [], "down": [], "events": [], "miswired": []}

@@ -19,8 +19,8 @@ from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any
 
 from icefabric.control import fabric
-from icefabric.control.linkmon import LinkMonitor, disabled_status
-from icefabric.control.linkstate import LinkEvent
+from icefabric.control.linkmon import LinkMonitor
+from icefabric.control.linkstate import LinkEvent, disabled_status
 from icefabric.p4src import ice_p4 as n
 
 if TYPE_CHECKING:
