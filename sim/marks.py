@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
+SHORT_TAIL = 16  # tails up to this many entries are compared together
 
 
 class EnqueueDepth:
@@ -37,6 +38,10 @@ class EnqueueDepth:
         self._arr = np.zeros((history, n_links))
         self._dep = np.zeros((history, n_links))
         self._last_over = np.full(n_links, -history - 1, dtype=np.int64)
+        # per link: every entry of a step before this one is below the byte that last left it
+        # (cumulative departures only grow, so it stays below every later one): only the entries
+        # after it are compared again, a few steps' worth where queues are short
+        self._below = np.zeros(n_links, dtype=np.int64)
         self._steps = 0
 
     def update(self, queue: FloatArray, departed: FloatArray, floor: FloatArray) -> FloatArray:
@@ -55,13 +60,30 @@ class EnqueueDepth:
         if links.size == 0:
             return depth
         n = min(self._steps, h)
-        oldest = (slot + 1) % h if self._steps > h else 0
-        arr = self._arr[:n, links] if self._steps <= h else self._arr[:, links]
+        first = self._steps - n  # the step of the oldest entry kept
         dep_now = departed[links]
+        thr = dep_now - 1e-9
+        known = np.clip(self._below[links] - first, 0, n)
         # steps kept whose arrivals had not yet reached the byte leaving now (A is nondecreasing,
-        # so they are the oldest ones): the byte arrived in the next one
-        before = (arr < dep_now - 1e-9).sum(axis=0)
+        # so they are the oldest ones): the byte arrived in the next one; counted over the
+        # entries not yet known to be below, tails of ``span`` entries, short tails together
+        before = known.copy()
+        rest = n - known
+        for sel in (rest <= SHORT_TAIL, rest > SHORT_TAIL):
+            if not sel.any():
+                continue
+            span = int(rest[sel].max())
+            if span == 0:
+                continue
+            pos = np.arange(n - span, n)  # window positions of the tail
+            arr = self._arr[np.ix_((first + pos) % h, links[sel])]
+            fresh = pos[:, None] >= known[sel]
+            below = (arr < thr[sel]) & fresh
+            before[sel] += below.sum(axis=0)
+            # the first entry not below (or the window's end): everything before it is
+            stop = np.where(fresh & ~below, pos[:, None], n).min(axis=0)
+            self._below[links[sel]] = first + stop
         before = np.minimum(before, n - 1)
-        tau = (oldest + before) % h
+        tau = (first + before) % h
         depth[links] = np.maximum(dep_now - self._dep[tau, links], 0.0)
         return depth
