@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 from _icectl import EXAMPLE, ROOT, run
+from _jobs import ring_job
 
 from icefabric.control.daemon.api import ApiServer, RequestError
 
@@ -17,23 +18,7 @@ from icefabric.control.daemon.api import ApiServer, RequestError
 @pytest.fixture
 def job_file(tmp_path: Path) -> Path:
     p = tmp_path / "job.yaml"
-    p.write_text(
-        yaml.safe_dump(
-            {
-                "name": "ring",
-                "hosts": ["h1", "h3", "h5", "h7"],
-                "phases": [
-                    {
-                        "name": "ar",
-                        "collective": "all-reduce",
-                        "algorithm": "ring",
-                        "channels": 2,
-                        "message_bytes": "64MiB",
-                    }
-                ],
-            }
-        )
-    )
+    p.write_text(yaml.safe_dump(ring_job()))
     return p
 
 

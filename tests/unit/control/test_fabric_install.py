@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from _jobs import ring_job
+
 from icefabric.control import fabric
 from icefabric.control.ccl.demand import Flow, demand_from_job
 from icefabric.control.ccl.job import parse_job
@@ -20,21 +22,7 @@ ROOT = Path(__file__).resolve().parents[3]
 
 def _setup(hosts: list[str]) -> tuple[Topology, Planner, dict[str, Flow]]:
     topo = Topology(load_topology(ROOT / "topo" / "examples" / "leaf_spine_2x4.yaml"))
-    job = parse_job(
-        {
-            "name": "j",
-            "hosts": hosts,
-            "phases": [
-                {
-                    "name": "ar",
-                    "collective": "all-reduce",
-                    "algorithm": "ring",
-                    "channels": 2,
-                    "message_bytes": "64MiB",
-                }
-            ],
-        }
-    )
+    job = parse_job(ring_job("j", tuple(hosts)))
     demand = demand_from_job(job)
     planner = Planner(topo)
     planner.add(demand)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _jobs import ring_job
 
 from icefabric.control.linkmon import LinkMonitor
 from icefabric.control.linkstate import LinkEvent
@@ -372,21 +373,7 @@ def test_packet_in_dispatch_by_reason(ctl: Any) -> None:
 
 
 def test_probe_verdicts_run_the_failure_path(ctl: Any) -> None:
-    ctl.add_job(
-        {
-            "name": "ring",
-            "hosts": ["h1", "h3", "h5", "h7"],
-            "phases": [
-                {
-                    "name": "ar",
-                    "collective": "all-reduce",
-                    "algorithm": "ring",
-                    "channels": 2,
-                    "message_bytes": "64MiB",
-                }
-            ],
-        }
-    )
+    ctl.add_job(ring_job())
     w = _attach(ctl)
     w.round(2)
     crossing: Callable[[], list[str]] = lambda: [  # noqa: E731
