@@ -283,7 +283,7 @@ class Controller:
             probing=self.probing,
             agents=self.agents,
             jobs=self.jobs,
-            startup_jobs=self.startup_jobs,
+            startup_jobs=lambda: self.startup_jobs,  # icectl run sets them after __init__
             takeovers=self.takeovers,
             fenced=self.fenced,
             connect_timeout=self.connect_timeout,

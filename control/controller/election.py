@@ -41,7 +41,7 @@ class Election:
         probing: LinkProbing,
         agents: AgentHub,
         jobs: Mapping[str, JobSpec],
-        startup_jobs: Sequence[JobSpec],
+        startup_jobs: Callable[[], Sequence[JobSpec]],
         takeovers: list[dict[str, Any]],
         fenced: list[dict[str, Any]],
         connect_timeout: float,
@@ -61,7 +61,7 @@ class Election:
         self.probing = probing
         self.agents = agents
         self.jobs = jobs
-        self.startup_jobs = startup_jobs  # --job: added after a takeover if missing
+        self.startup_jobs = startup_jobs  # --job (icectl run sets them): added if missing
         self.takeovers = takeovers
         self.fenced = fenced
         self.connect_timeout = connect_timeout
@@ -103,7 +103,7 @@ class Election:
                 store.resign()  # type: ignore[attr-defined]
                 return
             added = []
-            for job in self.startup_jobs:  # --job: idempotent, as on a restart
+            for job in self.startup_jobs():  # --job: idempotent, as on a restart
                 try:
                     if self.ensure_job(job) != "unchanged":
                         added.append(job.name)

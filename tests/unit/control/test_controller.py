@@ -261,3 +261,32 @@ def test_backup_restores_the_primarys_paths_exactly(
     backup.statefile.load()
     assert {f.flow_id: f.path_index for f in backup.planner.plan().flows} == primary_paths
     assert backup.desired() == ctl.desired()  # a takeover writes nothing
+
+
+def test_a_won_term_adds_the_startup_jobs_set_after_construction(
+    pipeline: PipelineConfig, tmp_path: Path
+) -> None:
+    """icectl run sets ctl.startup_jobs once the Controller exists: the replica that wins a
+    term adds them (the election reads them at the takeover, not at construction)."""
+    from icefabric.control.ccl.job import parse_job
+    from icefabric.control.store import FileStore
+
+    class WonTerm(FileStore):  # the state file, as a store that has just elected this replica
+        elects = True
+        term = 7
+
+        def resign(self) -> None:
+            raise AssertionError("the takeover failed")
+
+    c = Controller(SPEC, pipeline, store=WonTerm(tmp_path / "state.json"))
+    c.pool.connect_all = lambda timeout: {}  # type: ignore[method-assign,assignment,misc]
+
+    def take_over() -> None:  # no switch to resync: the fabric is taken as installed
+        c.installer.holds_all(c.desired())
+        c.active = True
+
+    c.take_over = take_over  # type: ignore[method-assign]
+    c.startup_jobs = [parse_job(ring_job("startup"))]
+    c.election._take_over(7)
+    assert set(c.jobs) == {"startup"} and c.election_id == 7
+    assert c.takeovers[-1]["startup_jobs_added"] == ["startup"]
