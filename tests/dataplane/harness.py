@@ -52,7 +52,7 @@ from icefabric.control.p4rt import (
 from icefabric.p4src import ICE_P4
 from icefabric.target import bmv2
 from icefabric.traffic.packets import CPU_PORT
-from icefabric.waiting import poll_until
+from icefabric.waiting import Deadline, poll_until
 
 LOG = logging.getLogger("icefabric.tests.dataplane")
 
@@ -632,8 +632,8 @@ class Bmv2Fabric(Fabric):
     def run(self) -> None:
         # Real time: wait until no host port received anything for settle_s.
         last = -1
-        deadline = time.monotonic() + 10.0
-        while time.monotonic() < deadline:
+        deadline = Deadline(10.0)
+        while not deadline.expired:
             time.sleep(self.settle_s)  # real-time target: a quiet interval is the only signal
             seen = sum(len(self.io._rx[i]) for i in self._host_if.values())
             if seen == last:

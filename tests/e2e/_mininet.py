@@ -10,13 +10,14 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from icefabric.waiting import poll_until
 
 TARGET = os.environ.get("ICE_TARGET", "embedded")
 ICECTL = str(Path(sys.executable).parent / "icectl")
@@ -94,18 +95,19 @@ def controller(run_args: list[str], sock: Path, log_path: Path) -> Iterator[None
             stderr=subprocess.STDOUT,
         )
         try:
-            deadline = time.monotonic() + 90
-            while True:
+
+            def primary() -> bool:
                 st = subprocess.run(
                     [ICECTL, "--socket", str(sock), "status", "--json"],
                     capture_output=True,
                     text=True,
                 )
                 if st.returncode == 0 and json.loads(st.stdout).get("role") == "primary":
-                    break
+                    return True
                 assert proc.poll() is None, log_path.read_text()
-                assert time.monotonic() < deadline, "controller did not become primary in time"
-                time.sleep(0.2)
+                return False
+
+            assert poll_until(primary, 90, 0.2), "controller did not become primary in time"
             yield
         finally:
             proc.terminate()

@@ -26,6 +26,7 @@ from icefabric.topo.generators import leaf_spine  # noqa: E402
 from icefabric.topo.mininet import start_network  # noqa: E402
 from icefabric.topo.spec import save_topology  # noqa: E402
 from icefabric.traffic.workload import build_schedule  # noqa: E402
+from icefabric.waiting import Deadline, poll_until  # noqa: E402
 
 
 @pytest.fixture
@@ -80,18 +81,22 @@ def test_hosts_run_their_share_report_real_keys_and_finish(
             procs[h.name] = node.popen(
                 cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
             )
+        ready_by = Deadline(start_at - 1 - time.time())
         for p in procs.values():  # every host's socket is open before anyone sends
-            _wait_for_line(p, " ready on ", deadline=start_at - 1)
+            _wait_for_line(p, " ready on ", deadline=ready_by)
         # The controller sees both agents and installs their flows' real keys.
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
+        seen: set[str] = set()
+        rows: list[dict[str, Any]] = []
+
+        def keys_installed() -> bool:
+            nonlocal seen, rows
             seen = {a["host"] for a in icectl_json(sock, "agents")["agents"]}
             rows = icectl_json(sock, "paths")
-            if seen == {h.name for h in spec.hosts} and all(
+            return seen == {h.name for h in spec.hosts} and all(
                 r["key_source"] == "agent" for r in rows
-            ):
-                break
-            time.sleep(0.3)
+            )
+
+        poll_until(keys_installed, 60, 0.3)
         assert seen == {h.name for h in spec.hosts}
         assert rows and all(r["key_source"] == "agent" for r in rows), rows
         for name, p in procs.items():
@@ -111,10 +116,10 @@ def test_hosts_run_their_share_report_real_keys_and_finish(
         assert all(f["feedback_received"] > 0 for f in st["tx"])  # ICE feedback from the last hop
 
 
-def _wait_for_line(proc: subprocess.Popen[str], text: str, *, deadline: float) -> None:
+def _wait_for_line(proc: subprocess.Popen[str], text: str, *, deadline: Deadline) -> None:
     assert proc.stdout is not None
     seen: list[str] = []
-    while time.time() < deadline:
+    while not deadline.expired:
         ready, _, _ = select.select([proc.stdout], [], [], 0.1)
         if ready:
             line = proc.stdout.readline()

@@ -8,7 +8,6 @@ import select
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +19,7 @@ if os.geteuid() != 0 or shutil.which("ip") is None:
     pytest.skip("needs root and the `ip` command for network namespaces", allow_module_level=True)
 
 from icefabric.target.ports import VethLab  # noqa: E402
+from icefabric.waiting import Deadline  # noqa: E402
 
 
 @pytest.fixture
@@ -67,8 +67,8 @@ def _host(lab: VethLab, iface: str, ip: str, peer_mac: str, *extra: str) -> list
 def _wait_ready(proc: subprocess.Popen[str], timeout: float = 30.0) -> None:
     """Read the host's log until it says its socket is open (deadline, no fixed sleep)."""
     assert proc.stdout is not None
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    deadline = Deadline(timeout)
+    while not deadline.expired:
         ready, _, _ = select.select([proc.stdout], [], [], 0.1)
         if ready:
             line = proc.stdout.readline()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import socket
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ from icefabric.experiment.linkdemo import ring_job  # noqa: E402
 from icefabric.topo.generators import leaf_spine  # noqa: E402
 from icefabric.topo.mininet import start_network  # noqa: E402
 from icefabric.topo.spec import save_topology  # noqa: E402
+from icefabric.waiting import poll_until  # noqa: E402
 
 
 @pytest.fixture
@@ -138,13 +138,15 @@ def test_planned_paths_show_in_int_reports(
         assert "Error" not in out and "Traceback" not in out, out
     want = {(r["key"]["src_ip"], r["key"]["udp_sport"], r["key"]["dst_qp"]): r for r in rows}
     seen: dict[tuple[str, int, int], dict[str, Any]] = {}
-    deadline = time.monotonic() + 30
-    while len(seen) < len(want) and time.monotonic() < deadline:
+
+    def all_reported() -> bool:
         for rep in icectl_json(controller, "int", "--limit", "500")["reports"]:
             key = (rep["src_ip"], rep["udp_sport"], rep["dst_qp"])
             if key in want:
                 seen[key] = rep
-        time.sleep(0.2)
+        return len(seen) >= len(want)
+
+    poll_until(all_reported, 30, 0.2)
     assert set(seen) == set(want), f"no INT report of {sorted(set(want) - set(seen))}"
     for key, rep in seen.items():
         row = want[key]

@@ -11,7 +11,6 @@ import json
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -36,6 +35,7 @@ require_mininet()
 from icefabric.topo.generators import leaf_spine  # noqa: E402
 from icefabric.topo.mininet import start_network  # noqa: E402
 from icefabric.topo.spec import TopologySpec, save_topology  # noqa: E402
+from icefabric.waiting import poll_until  # noqa: E402
 
 FLOW_BYTES = 100_000
 
@@ -47,10 +47,7 @@ def _free_port() -> int:
 
 
 def _until(cond: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
+    assert poll_until(cond, timeout, 0.1), f"timed out waiting for {what}"
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from scapy.layers.l2 import Ether  # noqa: E402
 
 from icefabric.target.bench import PROGRAM  # noqa: E402
 from icefabric.target.ports import VethLab, restore_vlan  # noqa: E402
+from icefabric.waiting import Deadline, poll_until  # noqa: E402
 
 Update = p4runtime_pb2.Update
 
@@ -63,13 +63,14 @@ def switch(lab: VethLab, tmp_path: Path) -> Iterator[str]:
         text=True,
     )
     try:
-        deadline = time.monotonic() + 60
-        while not (tmp_path / "p4rt.sock").exists():
+
+        def started() -> bool:
             if proc.poll() is not None:
                 pytest.fail(f"ice-switch exited: {proc.stderr.read() if proc.stderr else ''}")
-            if time.monotonic() > deadline:
-                pytest.fail("ice-switch did not start within 60 s")
-            time.sleep(0.1)
+            return (tmp_path / "p4rt.sock").exists()
+
+        if not poll_until(started, 60, 0.1):
+            pytest.fail("ice-switch did not start within 60 s")
         yield sock
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -106,10 +107,10 @@ def entry(
     return e
 
 
-def receive(sock: object, deadline: float) -> list[bytes]:
+def receive(sock: object, deadline: Deadline) -> list[bytes]:
     out = []
     sock.settimeout(0.1)  # type: ignore[attr-defined]
-    while time.monotonic() < deadline:
+    while not deadline.expired:
         try:
             data, anc, _, _ = sock.recvmsg(65536, 256)  # type: ignore[attr-defined]
             out.append(restore_vlan(data, anc))  # the kernel moves VLAN tags to aux data
@@ -165,7 +166,7 @@ def test_routes_packets_between_veth_ports(lab: VethLab, switch: str) -> None:
         h1.send(bytes(lost))
         for _ in range(5):
             h1.send(bytes(good))
-        got = receive(h2, time.monotonic() + 10)
+        got = receive(h2, Deadline(10))
         assert len(got) == 5
         pkt = Ether(got[0])
         assert pkt.dst == "02:00:00:00:00:02" and pkt.src == "02:00:00:00:aa:aa"
@@ -174,7 +175,7 @@ def test_routes_packets_between_veth_ports(lab: VethLab, switch: str) -> None:
         del pkt[IP].chksum
         assert Ether(bytes(pkt))[IP].chksum == chk  # the switch recomputed the checksum
         assert bytes(pkt[UDP].payload) == b"x" * 32
-        assert receive(h1, time.monotonic() + 0.5) == []  # nothing reflected back to h1
+        assert receive(h1, Deadline(0.5)) == []  # nothing reflected back to h1
     finally:
         h1.close()
         h2.close()
@@ -222,7 +223,7 @@ def test_raw_ports_keep_vlan_tags_and_ignore_own_transmissions(lab: VethLab) -> 
             / b"tagged"
         )
         h1.send(frame)
-        got = receive(h2, time.monotonic() + 5)
+        got = receive(h2, Deadline(5))
         assert got == [frame]
         assert ports[0].rx == 1 and ports[1].rx == 0  # s2 did not read back what it sent
     finally:

@@ -17,6 +17,7 @@ from icefabric.target.bench import PROGRAM
 from icefabric.target.cli import load, main
 from icefabric.target.device import Device
 from icefabric.target.server import serve
+from icefabric.waiting import Deadline
 
 TABLES = {"MyIngress.port_vrf", "MyIngress.routes", "MyIngress.nhops"}
 
@@ -87,7 +88,7 @@ def test_subprocess_serves_p4runtime_and_stops_on_sigterm(tmp_path: Path) -> Non
     try:
         channel = grpc.insecure_channel(f"unix:{sock}")
         stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
-        deadline = time.monotonic() + 120  # generous: a loaded host starts Python slowly
+        deadline = Deadline(120)  # generous: a loaded host starts Python slowly
         while True:
             try:
                 resp = stub.GetForwardingPipelineConfig(
@@ -95,7 +96,7 @@ def test_subprocess_serves_p4runtime_and_stops_on_sigterm(tmp_path: Path) -> Non
                 )
                 break
             except grpc.RpcError:
-                if time.monotonic() > deadline or proc.poll() is not None:
+                if deadline.expired or proc.poll() is not None:
                     raise
                 time.sleep(0.1)
         # the first answer already has the program (committed before the server takes calls)

@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from icefabric.target.p4.errors import P4CompileError
 from icefabric.target.p4.preprocess import INCLUDE_DIR, MAX_LINE_CHARS, preprocess
 from icefabric.target.server import serve
 from icefabric.target.server.streams import MAX_STREAMS, MAX_STREAMS_PER_PEER
+from icefabric.waiting import Deadline, poll_until
 
 MARKER = "s3cr3t-marker-line-do-not-echo"
 
@@ -242,10 +242,13 @@ def test_sigterm_ends_the_switch_during_a_long_compile(tmp_path: Path) -> None:
     threading.Thread(target=pump, daemon=True).start()
     channel = None
     try:
-        deadline = time.monotonic() + 60
-        while not sock.exists():
-            assert time.monotonic() < deadline and proc.poll() is None
-            time.sleep(0.05)
+        deadline = Deadline(60)
+
+        def listening() -> bool:
+            assert proc.poll() is None
+            return sock.exists()
+
+        assert poll_until(listening, deadline.left(), 0.05)
         # A legal program big enough to compile for many seconds (about 3 MB).
         src = "#include <core.p4>\n" + "".join(
             f"const bit<32> C{i} = {i};\n" for i in range(110000)
@@ -261,7 +264,7 @@ def test_sigterm_ends_the_switch_during_a_long_compile(tmp_path: Path) -> None:
             daemon=True,
         ).start()
         while True:
-            line = lines.get(timeout=max(deadline - time.monotonic(), 0.1))
+            line = lines.get(timeout=max(deadline.left(), 0.1))
             if "compiling p4_device_config" in line:
                 break
         proc.send_signal(signal.SIGTERM)
@@ -304,10 +307,9 @@ def test_idle_streams_cannot_starve_unary_rpcs() -> None:
             )
             channels.append(ch)
             calls.append(p4runtime_pb2_grpc.P4RuntimeStub(ch).StreamChannel(_idle_requests(stop)))
-        deadline = time.monotonic() + 30
-        while sum(c.done() for c in calls) < MAX_STREAMS:
-            assert time.monotonic() < deadline, "extra streams were not refused"
-            time.sleep(0.05)
+        assert poll_until(lambda: sum(c.done() for c in calls) >= MAX_STREAMS, 30, 0.05), (
+            "extra streams were not refused"
+        )
         refused = [c for c in calls if c.done()]
         assert len(refused) == MAX_STREAMS
         assert all(c.code() == grpc.StatusCode.RESOURCE_EXHAUSTED for c in refused)
@@ -341,10 +343,7 @@ def test_streams_per_client_are_bounded() -> None:
     stub = p4runtime_pb2_grpc.P4RuntimeStub(ch)
     calls = [stub.StreamChannel(_idle_requests(stop)) for _ in range(MAX_STREAMS_PER_PEER + 2)]
     try:
-        deadline = time.monotonic() + 30
-        while sum(c.done() for c in calls) < 2:
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        assert poll_until(lambda: sum(c.done() for c in calls) >= 2, 30, 0.05)
         done = [c for c in calls if c.done()]
         assert len(done) == 2
         assert all(c.code() == grpc.StatusCode.RESOURCE_EXHAUSTED for c in done)
