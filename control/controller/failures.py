@@ -2,7 +2,7 @@
 
 Every path (``icectl link``, a port-down event, the link probes, a switch that died or came back)
 replans with the planner, writes the state file, then installs through
-:meth:`Controller._install_change` (moved flows first, then groups and routes without the dead
+:meth:`ChangeInstaller.install` (moved flows first, then groups and routes without the dead
 links). When the state file cannot be written the change is rolled back before any switch saw
 it (StateWriteError): the file, the controller and the switches keep agreeing.
 """

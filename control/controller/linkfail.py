@@ -1,7 +1,7 @@
 """The controller's side of link probing: run the LinkMonitor, turn its verdicts into changes.
 
 A link the probes declare down goes through the same failure path as ``icectl link down``
-(:meth:`Controller.fail_link_id`: replan the flows that crossed it, install the moved flows,
+(:meth:`FailureHandling.fail_link_id`: replan the flows that crossed it, install the moved flows,
 then candidate groups and routes); a link the probes took down is restored the same way as
 ``icectl link up`` once probes come back in both directions. Links marked down by the operator
 or by a switch failure are never restored by the probes. Which links the probes took down is

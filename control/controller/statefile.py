@@ -103,7 +103,7 @@ class StateFile:
     def save(self, *, without_job: str | None = None) -> None:
         """Write the state as it is in memory (``without_job``: as it will be once that job is
         removed) to the store. The rule every change follows: the state is written *before* its
-        entries reach a switch (:meth:`Controller._install_change` saves first), so when the
+        entries reach a switch (:meth:`ChangeInstaller.install` saves first), so when the
         write fails (StateWriteError; with etcd also when this replica is no longer primary)
         the caller rolls its change back and the switches keep what the store says."""
         if self.store is None:
