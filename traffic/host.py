@@ -39,11 +39,12 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from icefabric.traffic.agent import Agent
 from icefabric.traffic.endpoint import DEFAULT_MTU, Endpoint
 from icefabric.traffic.hostconfig import (
+    HostConfig,
     UsageError,
     default_controller,
     load_schedule,
@@ -52,6 +53,9 @@ from icefabric.traffic.hostconfig import (
 )
 from icefabric.traffic.rate import DcqcnParams, rate_kinds
 from icefabric.traffic.realtime import RealTimeHost, outcome
+
+if TYPE_CHECKING:
+    from icefabric.control.agents.client import AgentClient
 
 log = logging.getLogger("icefabric.traffic.host")
 
@@ -220,23 +224,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 token = read_token(args.token_file)
             except ValueError as exc:
                 raise UsageError(f"--token-file: {exc}") from None
-        agent = Agent(
-            cfg.name,
-            cfg.ip,
-            line_rate_bps=cfg.line_rate_bps,
-            kind=args.kind,
-            base_rtt_us=args.base_rtt_us,
-            seed=args.seed,
-        )
-        endpoint = Endpoint(
-            agent,
-            mac=cfg.mac,
-            gateway_mac=cfg.gateway_mac,
-            mtu=args.mtu,
-            cnp_interval_us=DcqcnParams().scaled(cfg.line_rate_bps).cnp_interval_us,
-            link_rate_scale=cfg.rate_scale,
-            granularity_us=100.0,
-        )
+        endpoint = _endpoint(args, cfg)
     except (UsageError, ValueError) as exc:
         print(f"icefabric-host: {exc}", file=sys.stderr)
         return 2
@@ -247,55 +235,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         print(f"icefabric-host: --iface {cfg.iface}: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    client = None
     host = RealTimeHost(endpoint, sock, expect_messages=args.expect)
-    if not args.controller and not args.controller_store:
-        args.controller = default_controller()
-    args.controller = [c for c in (args.controller or []) if c != "off"]
-    if args.controller or args.controller_store:
-        from icefabric.control.agents.client import AgentClient
-
-        try:
-            discover = None
-            addresses = list(args.controller or [])
-            if args.controller_store:
-                from icefabric.control.store.etcd import agent_discovery
-
-                if not args.topology_name:
-                    raise ValueError("--controller-store needs --topology-name")
-                discover = agent_discovery(args.controller_store, args.topology_name)
-                try:
-                    addresses = discover() or addresses
-                except Exception as exc:  # etcd down at start: the given addresses, or fail
-                    if not addresses:
-                        raise ValueError(f"--controller-store: {exc}") from None
-            if not addresses:
-                raise ValueError("no controller address (none published in etcd yet?)")
-            client = AgentClient(
-                addresses, cfg.name, token=token, on_caps=host.on_caps, discover=discover
-            )
-        except ValueError as exc:
-            print(f"icefabric-host: --controller: {exc}", file=sys.stderr)
-            sock.close()
-            return 2
+    try:
+        client = _agent_client(args, cfg.name, token, host)
+    except ValueError as exc:
+        print(f"icefabric-host: --controller: {exc}", file=sys.stderr)
+        sock.close()
+        return 2
+    if client is not None:
         client.start()
         host.controller = client
     if schedule is not None:
-        from icefabric.topo.spec import load_topology
-        from icefabric.traffic.workload import WorkloadExecutor
-
-        spec = load_topology(args.topology)
-        ips = {h.name: h.address for h in spec.hosts}
-
-        def post(m: Any, _now: float) -> None:
-            host.post(ips[m.dst_host], m.nbytes, m.id, job=schedule.job, flow_id=m.flow_id or "")
-
-        host.executor = WorkloadExecutor(schedule=schedule, post=post, host=cfg.name)
-        # Connect every QP of this host's share up front (reported at once), so the controller
-        # can install the real keys before the first message.
-        for m in schedule.messages:
-            if m.src_host == cfg.name and m.flow_id is not None:
-                host.open_flow(ips[m.dst_host], job=schedule.job, flow_id=m.flow_id)
+        _take_share(host, schedule, args.topology, cfg.name)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: host.stop.set())
     log.info("%s ready on %s (%s, %s)", cfg.name, cfg.iface, cfg.ip, args.kind)
@@ -328,6 +279,75 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.stats is not None:
             _write_stats(args.stats, host.stats())
     return rc
+
+
+def _endpoint(args: argparse.Namespace, cfg: HostConfig) -> Endpoint:
+    """This host's rate agent and RoCEv2 endpoint, as the options and topology say."""
+    agent = Agent(
+        cfg.name,
+        cfg.ip,
+        line_rate_bps=cfg.line_rate_bps,
+        kind=args.kind,
+        base_rtt_us=args.base_rtt_us,
+        seed=args.seed,
+    )
+    return Endpoint(
+        agent,
+        mac=cfg.mac,
+        gateway_mac=cfg.gateway_mac,
+        mtu=args.mtu,
+        cnp_interval_us=DcqcnParams().scaled(cfg.line_rate_bps).cnp_interval_us,
+        link_rate_scale=cfg.rate_scale,
+        granularity_us=100.0,
+    )
+
+
+def _agent_client(
+    args: argparse.Namespace, name: str, token: str | None, host: RealTimeHost
+) -> AgentClient | None:
+    """The agent channel to the controller (--controller, --controller-store, or the default
+    socket when it exists), not yet started; None without one. ValueError: a bad address."""
+    if not args.controller and not args.controller_store:
+        args.controller = default_controller()
+    args.controller = [c for c in (args.controller or []) if c != "off"]
+    if not (args.controller or args.controller_store):
+        return None
+    from icefabric.control.agents.client import AgentClient
+
+    discover = None
+    addresses = list(args.controller or [])
+    if args.controller_store:
+        from icefabric.control.store.etcd import agent_discovery
+
+        if not args.topology_name:
+            raise ValueError("--controller-store needs --topology-name")
+        discover = agent_discovery(args.controller_store, args.topology_name)
+        try:
+            addresses = discover() or addresses
+        except Exception as exc:  # etcd down at start: the given addresses, or fail
+            if not addresses:
+                raise ValueError(f"--controller-store: {exc}") from None
+    if not addresses:
+        raise ValueError("no controller address (none published in etcd yet?)")
+    return AgentClient(addresses, name, token=token, on_caps=host.on_caps, discover=discover)
+
+
+def _take_share(host: RealTimeHost, schedule: Any, topology: Path, name: str) -> None:
+    """Run this host's share of ``schedule``: its QPs opened (and reported) up front, so the
+    controller can install the real keys before the first message."""
+    from icefabric.topo.spec import load_topology
+    from icefabric.traffic.workload import WorkloadExecutor
+
+    spec = load_topology(topology)
+    ips = {h.name: h.address for h in spec.hosts}
+
+    def post(m: Any, _now: float) -> None:
+        host.post(ips[m.dst_host], m.nbytes, m.id, job=schedule.job, flow_id=m.flow_id or "")
+
+    host.executor = WorkloadExecutor(schedule=schedule, post=post, host=name)
+    for m in schedule.messages:
+        if m.src_host == name and m.flow_id is not None:
+            host.open_flow(ips[m.dst_host], job=schedule.job, flow_id=m.flow_id)
 
 
 def _write_stats(path: Path, data: dict[str, Any]) -> None:
