@@ -425,6 +425,32 @@ def _parse_phase(p: Any, key: str, n: int, err: Any) -> Phase | None:
     if alg == "halving-doubling" and len(ranks) & (len(ranks) - 1):
         err(f"{key}.ranks", f"halving-doubling needs a power-of-two rank count, got {len(ranks)}")
         return None
+    rings = _phase_rings(p, key, alg, ch, ranks, n, err)
+    if rings is None:
+        return None
+    trees = _phase_trees(p, key, alg, ch, ranks, err)
+    if trees is None:
+        return None
+    pairs = _phase_pairs(p, key, coll, ranks, n, err)
+    if pairs is None:
+        return None
+    return Phase(
+        name=name,
+        collective=coll,
+        algorithm=alg,
+        channels=ch,
+        message_bytes=size,
+        ranks=ranks,
+        rings=tuple(rings),
+        trees=tuple(trees),
+        pairs=tuple(pairs),
+    )
+
+
+def _phase_rings(
+    p: Mapping[str, Any], key: str, alg: str, ch: int, ranks: tuple[int, ...], n: int, err: Any
+) -> list[tuple[int, ...]] | None:
+    """A phase's ``rings`` (one permutation of its ranks per channel); None: an error said."""
     rings: list[tuple[int, ...]] = []
     if "rings" in p:
         if alg != "ring":
@@ -442,6 +468,13 @@ def _parse_phase(p: Any, key: str, n: int, err: Any) -> Phase | None:
                 err(f"{key}.rings[{c}]", "expected a permutation of the phase's ranks")
                 return None
             rings.append(ring)
+    return rings
+
+
+def _phase_trees(
+    p: Mapping[str, Any], key: str, alg: str, ch: int, ranks: tuple[int, ...], err: Any
+) -> list[dict[int, int]] | None:
+    """A phase's ``trees`` (one {rank: parent} per channel); None: an error said."""
     trees: list[dict[int, int]] = []
     if "trees" in p:
         if alg != "tree":
@@ -456,6 +489,13 @@ def _parse_phase(p: Any, key: str, n: int, err: Any) -> Phase | None:
             if tree is None:
                 return None
             trees.append(tree)
+    return trees
+
+
+def _phase_pairs(
+    p: Mapping[str, Any], key: str, coll: str, ranks: tuple[int, ...], n: int, err: Any
+) -> list[tuple[int, int]] | None:
+    """A send-recv phase's ``pairs`` (given, or its ranks chained); None: an error said."""
     pairs: list[tuple[int, int]] = []
     if "pairs" in p:
         if coll != "send-recv":
@@ -483,17 +523,7 @@ def _parse_phase(p: Any, key: str, n: int, err: Any) -> Phase | None:
             err(f"{key}.ranks", "send-recv needs pairs or at least 2 ranks to chain")
             return None
         pairs = list(itertools.pairwise(ranks))
-    return Phase(
-        name=name,
-        collective=coll,
-        algorithm=alg,
-        channels=ch,
-        message_bytes=size,
-        ranks=ranks,
-        rings=tuple(rings),
-        trees=tuple(trees),
-        pairs=tuple(pairs),
-    )
+    return pairs
 
 
 def _tree_int(v: Any) -> int | None:
