@@ -115,31 +115,8 @@ class VirtualEngine:
         ]
         bg_done: dict[int, float] = {}
         caps = PhaseCaps(ctl, fab, schedule, exp.rates.scale, delay) if mode.caps else None
-        names = {s.switch_id: s.name for s in spec_switches(exp)}
-        paths: dict[str, list[str]] = {}
-        by_key = {k: fid for fid, k in keys.items()}
-
-        def on_cpu(switch: str, data: bytes, now_us: int) -> None:
-            if len(data) < 5 or data[4] != n.PUNT_REASON_TELEMETRY:
-                return
-            from icefabric.control.telemetry.reports import decode_report
-
-            try:
-                rep = decode_report(data[5:], {"reason": data[4]})
-            except Exception:  # a malformed report is counted by nobody here: skip it
-                return
-            fid = by_key.get(
-                FlowKey(
-                    src_ip=rep["src_ip"],
-                    dst_ip=rep["dst_ip"],
-                    udp_sport=rep["udp_sport"],
-                    dst_qp=rep["dst_qp"],
-                )
-            )
-            if fid is not None and fid not in paths:
-                paths[fid] = [
-                    names.get(h["switch_id"], str(h["switch_id"])) for h in reversed(rep["hops"])
-                ]
+        seen = _SeenPaths({s.switch_id: s.name for s in spec_switches(exp)}, keys)
+        paths = seen.paths
 
         def post(m: Message, now_us: float) -> None:
             assert m.flow_id is not None  # the executor keeps same-host messages to itself
@@ -157,7 +134,7 @@ class VirtualEngine:
 
         ex = WorkloadExecutor(schedule, post)
         fab.on_message = arrived
-        fab.on_cpu_packet = on_cpu
+        fab.on_cpu_packet = seen.on_cpu
         if caps is not None and exp.phases_known_ahead:
             # the job was submitted before it runs: its first phases' caps go out one control
             # delay before their first message, so they are in place when it leaves
@@ -170,40 +147,10 @@ class VirtualEngine:
         drops0 = _sum_drops(fab.drops())
         t0 = fab.now_us
         wall0 = time.monotonic()
-        limit_us = t0 + exp.limits.virtual_ms * 1e3
-        total = len(schedule.messages)
         ex.start(float(t0))
         for i, (b, k) in enumerate(zip(exp.background, bg_keys, strict=True)):
             fab.post(k, b.bytes, BACKGROUND_TAG + i)
-        # link down: (virtual time, action); the controller first, the link drain_us later
-        events: list[tuple[float, str]] = []
-        if exp.link_down is not None:
-            ld = exp.link_down
-            at = t0 + ld.at_us / exp.rates.scale
-            events = [(at, "tell"), (at + ld.drain_us / exp.rates.scale, "cut")]
-        error = None
-        while not ex.done:
-            while events and fab.now_us >= events[0][0]:
-                _, what = events.pop(0)
-                assert exp.link_down is not None
-                if what == "tell":
-                    ctl.fail_link(exp.link_down.a, exp.link_down.b)
-                    if caps is not None:
-                        caps.push()  # the new plan's fair rates
-                else:
-                    fab.cut_link(exp.link_down.a, exp.link_down.b)
-            if fab.now_us >= limit_us:
-                error = f"virtual time limit {exp.limits.virtual_ms:g} ms reached with {ex.remaining} message(s) outstanding"
-                break
-            if time.monotonic() - wall0 > exp.limits.wall_s:
-                error = f"wall time limit {exp.limits.wall_s:g} s reached with {ex.remaining} message(s) outstanding"
-                break
-            nxt = fab.now_us + STEP_US
-            if events:
-                nxt = min(nxt, max(int(events[0][0]), fab.now_us + 1))
-            fab.run_until(nxt)
-            progress(mode.name, len(ex.arrived_us) / total)
-        progress(mode.name, len(ex.arrived_us) / total)
+        error = _drive(exp, mode.name, fab, ctl, ex, caps, progress, t0=t0, wall0=wall0)
         obs = observe(exp, mode, fab, ex, ports0, drops0, paths, error, keys)
         if caps is not None:
             obs.extra["cap_pushes"] = caps.pushes
@@ -226,6 +173,87 @@ class VirtualEngine:
                 int_on=mode.int_on,
             )
         return obs
+
+
+def _drive(
+    exp: Experiment,
+    name: str,
+    fab: Any,
+    ctl: Any,
+    ex: WorkloadExecutor,
+    caps: PhaseCaps | None,
+    progress: Progress,
+    *,
+    t0: int,
+    wall0: float,
+) -> str | None:
+    """Run the fabric until the workload is done (the link-down events at their virtual
+    times: the controller told first, the link cut ``drain_us`` later); why it stopped early,
+    or None."""
+    limit_us = t0 + exp.limits.virtual_ms * 1e3
+    total = len(ex.schedule.messages)
+    events: list[tuple[float, str]] = []
+    if exp.link_down is not None:
+        ld = exp.link_down
+        at = t0 + ld.at_us / exp.rates.scale
+        events = [(at, "tell"), (at + ld.drain_us / exp.rates.scale, "cut")]
+    error = None
+    while not ex.done:
+        while events and fab.now_us >= events[0][0]:
+            _, what = events.pop(0)
+            assert exp.link_down is not None
+            if what == "tell":
+                ctl.fail_link(exp.link_down.a, exp.link_down.b)
+                if caps is not None:
+                    caps.push()  # the new plan's fair rates
+            else:
+                fab.cut_link(exp.link_down.a, exp.link_down.b)
+        if fab.now_us >= limit_us:
+            error = f"virtual time limit {exp.limits.virtual_ms:g} ms reached with {ex.remaining} message(s) outstanding"
+            break
+        if time.monotonic() - wall0 > exp.limits.wall_s:
+            error = f"wall time limit {exp.limits.wall_s:g} s reached with {ex.remaining} message(s) outstanding"
+            break
+        nxt = fab.now_us + STEP_US
+        if events:
+            nxt = min(nxt, max(int(events[0][0]), fab.now_us + 1))
+        fab.run_until(nxt)
+        progress(name, len(ex.arrived_us) / total)
+    progress(name, len(ex.arrived_us) / total)
+    return error
+
+
+class _SeenPaths:
+    """The switch path of each flow, from the first INT report that names it (the fabric's
+    CPU-port packets)."""
+
+    def __init__(self, names: dict[int, str], keys: dict[str, Any]) -> None:
+        self.names = names
+        self.by_key = {k: fid for fid, k in keys.items()}
+        self.paths: dict[str, list[str]] = {}
+
+    def on_cpu(self, switch: str, data: bytes, now_us: int) -> None:
+        """A packet a switch sent to its CPU port: a telemetry report names a flow's path."""
+        if len(data) < 5 or data[4] != n.PUNT_REASON_TELEMETRY:
+            return
+        from icefabric.control.telemetry.reports import decode_report
+
+        try:
+            rep = decode_report(data[5:], {"reason": data[4]})
+        except Exception:  # a malformed report is counted by nobody here: skip it
+            return
+        fid = self.by_key.get(
+            FlowKey(
+                src_ip=rep["src_ip"],
+                dst_ip=rep["dst_ip"],
+                udp_sport=rep["udp_sport"],
+                dst_qp=rep["dst_qp"],
+            )
+        )
+        if fid is not None and fid not in self.paths:
+            self.paths[fid] = [
+                self.names.get(h["switch_id"], str(h["switch_id"])) for h in reversed(rep["hops"])
+            ]
 
 
 def ecmp_model_check(
