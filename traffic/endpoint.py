@@ -523,3 +523,10 @@ class Endpoint:
     def rx_stats(self) -> dict[FlowKey, FlowStats]:
         """Receiver-side stats of every flow that sent to this host."""
         return {r.stats.key: r.stats for r in self.rx.values()}
+
+    def partial_messages(self) -> dict[FlowKey, tuple[int, float | None]]:
+        """Flows sent to this host with a message begun and not ended: its payload bytes so
+        far and when the flow's last packet arrived (a lost LAST packet leaves one here)."""
+        return {
+            r.stats.key: (r.msg_bytes, r.stats.last_rx_us) for r in self.rx.values() if r.msg_bytes
+        }

@@ -21,7 +21,9 @@ the Mininet CLI turns every node name into its IP), the controller is the defaul
 when it exists, and the pace is the smaller of the topology's host rate and what the switch
 target (``$ICE_TARGET``) forwards without loss (``hostconfig.TARGET_PACE_BPS``). At exit it
 prints one summary line per flow (bytes, time, goodput, loss, rate, cap, path) and exits 1 when
-a message sent to it arrived with a packet missing (``--flow``/``--expect`` work).
+a message sent to it arrived with a packet missing or stopped before its last packet (silent
+for ``realtime.STALL_S``, 10 s: given up rather than waited for ever) (``--flow``/``--expect``
+work).
 
 The loop is :class:`~icefabric.traffic.realtime.RealTimeHost`; the options are resolved in
 :mod:`icefabric.traffic.hostconfig`; this module is the command line that joins them.
@@ -81,7 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
             "      --controller /run/icefabric/icectl-agents.sock --stats h1.json\n"
             "  icefabric-host --topology topo.yaml --host h1 --iface h1-eth0 --schedule s.json\n"
             "exit codes: 0 done, 1 runtime failure or a message that arrived with packets "
-            "missing, 2 bad options or input files"
+            "missing (or without its last packet: given up after 10 s), 2 bad options or "
+            "input files"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -25,6 +25,10 @@ log = logging.getLogger("icefabric.traffic.host")
 
 RX_BATCH = 64
 REPORT_EVERY_S = 1.0
+# A message to this host begun and then silent this long lost its last packet (the sender paces
+# its packets at most a few ms apart): a receiver waiting for it (--expect) stops instead of
+# waiting for ever, and fails.
+STALL_S = 10.0
 PACKET_OUTGOING = 4
 
 
@@ -65,6 +69,7 @@ class RealTimeHost:
         self._caps_cv = threading.Condition()
         self._cap_keys: set[FlowKey] = set()  # flows the controller has capped so far
         self.short_messages = 0  # messages that completed with bytes missing
+        self.cut_short: dict[FlowKey, int] = {}  # messages whose end never came: bytes received
         endpoint.on_message = self._on_message
 
     def now_us(self) -> float:
@@ -126,6 +131,16 @@ class RealTimeHost:
             return False
         return len(self.messages) >= self.expect_messages
 
+    def give_up_stalled(self, now_us: float) -> bool:
+        """While this host waits for ``--expect`` messages: whether one begun here has been
+        silent for STALL_S (its last packet lost), recorded in ``cut_short``."""
+        if not self.expect_messages or self.executor is not None or self.done():
+            return False
+        for key, (nbytes, last_us) in self.endpoint.partial_messages().items():
+            if last_us is not None and now_us - last_us >= STALL_S * 1e6:
+                self.cut_short[key] = nbytes
+        return bool(self.cut_short)
+
     def run(self, *, duration_s: float | None = None, linger_s: float = 0.2) -> None:
         """Run until done (then ``linger_s`` more for late CNPs/feedback), ``duration_s`` or stop."""
         ep = self.endpoint
@@ -160,6 +175,9 @@ class RealTimeHost:
             if wall >= next_report:
                 next_report = wall + REPORT_EVERY_S
                 self._report()
+                if self.give_up_stalled(self.now_us()):
+                    log.warning("a message stopped arriving before its last packet: giving up")
+                    break
             wait = 0.01
             nxt = ep.next_send_us()
             if nxt is not None:
@@ -228,12 +246,18 @@ class RealTimeHost:
             secs = _span_s(st.first_rx_us, st.last_rx_us)
             total = st.packets_received + st.psn_gap_losses
             pct = 100.0 * st.psn_gap_losses / total if total else 0.0
-            verdict = "complete" if st.psn_gap_losses == 0 else "INCOMPLETE"
+            cut = key in self.cut_short
+            verdict = "complete" if st.psn_gap_losses == 0 and not cut else "INCOMPLETE"
             lines.append(
                 f"{me} <- {peer} qp {key.dst_qp:#x}: received {st.bytes_received} bytes "
                 f"({st.packets_received} of {total} packets) in {secs:.3f} s, goodput "
                 f"{fmt_bps(st.goodput_bps())}, lost {st.psn_gap_losses} ({pct:.1f} %), "
                 f"{st.messages_received} message(s) {verdict}"
+                + (
+                    f", 1 cut short ({self.cut_short[key]} bytes, its last packet never came)"
+                    if cut
+                    else ""
+                )
             )
         return lines
 
@@ -270,9 +294,18 @@ class RealTimeHost:
 def outcome(host: RealTimeHost, *, scheduled: bool) -> tuple[int, str | None]:
     """The exit code of a finished run and why it is not 0.
 
-    1 when the work was not done, or (``--flow``/``--expect`` work) when a message sent here
+    1 when a message sent here stopped before its last packet (``cut_short``), when the work
+    was not done, or (``--flow``/``--expect`` work) when a message sent here
     arrived with packets missing: it did not arrive whole. Schedule runs are experiments, whose
     losses are measured and reported rather than failed on."""
+    if host.cut_short:
+        return 1, (
+            f"a message stopped arriving before its last packet ({STALL_S:g} s without one): "
+            + ", ".join(
+                f"{n} bytes from {k.src_ip}"
+                for k, n in sorted(host.cut_short.items(), key=lambda kv: kv[0].dst_qp)
+            )
+        )
     if not host.done():
         return 1, "stopped before its work was done"
     lost = host.lost_packets()

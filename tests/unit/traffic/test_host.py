@@ -16,7 +16,7 @@ from icefabric.traffic.agent import Agent
 from icefabric.traffic.endpoint import Endpoint
 from icefabric.traffic.host import build_parser, main
 from icefabric.traffic.hostconfig import TARGET_PACE_BPS, resolve, resolve_flow
-from icefabric.traffic.realtime import RealTimeHost, outcome
+from icefabric.traffic.realtime import STALL_S, RealTimeHost, outcome
 from icefabric.waiting import poll_until
 
 
@@ -224,3 +224,29 @@ def test_packets_lost_before_the_first_one_seen_count_as_lost() -> None:
     assert outcome(b, scheduled=False)[0] == 1
     (line,) = b.summary_lines()
     assert "(17 of 20 packets)" in line and "INCOMPLETE" in line
+
+
+def test_a_message_whose_last_packet_is_lost_fails_after_the_stall_not_never() -> None:
+    """The last packet ends a message: lost, the receiver of --expect 1 waited for ever (the
+    README tour on a loaded BMv2 host). Silent for STALL_S, the message is given up: exit 1."""
+    a, b = _pair()
+    key = a.post("10.0.2.1", 20_000, tag=1)
+    _deliver(a, b, drop={19})
+    assert not b.done() and b.lost_packets() == 0
+    got = b.endpoint.rx_stats()[key]
+    last, nbytes = got.last_rx_us, got.bytes_received
+    assert last is not None and 0 < nbytes < 20_000
+    assert not b.give_up_stalled(last + STALL_S * 1e6 / 2)  # a slow sender: keep waiting
+    assert b.cut_short == {}
+    assert b.give_up_stalled(last + STALL_S * 1e6)
+    assert b.cut_short == {key: nbytes}
+    rc, why = outcome(b, scheduled=False)
+    assert rc == 1 and why is not None and f"{nbytes} bytes from 10.0.1.1" in why
+    (line,) = b.summary_lines({"10.0.1.1": "h1"})
+    assert "INCOMPLETE" in line and f"1 cut short ({nbytes} bytes" in line
+    # a host with nothing to wait for gives nothing up
+    c, d = _pair()
+    d.expect_messages = 0
+    c.post("10.0.2.1", 20_000, tag=1)
+    _deliver(c, d, drop={19})
+    assert not d.give_up_stalled(1e12)
