@@ -506,7 +506,7 @@ class Controller:
     def check_fence(self) -> None:
         """StoreFenced unless this replica may write to the switches now (etcd: the lease
         certainly holds; the file store: always)."""
-        if self.store is not None and not self.store.may_write():
+        if self.store is not None and not self.store.wait_writable():
             raise StoreFenced(
                 f"{self.store.where()}: not the primary (lease lost or not elected); "
                 "nothing written to the switches"

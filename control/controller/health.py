@@ -3,7 +3,7 @@
 Every row of ``icectl status`` and ``icectl links`` that is not fine is one problem here: a
 switch not connected or not primary (and whether it was failed over), a failed link, a link the
 probes see down or cannot see (``unknown``: an end switch unreachable), a state file that did
-not load, miswired ports. ``state`` is ``ok`` only when there is none; ``down`` when this
+not load, miswired ports, writes paused while etcd answers no lease renewal. ``state`` is ``ok`` only when there is none; ``down`` when this
 controller holds no switch as primary; ``degraded`` otherwise.
 """
 
@@ -46,6 +46,11 @@ def fabric_health(
     miswired = probes.get("miswired", [])
     if miswired:
         problems.append(f"{len(miswired)} miswired port(s) (icectl links)")
+    paused = (status.get("store") or {}).get("writes_paused_s") or 0
+    if paused:
+        problems.append(
+            f"writes paused {paused:.1f} s: etcd has not answered a lease renewal (term kept)"
+        )
     for err in status.get("state_errors", []):
         problems.append(f"state file: {err}")
     primaries = sum(1 for s in switches.values() if s.get("connected") and s.get("primary"))

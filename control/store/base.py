@@ -71,6 +71,11 @@ class StateStore(Protocol):
         """Whether this replica may write to the switches now (its lease holds)."""
         ...
 
+    def wait_writable(self) -> bool:
+        """``may_write()``, after waiting out a pause in which the store cannot yet tell
+        (etcd: a lease renewal unanswered while etcd elects a leader)."""
+        ...
+
     def describe(self) -> dict[str, Any]:
         """Plain data for ``icectl status``: kind, where, term, replicas."""
         ...

@@ -11,8 +11,19 @@ disappears when the primary resigns or when its lease runs out (SIGKILL, lost se
 **Fencing.** The primary computes its own deadline from the keepalives etcd acknowledged: the
 send time of the last acknowledged keepalive + the TTL granted, less a margin (an eighth of the
 TTL, at least 200 ms). etcd cannot expire the lease before that send time + TTL, so once the
-deadline passes the replica stops writing (``may_write`` is False, ``on_fenced`` runs) strictly
-before any other replica can win. The store's writes are transactions guarded by the term
+deadline passes the replica stops writing (``may_write`` is False) strictly before any other
+replica can win.
+
+**Paused, not yet fenced.** At the deadline the primary only *pauses*: it keeps its term and
+keeps renewing. A renewal that etcd then acknowledges proves the lease never ended (an expired
+lease cannot be renewed), so the leader key under it never went away and no other replica can
+have won: writes resume in the same term. That is what losing the member etcd's own leader runs
+on looks like: no renewal is answered until the other members elect a leader (0.6-2 s on a
+loaded host), which used to fence the primary, revoke its lease and fail the save in flight.
+Writers wait through a pause (``wait_writable``). Only when no renewal has been acknowledged a
+``hold`` (one TTL) past the earliest time etcd could end the lease, or etcd says the lease is
+gone, is the primary **fenced**: it gives up its term, ``on_fenced`` runs (the controller lets
+go of the switches and agents) and it revokes the lease once etcd answers. The store's writes are transactions guarded by the term
 (``create_revision(leader) == term``), so an old primary can never overwrite a newer one's
 entries in etcd; on the switches the newer primary's higher election id rejects its writes.
 """
@@ -91,6 +102,8 @@ class Election:
         self._resign = False
         self._registered: dict[str, Any] | None = None  # what replicas/<name> holds now
         self._hold_until = 0.0  # monotonic: after stepping down, let the others campaign first
+        self.paused_since = 0.0  # monotonic: when writes paused at the deadline (0: not paused)
+        self._changed = threading.Condition(self._lock)  # the deadline moved, or fenced
         self._last_check = 0.0  # monotonic: when the primary last read the leader key
 
     @property
@@ -148,6 +161,25 @@ class Election:
         """How long before the lease can end the primary stops writing."""
         return max(MIN_MARGIN_S, self.ttl / 8)
 
+    def hold_s(self) -> float:
+        """How long past the earliest end of its lease a paused primary waits for a renewal
+        to be acknowledged before it gives up its term (one TTL: an etcd leader election)."""
+        return float(max(self.ttl, 1))
+
+    def wait_writable(self) -> bool:
+        """``may_write()``, waiting through a pause until a renewal resumes writing (True) or
+        the primary is fenced (False); at most until the pause must end either way."""
+        with self._changed:
+            while True:
+                if self.may_write():
+                    return True
+                now = time.monotonic()
+                # the session thread fences at _expires + hold; a stopped thread never will
+                end = self._expires + self.hold_s() + 0.5
+                if not self.term or now >= end:
+                    return False
+                self._changed.wait(min(end - now, 0.05))
+
     # -- the session thread ----------------------------------------------------------------
 
     def _run(self) -> None:
@@ -163,10 +195,21 @@ class Election:
     def _tick(self) -> None:
         now = time.monotonic()
         if self.term and now >= self._deadline:
-            self._fence(
-                f"lease {self.lease:x} not renewed for {now - self._last_ka:.2f} s "
-                "(etcd unreachable or without quorum): stopped writing to the switches"
-            )
+            if not self.paused_since:
+                self.paused_since = now
+                log.warning(
+                    "etcd: %s pauses writing (term %d): lease %x not renewed for %.2f s; the "
+                    "term holds while a renewal can still prove the lease alive",
+                    self.name,
+                    self.term,
+                    self.lease,
+                    now - self._last_ka,
+                )
+            if now >= self._expires + self.hold_s():
+                self._fence(
+                    f"lease {self.lease:x} not renewed for {now - self._last_ka:.2f} s "
+                    "(etcd unreachable or without quorum): stopped writing to the switches"
+                )
         self._revoke_stale()
         if not self.lease:
             if not self._grant():
@@ -217,6 +260,16 @@ class Election:
             self._expires = t0 + ttl
             if self.term:
                 self._deadline = self._expires - self.margin_s()
+                if self.paused_since and self.may_write():
+                    # etcd renewed the lease: it never ended, nobody else can have won
+                    log.warning(
+                        "etcd: %s resumes writing (term %d): lease renewed after a %.2f s pause",
+                        self.name,
+                        self.term,
+                        time.monotonic() - self.paused_since,
+                    )
+                    self.paused_since = 0.0
+            self._changed.notify_all()
         return True
 
     def _register(self) -> None:
@@ -266,6 +319,7 @@ class Election:
             if self._expires < t0 + self.ttl:
                 self._expires = t0 + self.ttl
             self._deadline = self._expires - self.margin_s()
+            self.paused_since = 0.0
             self.term = res.revision
             self.leader = {"name": self.name, "lease": f"{self.lease:x}"}
             self.leader_term = res.revision
@@ -297,6 +351,8 @@ class Election:
             term = self.term
             self.term = 0
             self._deadline = 0.0
+            self.paused_since = 0.0
+            self._changed.notify_all()
             self.fenced_reason = why
             self.fenced_at = time.time()
             self._hold_until = time.monotonic() + max(self.ttl, 1)

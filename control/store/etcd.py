@@ -114,6 +114,10 @@ class EtcdStore:
         """Whether this replica is primary and its lease certainly holds."""
         return self.election.may_write()
 
+    def wait_writable(self) -> bool:
+        """``may_write()`` once a pause (a renewal unanswered, the term kept) has ended."""
+        return self.election.wait_writable()
+
     def where(self) -> str:
         """The endpoints and the key prefix."""
         return f"etcd {','.join(self.client.endpoints)} {self.prefix.decode()}"
@@ -150,7 +154,7 @@ class EtcdStore:
     def save(self, snapshot: Snapshot) -> bool:
         """Commit the changed documents in one term-guarded transaction; False if none changed."""
         term = self.election.term
-        if not term or not self.election.may_write():
+        if not term or not self.election.wait_writable():
             raise StoreFenced(f"{self.where()}: {self.name} is not the primary; not saved")
         t0 = time.perf_counter()
         docs = self.documents(snapshot)
@@ -299,6 +303,9 @@ class EtcdStore:
             "leader_term": el.leader_term,
             "lease_s": el.ttl or el.lease_s,
             "lease_left_s": round(el.lease_left_s(), 3),
+            "writes_paused_s": round(time.monotonic() - el.paused_since, 2)
+            if el.paused_since
+            else 0.0,
             "fenced": el.fenced_reason,
             "generation": self.gen,
             "saves": self.saves,

@@ -65,6 +65,10 @@ class FileStore:
         """Always: the switches' arbitration fences a file-store primary."""
         return True
 
+    def wait_writable(self) -> bool:
+        """Always, at once."""
+        return True
+
     def describe(self) -> dict[str, Any]:
         """Kind and path."""
         return {"kind": self.kind, "where": str(self.path)}

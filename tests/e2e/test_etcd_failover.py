@@ -460,10 +460,6 @@ def test_primary_killed_mid_install_ten_times(world: tuple[Replicas, Any, Any]) 
     )
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="flaky: 1 of 3 fresh-clone CI runs lost the term during member loss (jobs.add: term is no longer the leader); open in the session-4 and session-5 notes",
-)
 def test_member_loss_changes_nothing_quorum_loss_stops_writes_and_recovers(
     world: tuple[Replicas, Any, Any],
 ) -> None:
@@ -480,8 +476,10 @@ def test_member_loss_changes_nothing_quorum_loss_stops_writes_and_recovers(
         assert st is not None and st["role"] == "primary" and st["store"]["term"] == term
     other = next(i for i in range(3) if i != lost)
     reps.etcd.stop_member(other)  # quorum lost
-    assert poll_until(lambda: (reps.status(p) or {}).get("role") == "standby", 5), (
-        "the primary kept writing without quorum"
+    # writes pause at the fencing deadline (< 2 s), the term is given up a hold (one TTL)
+    # later: no renewal answered while etcd has no quorum
+    assert poll_until(lambda: (reps.status(p) or {}).get("role") == "standby", 10), (
+        "the primary kept its term without quorum"
     )
     st = reps.status(p)
     assert st is not None and "stopped writing" in st["fenced"][-1]["reason"]
