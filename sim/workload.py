@@ -158,6 +158,15 @@ def _tree_preds(phase: Phase, flows: Sequence[Flow]) -> dict[str, list[str]]:
     return out
 
 
+def _rows_of(phase: Phase, a2a_window: int | None) -> int:
+    """The rows ``phase`` takes in a run: its flows, or for a windowed all-to-all the 2 W n
+    rows per channel that carry its n (n - 1) pairs (``window.py``), whichever is fewer."""
+    est = estimate_flows(phase)
+    if a2a_window is not None and phase.collective == "all-to-all":
+        return min(est, 2 * a2a_window * len(phase.ranks) * phase.channels)
+    return est
+
+
 def workload_from_jobs(
     jobs: Sequence[JobSpec],
     *,
@@ -178,7 +187,7 @@ def workload_from_jobs(
         raise ValueError(f"slices: expected >= 1, got {slices}")
     if not 1 <= iterations <= MAX_ITERATIONS:
         raise ValueError(f"iterations: expected 1..{MAX_ITERATIONS:,}, got {iterations}")
-    total = iterations * sum(estimate_flows(p) for job in jobs for p in job.phases)
+    total = iterations * sum(_rows_of(p, a2a_window) for job in jobs for p in job.phases)
     if total > MAX_SIM_FLOWS:
         raise ValueError(
             f"iterations: {iterations} x the jobs' flows = {total:,} flows, at most "

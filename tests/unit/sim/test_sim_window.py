@@ -167,3 +167,21 @@ def test_cli_runs_a_windowed_all_to_all(tmp_path: Path, capsys: pytest.CaptureFi
     assert out["flows"] == 2 * 2 * 8 and out["unfinished"] == 0
     assert main([*argv, "--a2a-window", "2", "--routing", "flowlet"]) != 0
     assert "flowlet" in capsys.readouterr().err
+
+
+def test_a_windowed_all_to_all_is_sized_by_its_rows_not_its_pairs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The run-size bound counts the rows a windowed all-to-all holds (2 W n per channel),
+    not its n (n - 1) pairs: `sim.scale`'s 4,096-GPU case (16.8 M pairs in 131,072 rows) was
+    refused before it ran."""
+    import icefabric.sim.workload as workload
+
+    hosts = [h.name for h in leaf_spine(leaves=4, spines=2, hosts_per_leaf=8).hosts]
+    job = _job(hosts)  # 32 ranks: 992 pairs per channel
+    pairs = sum(len(p.ranks) * (len(p.ranks) - 1) * p.channels for p in job.phases)
+    monkeypatch.setattr(workload, "MAX_SIM_FLOWS", pairs - 1)
+    with pytest.raises(ValueError, match="flows"):
+        workload_from_jobs([job])
+    w = workload_from_jobs([job], a2a_window=4)  # 2 x 4 x 32 rows per channel
+    assert len(w.flows) <= pairs - 1
