@@ -37,9 +37,8 @@ from icefabric.control.agents.protocol import (
 from icefabric.control.fabric import switch_mac
 from icefabric.control.flowkey import FlowKey
 from icefabric.experiment.virtual_stats import ChannelStats, PortStats, ice_overhead_bytes, is_ce
-from icefabric.experiment.wire import link_ports
+from icefabric.experiment.wiring import CutLinks, EmbeddedSwitch, serve_switch, wiring
 from icefabric.p4src.ice_p4 import (
-    CPU_PORT,
     ETHERNET_BYTES,
     ICE_FEEDBACK_BYTES,
     INT_HOP_BYTES,
@@ -99,15 +98,6 @@ class VirtualConfig:
 
 
 @dataclass(slots=True)
-class _Switch:
-    name: str
-    device: Any
-    server: Any
-    port: int
-    service: Any = None
-
-
-@dataclass(slots=True)
 class VirtualHost:
     """One host of the fabric: its endpoint, agent and attachment."""
 
@@ -129,7 +119,7 @@ _TO_HOST = 1
 _TO_AGENT = 2  # agent channel frames from the controller (caps), after the control delay
 
 
-class VirtualFabric:
+class VirtualFabric(CutLinks):
     """The discrete-event engine over a topology (see the module docstring); a context manager."""
 
     def __init__(
@@ -144,7 +134,7 @@ class VirtualFabric:
         self.spec = spec
         self.config = cfg = config or VirtualConfig()
         self.clock = ManualClock()
-        self.switches: dict[str, _Switch] = {}
+        self.switches: dict[str, EmbeddedSwitch] = {}
         self.ports: dict[tuple[str, int], PortStats] = {}
         self.on_message: MessageHook | None = None
         self.on_cpu_packet: CpuHook | None = None
@@ -178,34 +168,21 @@ class VirtualFabric:
 
     def start(self) -> None:
         """Create every switch, serve it over P4Runtime and wire its ports."""
-        from icefabric.target.device import Device
-        from icefabric.target.server import serve
-
         if self._started:
             return
         self._started = True
         for s in self.spec.switches:
-            device = Device(
-                device_id=s.device_id,
-                cpu_port=CPU_PORT,
-                clock=self.clock,
-                log=logging.getLogger(f"icefabric.target.device.{s.name}"),
-                priority_queues=self.spec.defaults.priority_queues,
-            )
-            device.collect_limit = 0
-            server, port, service = serve(device, "127.0.0.1:0")
-            self.switches[s.name] = _Switch(
-                name=s.name, device=device, server=server, port=port, service=service
-            )
-            device.packet_in_handlers.append(self._cpu_handler(s.name))
-        for ln in self.spec.links:
-            rate = self.spec.link_rate(ln) * 1e9 * self.config.rate_scale
-            delay = self.spec.link_delay(ln)
-            for here, there in ((ln.a, ln.b), (ln.b, ln.a)):
-                self._attach(here.node, here.port, rate, delay, _TO_SWITCH, there.node, there.port)
-        for h in self.spec.hosts:
-            vh = self.hosts[h.name]
-            self._attach(h.leaf, h.port, vh.line_rate_bps, vh.delay_us, _TO_HOST, h.name, 0)
+            sw = serve_switch(self.spec, s, "127.0.0.1:0", clock=self.clock, collect_limit=0)
+            self.switches[s.name] = sw
+            sw.device.packet_in_handlers.append(self._cpu_handler(s.name))
+        for w in wiring(self.spec):
+            if w.link is not None:
+                rate = self.spec.link_rate(w.link) * 1e9 * self.config.rate_scale
+                delay = self.spec.link_delay(w.link)
+                self._attach(w.switch, w.port, rate, delay, _TO_SWITCH, w.peer, w.peer_port)
+            else:
+                vh = self.hosts[w.peer]
+                self._attach(w.switch, w.port, vh.line_rate_bps, vh.delay_us, _TO_HOST, w.peer, 0)
 
     def stop(self) -> None:
         """Stop every P4Runtime server."""
@@ -376,15 +353,6 @@ class VirtualFabric:
     def drops(self) -> dict[str, dict[str, int]]:
         """Packets each switch dropped, by reason (queue_full, egress_drop, ...)."""
         return {name: sw.device.drop_counts() for name, sw in self.switches.items()}
-
-    # ---- links --------------------------------------------------------------------------------
-    def cut_link(self, a: str, b: str) -> None:
-        """Drop everything on the link(s) between switches ``a`` and ``b``, both ways."""
-        self._cut.update(link_ports(self.spec, a, b))
-
-    def heal_link(self, a: str, b: str) -> None:
-        """Undo :meth:`cut_link`."""
-        self._cut.difference_update(link_ports(self.spec, a, b))
 
     # ---- internals --------------------------------------------------------------------------
     def _make_host(self, h: Any) -> VirtualHost:

@@ -3,78 +3,32 @@
 Each switch is an :class:`icefabric.target.device.Device` running its real-time scheduler and
 serving P4Runtime on ``127.0.0.1:<free port>``; what leaves a switch port is injected into the
 peer switch's port (the "wire"), what leaves a host port lands in that host's inbox
-(:class:`HostInboxes`, the fabric's ``inbox``: ``take``, ``wait_for``, ``delivered``). No root, no
-namespaces: this is what ``make demo`` and the fabric end-to-end tests run the controller against.
+(:class:`~icefabric.experiment.wiring.HostInboxes`, the fabric's ``inbox``: ``take``,
+``wait_for``, ``delivered``). No root, no namespaces: this is what ``make demo`` and the fabric
+end-to-end tests run the controller against. The switches, the port wiring and the link cuts
+are the ones every in-process fabric builds (``experiment/wiring.py``); here time is real and a
+wire delivers at once.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import threading
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable
 
-from icefabric.p4src.ice_p4 import CPU_PORT
+from icefabric.experiment.wiring import (
+    CutLinks,
+    EmbeddedSwitch,
+    HostInboxes,
+    serve_switch,
+    wiring,
+)
 from icefabric.topo.spec import TopologySpec
-from icefabric.waiting import wait_on
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(slots=True)
-class _Switch:
-    name: str
-    device: Any
-    server: Any
-    port: int  # gRPC port
-
-
-class HostInboxes:
-    """Frames delivered to each host of a fabric, in arrival order, and waiting for them.
-
-    ``cond`` guards the frames; a fabric may hold it around its own state too (it is re-entrant).
-    """
-
-    def __init__(self, hosts: Iterable[str]) -> None:
-        self.cond = threading.Condition()
-        self.frames: dict[str, list[bytes]] = {h: [] for h in hosts}
-
-    def deliver(self, host: str, data: bytes) -> None:
-        """A frame reached ``host``: keep it and wake the waiters."""
-        with self.cond:
-            self.frames[host].append(bytes(data))
-            self.cond.notify_all()
-
-    def take(self, host: str) -> list[bytes]:
-        """Remove and return what ``host`` received so far."""
-        with self.cond:
-            frames = self.frames[host]
-            self.frames[host] = []
-        return frames
-
-    def wait_for(self, predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
-        """Wait until predicate() holds (re-checked on every delivery and every 10 ms)."""
-        return wait_on(self.cond, predicate, timeout, 0.01)
-
-    def delivered(self) -> int:
-        """Frames delivered to all hosts (not yet taken)."""
-        with self.cond:
-            return sum(len(f) for f in self.frames.values())
-
-
-def link_ports(spec: TopologySpec, a: str, b: str) -> list[tuple[str, int]]:
-    """Both ends (switch, port) of every link between switches a and b."""
-    return [
-        end
-        for ln in spec.links
-        if {ln.a.node, ln.b.node} == {a, b}
-        for end in ((ln.a.node, ln.a.port), (ln.b.node, ln.b.port))
-    ]
-
-
-class InProcessFabric:
+class InProcessFabric(CutLinks):
     """Embedded switches of a topology with in-process wires; use as a context manager."""
 
     def __init__(
@@ -83,7 +37,7 @@ class InProcessFabric:
         self.spec = spec
         self.host = host  # where the switches serve P4Runtime (loopback unless a test says)
         self.fabric_pps = fabric_pps  # drain rate of switch-to-switch ports (None: unlimited)
-        self.switches: dict[str, _Switch] = {}
+        self.switches: dict[str, EmbeddedSwitch] = {}
         self.inbox = HostInboxes(h.name for h in spec.hosts)
         self._cut: set[tuple[str, int]] = set()
         self._dead: dict[str, int] = {}  # killed switch -> its gRPC port
@@ -100,7 +54,7 @@ class InProcessFabric:
     def start(self) -> None:
         """Start every switch (no pipeline yet: the controller pushes it) and wire the ports."""
         for s in self.spec.switches:
-            self.switches[s.name] = self._start_switch(s.name, s.device_id, f"{self.host}:0")
+            self.switches[s.name] = self._start_switch(s.name, f"{self.host}:0")
         for s in self.spec.switches:
             self._wire(s.name)
 
@@ -111,34 +65,23 @@ class InProcessFabric:
             sw.device.stop()
         self.switches.clear()
 
-    def _start_switch(self, name: str, device_id: int, addr: str) -> _Switch:
-        from icefabric.target.device import Device
-        from icefabric.target.server import serve
-
-        device = Device(
-            device_id=device_id,
-            cpu_port=CPU_PORT,
-            log=logging.getLogger(f"icefabric.target.device.{name}"),
-            priority_queues=self.spec.defaults.priority_queues,  # as the spec says (Mininet too)
-        )
-        server, port, _service = serve(device, addr)
-        device.start()
-        log.debug("%s: embedded switch on %s:%d", name, self.host, port)
-        return _Switch(name=name, device=device, server=server, port=port)
+    def _start_switch(self, name: str, addr: str) -> EmbeddedSwitch:
+        sw = serve_switch(self.spec, self.spec.switch(name), addr)
+        sw.device.start()
+        log.debug("%s: embedded switch on %s:%d", name, self.host, sw.port)
+        return sw
 
     def _wire(self, name: str) -> None:
         dev = self.switches[name].device
-        for ln in self.spec.links:
-            for here, there in ((ln.a, ln.b), (ln.b, ln.a)):
-                if here.node == name:
-                    dev.attach_port(
-                        here.port, self._to_switch(name, here.port, there.node, there.port)
-                    )
-                    if self.fabric_pps is not None:
-                        dev.set_queue_rate(here.port, pps=self.fabric_pps)
-        for h in self.spec.hosts:
-            if h.leaf == name:
-                dev.attach_port(h.port, self._to_host(h.name))
+        for w in wiring(self.spec):
+            if w.switch != name:
+                continue
+            if w.host is not None:
+                dev.attach_port(w.port, self._to_host(w.peer))
+                continue
+            dev.attach_port(w.port, self._to_switch(name, w.port, w.peer, w.peer_port))
+            if self.fabric_pps is not None:
+                dev.set_queue_rate(w.port, pps=self.fabric_pps)
 
     def _to_switch(
         self, src: str, src_port: int, dst: str, dst_port: int
@@ -179,17 +122,8 @@ class InProcessFabric:
     def revive_switch(self, name: str) -> None:
         """Start a fresh switch (no pipeline, no entries) where a killed one was."""
         port = self._dead.pop(name)
-        spec_sw = self.spec.switch(name)
-        self.switches[name] = self._start_switch(name, spec_sw.device_id, f"{self.host}:{port}")
+        self.switches[name] = self._start_switch(name, f"{self.host}:{port}")
         self._wire(name)
-
-    def cut_link(self, a: str, b: str) -> None:
-        """Drop everything on the link(s) between switches a and b, both directions."""
-        self._cut.update(link_ports(self.spec, a, b))
-
-    def heal_link(self, a: str, b: str) -> None:
-        """Undo :meth:`cut_link`."""
-        self._cut.difference_update(link_ports(self.spec, a, b))
 
     # ------------------------------------------------------------------ traffic
 

@@ -6,7 +6,9 @@ spec) in one private network namespace, serving P4Runtime on a Unix socket; its 
 pair whose far end this process holds with an AF_PACKET socket: frames leaving a fabric port are
 relayed to the peer switch's port (the "wire", which :meth:`cut_link` cuts), frames leaving a
 host port land in that host's inbox. So the controller tests (plans, failures, probes) run the
-same scenarios on BMv2 as on :class:`icefabric.experiment.wire.InProcessFabric`.
+same scenarios on BMv2 as on :class:`icefabric.experiment.wire.InProcessFabric`: the same port
+wiring, link cuts and inboxes (``icefabric.experiment.wiring``) and the same public API
+(``WireFabric``, checked by ``test_fabric_api.py``).
 """
 
 from __future__ import annotations
@@ -28,13 +30,14 @@ from harness import (
     wait_for,
 )
 
-from icefabric.experiment.wire import CPU_PORT, HostInboxes, link_ports
+from icefabric.experiment.wiring import CutLinks, HostInboxes, wiring
+from icefabric.p4src.ice_p4 import CPU_PORT
 from icefabric.topo.spec import TopologySpec
 
 START_TIMEOUT_S = 20.0
 
 
-class Bmv2WireFabric:
+class Bmv2WireFabric(CutLinks):
     """BMv2 switches of a topology with relayed wires; use as a context manager."""
 
     def __init__(self, spec: TopologySpec) -> None:
@@ -47,6 +50,7 @@ class Bmv2WireFabric:
         self.workdir = Path(tempfile.mkdtemp(prefix="ice-bmv2-wire-"))
         self._cond = self.inbox.cond  # also guards the cut wires and the tx counters
         self._cut: set[tuple[str, int]] = set()
+        self._cut_lock = self._cond
         self._tx: Counter[tuple[str, int]] = Counter()
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
         # far end of every switch port -> (switch, port); host ports -> host name
@@ -56,11 +60,11 @@ class Bmv2WireFabric:
         self._host_at: dict[tuple[str, int], str] = {}
         self._io: _NetnsSockets | None = None
         self._index = {s.name: i for i, s in enumerate(spec.switches)}
-        for ln in spec.links:
-            self._peer[(ln.a.node, ln.a.port)] = (ln.b.node, ln.b.port)
-            self._peer[(ln.b.node, ln.b.port)] = (ln.a.node, ln.a.port)
-        for h in spec.hosts:
-            self._host_at[(h.leaf, h.port)] = h.name
+        for w in wiring(spec):
+            if w.host is None:
+                self._peer[(w.switch, w.port)] = (w.peer, w.peer_port)
+            else:
+                self._host_at[(w.switch, w.port)] = w.peer
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -176,16 +180,6 @@ class Bmv2WireFabric:
         """Start a fresh switch (no pipeline, no entries) where a killed one was."""
         self._start_switch(name)
         self._wait_listening(name)
-
-    def cut_link(self, a: str, b: str) -> None:
-        """Drop everything on the link(s) between switches a and b, both directions."""
-        with self._cond:
-            self._cut.update(link_ports(self.spec, a, b))
-
-    def heal_link(self, a: str, b: str) -> None:
-        """Undo :meth:`cut_link`."""
-        with self._cond:
-            self._cut.difference_update(link_ports(self.spec, a, b))
 
     # ------------------------------------------------------------------ traffic
 

@@ -18,6 +18,7 @@ from leaf_spine import LeafSpine, Options, build_first_leaf, build_leaf_spine
 from icefabric.control.p4rt import PipelineConfig
 from icefabric.experiment.virtual import VirtualEngine
 from icefabric.experiment.wire import InProcessFabric
+from icefabric.experiment.wiring import WireFabric
 from icefabric.topo.spec import TopologySpec, load_topology
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,7 +53,7 @@ def engine() -> VirtualEngine:
 
 
 @pytest.fixture
-def fab(spec: TopologySpec) -> Iterator[InProcessFabric]:
+def fab(spec: TopologySpec) -> Iterator[WireFabric]:
     if target_name() == "bmv2":
         from bmv2_wire import Bmv2WireFabric
 
@@ -61,7 +62,7 @@ def fab(spec: TopologySpec) -> Iterator[InProcessFabric]:
         except TargetUnavailable as exc:
             pytest.skip(str(exc))
         with wire as f:
-            yield f  # type: ignore[misc]  # the same API as InProcessFabric, on BMv2
+            yield f  # the same API as InProcessFabric (WireFabric), on BMv2
         return
     with InProcessFabric(spec) as f:
         yield f

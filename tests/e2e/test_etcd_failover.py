@@ -114,13 +114,13 @@ class Fabric(InProcessFabric):
         self.services: dict[str, Any] = {}
         self.on_write: Callable[[], None] | None = None
 
-    def _start_switch(self, name: str, device_id: int, addr: str) -> Any:
-        from icefabric.experiment.wire import _Switch
+    def _start_switch(self, name: str, addr: str) -> Any:
+        from icefabric.experiment.wiring import EmbeddedSwitch
         from icefabric.p4src.ice_p4 import CPU_PORT
         from icefabric.target.device import Device
         from icefabric.target.server import serve
 
-        device = Device(device_id=device_id, cpu_port=CPU_PORT)
+        device = Device(device_id=self.spec.switch(name).device_id, cpu_port=CPU_PORT)
         server, port, service = serve(device, addr)
         device.start()
         check = service._check_primary
@@ -134,7 +134,7 @@ class Fabric(InProcessFabric):
 
         service._check_primary = hooked
         self.services[name] = service
-        return _Switch(name=name, device=device, server=server, port=port)
+        return EmbeddedSwitch(name=name, device=device, server=server, port=port, service=service)
 
     def flow_entries(self, p4info: Any) -> dict[str, set[bytes]]:
         """Every switch's flow_path entries, as canonical bytes."""
