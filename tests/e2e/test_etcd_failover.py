@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _jobs import ring_job
 
 pytestmark = pytest.mark.e2e
 
@@ -158,22 +159,6 @@ def canonical(e: Any, p4info: Any) -> bytes:
     return data
 
 
-def job(name: str, hosts: list[str]) -> dict[str, Any]:
-    return {
-        "name": name,
-        "hosts": hosts,
-        "phases": [
-            {
-                "name": "ar",
-                "collective": "all-reduce",
-                "algorithm": "ring",
-                "channels": 2,
-                "message_bytes": "64MiB",
-            }
-        ],
-    }
-
-
 class Replicas:
     """The ``icectl run`` processes, one per namespace."""
 
@@ -253,7 +238,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Replicas, 
         etcd.start()
         fab.start()
         job_file = tmp / "base.json"
-        job_file.write_text(json.dumps(job("base", ["h1", "h3", "h5", "h7"])))
+        job_file.write_text(json.dumps(ring_job("base", ("h1", "h3", "h5", "h7"))))
         reps = Replicas(lab, etcd, fab, tmp, job_file)
         for i in range(REPLICAS):
             reps.start(i)
@@ -302,7 +287,7 @@ def kill_mid_install(reps: Replicas, p: int, name: str, hosts: list[str]) -> tup
 
     def add() -> None:
         try:
-            result.append(api(reps, p, "jobs.add", job=job(name, hosts)))
+            result.append(api(reps, p, "jobs.add", job=ring_job(name, tuple(hosts))))
         except (ApiError, ApiUnavailable) as exc:
             result.append(exc)
 
@@ -469,7 +454,7 @@ def test_member_loss_changes_nothing_quorum_loss_stops_writes_and_recovers(
     term = reps.status(p)["store"]["term"]  # type: ignore[index]
     lost = etcd_leader(reps.etcd)  # the member etcd's own leader runs on: the hardest one
     reps.etcd.stop_member(lost)
-    api(reps, p, "jobs.add", job=job("during-member-loss", ["h2", "h4", "h6", "h8"]))
+    api(reps, p, "jobs.add", job=ring_job("during-member-loss", ("h2", "h4", "h6", "h8")))
     deadline = Deadline(6.0)
     while not deadline.expired:  # three lease periods: same primary, same term
         st = reps.status(p)

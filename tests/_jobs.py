@@ -1,5 +1,5 @@
-"""The job description the controller's unit tests plan (importable from any test of the unit
-tier: pytest puts this folder, which holds its conftest.py, on sys.path)."""
+"""The job description the controller's tests plan, in the unit and the e2e tiers (importable
+from any test: pytest puts this folder, which holds the tests' top conftest.py, on sys.path)."""
 
 from __future__ import annotations
 
