@@ -37,7 +37,7 @@ from icefabric.control.agents.protocol import (
 from icefabric.control.fabric import switch_mac
 from icefabric.control.flowkey import FlowKey
 from icefabric.experiment.virtual_stats import ChannelStats, PortStats, ice_overhead_bytes, is_ce
-from icefabric.experiment.wiring import CutLinks, EmbeddedSwitch, serve_switch, wiring
+from icefabric.experiment.wiring import EmbeddedFabric, EmbeddedSwitch, PortWire, serve_switch
 from icefabric.p4src.ice_p4 import (
     ETHERNET_BYTES,
     ICE_FEEDBACK_BYTES,
@@ -46,6 +46,7 @@ from icefabric.p4src.ice_p4 import (
     IPV4_BYTES,
     UDP_BYTES,
 )
+from icefabric.topo.model import Switch
 from icefabric.topo.spec import TopologySpec
 from icefabric.traffic.agent import Agent, RateFactory
 from icefabric.traffic.endpoint import DEFAULT_MTU, Endpoint, FlowStats
@@ -119,7 +120,7 @@ _TO_HOST = 1
 _TO_AGENT = 2  # agent channel frames from the controller (caps), after the control delay
 
 
-class VirtualFabric(CutLinks):
+class VirtualFabric(EmbeddedFabric):
     """The discrete-event engine over a topology (see the module docstring); a context manager."""
 
     def __init__(
@@ -131,16 +132,14 @@ class VirtualFabric(CutLinks):
     ) -> None:
         from icefabric.target.runtime.clock import ManualClock
 
-        self.spec = spec
+        super().__init__(spec)
         self.config = cfg = config or VirtualConfig()
         self.clock = ManualClock()
-        self.switches: dict[str, EmbeddedSwitch] = {}
         self.ports: dict[tuple[str, int], PortStats] = {}
         self.on_message: MessageHook | None = None
         self.on_cpu_packet: CpuHook | None = None
         self._events: list[tuple[int, int, int, str, int, bytes]] = []
         self._seq = 0
-        self._cut: set[tuple[str, int]] = set()
         self._started = False
         self._rate_factories = dict(rate_factories or {})
         # What each switch / host wants next, refreshed whenever it was touched (see _step).
@@ -163,26 +162,27 @@ class VirtualFabric(CutLinks):
         self.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
     def start(self) -> None:
         """Create every switch, serve it over P4Runtime and wire its ports."""
         if self._started:
             return
         self._started = True
-        for s in self.spec.switches:
-            sw = serve_switch(self.spec, s, "127.0.0.1:0", clock=self.clock, collect_limit=0)
-            self.switches[s.name] = sw
-            sw.device.packet_in_handlers.append(self._cpu_handler(s.name))
-        for w in wiring(self.spec):
-            if w.link is not None:
-                rate = self.spec.link_rate(w.link) * 1e9 * self.config.rate_scale
-                delay = self.spec.link_delay(w.link)
-                self._attach(w.switch, w.port, rate, delay, _TO_SWITCH, w.peer, w.peer_port)
-            else:
-                vh = self.hosts[w.peer]
-                self._attach(w.switch, w.port, vh.line_rate_bps, vh.delay_us, _TO_HOST, w.peer, 0)
+        super().start()
+
+    def _serve(self, switch: Switch, addr: str) -> EmbeddedSwitch:
+        # on the fabric's ManualClock, no scheduler thread: _step runs the switches
+        sw = serve_switch(self.spec, switch, addr, clock=self.clock, collect_limit=0)
+        sw.device.packet_in_handlers.append(self._cpu_handler(switch.name))
+        return sw
+
+    def _connect(self, w: PortWire) -> None:
+        if w.link is not None:
+            rate = self.spec.link_rate(w.link) * 1e9 * self.config.rate_scale
+            delay = self.spec.link_delay(w.link)
+            self._attach(w.switch, w.port, rate, delay, _TO_SWITCH, w.peer, w.peer_port)
+        else:
+            vh = self.hosts[w.peer]
+            self._attach(w.switch, w.port, vh.line_rate_bps, vh.delay_us, _TO_HOST, w.peer, 0)
 
     def stop(self) -> None:
         """Stop every P4Runtime server."""
@@ -191,11 +191,6 @@ class VirtualFabric(CutLinks):
             sw.service.idle.stop()
         self.switches.clear()
         self._started = False
-
-    @property
-    def addresses(self) -> dict[str, str]:
-        """P4Runtime address of every switch (for ``Controller(addresses=...)``)."""
-        return {name: f"127.0.0.1:{sw.port}" for name, sw in self.switches.items()}
 
     def device(self, switch: str) -> Any:
         """The embedded Device of ``switch``."""

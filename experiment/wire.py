@@ -17,29 +17,28 @@ import logging
 from collections.abc import Callable
 
 from icefabric.experiment.wiring import (
-    CutLinks,
+    EmbeddedFabric,
     EmbeddedSwitch,
     HostInboxes,
+    PortWire,
     serve_switch,
     wiring,
 )
+from icefabric.topo.model import Switch
 from icefabric.topo.spec import TopologySpec
 
 log = logging.getLogger(__name__)
 
 
-class InProcessFabric(CutLinks):
+class InProcessFabric(EmbeddedFabric):
     """Embedded switches of a topology with in-process wires; use as a context manager."""
 
     def __init__(
         self, spec: TopologySpec, *, fabric_pps: int | None = None, host: str = "127.0.0.1"
     ) -> None:
-        self.spec = spec
-        self.host = host  # where the switches serve P4Runtime (loopback unless a test says)
+        super().__init__(spec, host=host)
         self.fabric_pps = fabric_pps  # drain rate of switch-to-switch ports (None: unlimited)
-        self.switches: dict[str, EmbeddedSwitch] = {}
         self.inbox = HostInboxes(h.name for h in spec.hosts)
-        self._cut: set[tuple[str, int]] = set()
         self._dead: dict[str, int] = {}  # killed switch -> its gRPC port
 
     # ------------------------------------------------------------------ lifecycle
@@ -48,16 +47,6 @@ class InProcessFabric(CutLinks):
         self.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def start(self) -> None:
-        """Start every switch (no pipeline yet: the controller pushes it) and wire the ports."""
-        for s in self.spec.switches:
-            self.switches[s.name] = self._start_switch(s.name, f"{self.host}:0")
-        for s in self.spec.switches:
-            self._wire(s.name)
-
     def stop(self) -> None:
         """Stop every server and scheduler."""
         for sw in self.switches.values():
@@ -65,23 +54,20 @@ class InProcessFabric(CutLinks):
             sw.device.stop()
         self.switches.clear()
 
-    def _start_switch(self, name: str, addr: str) -> EmbeddedSwitch:
-        sw = serve_switch(self.spec, self.spec.switch(name), addr)
-        sw.device.start()
-        log.debug("%s: embedded switch on %s:%d", name, self.host, sw.port)
+    def _serve(self, switch: Switch, addr: str) -> EmbeddedSwitch:
+        sw = serve_switch(self.spec, switch, addr)
+        sw.device.start()  # its own scheduler thread, on the wall clock
+        log.debug("%s: embedded switch on %s:%d", switch.name, self.bind_host, sw.port)
         return sw
 
-    def _wire(self, name: str) -> None:
-        dev = self.switches[name].device
-        for w in wiring(self.spec):
-            if w.switch != name:
-                continue
-            if w.host is not None:
-                dev.attach_port(w.port, self._to_host(w.peer))
-                continue
-            dev.attach_port(w.port, self._to_switch(name, w.port, w.peer, w.peer_port))
-            if self.fabric_pps is not None:
-                dev.set_queue_rate(w.port, pps=self.fabric_pps)
+    def _connect(self, w: PortWire) -> None:
+        dev = self.switches[w.switch].device
+        if w.host is not None:
+            dev.attach_port(w.port, self._to_host(w.peer))
+            return
+        dev.attach_port(w.port, self._to_switch(w.switch, w.port, w.peer, w.peer_port))
+        if self.fabric_pps is not None:
+            dev.set_queue_rate(w.port, pps=self.fabric_pps)
 
     def _to_switch(
         self, src: str, src_port: int, dst: str, dst_port: int
@@ -100,9 +86,9 @@ class InProcessFabric(CutLinks):
 
     @property
     def addresses(self) -> dict[str, str]:
-        """P4Runtime address of every switch."""
-        out = {name: f"{self.host}:{sw.port}" for name, sw in self.switches.items()}
-        out.update({name: f"{self.host}:{port}" for name, port in self._dead.items()})
+        """P4Runtime address of every switch (a killed one keeps its address)."""
+        out = dict(super().addresses)
+        out.update({name: f"{self.bind_host}:{port}" for name, port in self._dead.items()})
         return out
 
     # ------------------------------------------------------------------ events
@@ -122,8 +108,10 @@ class InProcessFabric(CutLinks):
     def revive_switch(self, name: str) -> None:
         """Start a fresh switch (no pipeline, no entries) where a killed one was."""
         port = self._dead.pop(name)
-        self.switches[name] = self._start_switch(name, f"{self.host}:{port}")
-        self._wire(name)
+        self.switches[name] = self._serve(self.spec.switch(name), f"{self.bind_host}:{port}")
+        for w in wiring(self.spec):
+            if w.switch == name:
+                self._connect(w)
 
     # ------------------------------------------------------------------ traffic
 

@@ -8,7 +8,10 @@ the wire injects into the peer at once), :class:`~icefabric.experiment.virtual_f
 delay) and ``tests/dataplane/bmv2_wire.py``'s ``Bmv2WireFabric`` (BMv2 processes, veth pairs
 relayed by the test). Each builds its ports from :func:`wiring` (the same order everywhere),
 cuts links through :class:`CutLinks`, and the two real-time ones share :class:`WireFabric`'s API
-(``tests/dataplane/test_fabric_api.py`` checks it).
+(``tests/dataplane/test_fabric_api.py`` checks it). The two embedded ones subclass
+:class:`EmbeddedFabric`: the same start (serve every switch, then connect every wire) and
+addresses; they supply only :meth:`EmbeddedFabric._serve` (the switch's clock and scheduler) and
+:meth:`EmbeddedFabric._connect` (how the wire carries a frame).
 """
 
 from __future__ import annotations
@@ -117,6 +120,47 @@ def serve_switch(
     return EmbeddedSwitch(
         name=switch.name, device=device, server=server, port=port, service=service
     )
+
+
+class EmbeddedFabric(CutLinks):
+    """A topology's embedded switches serving P4Runtime on ``host``, wired per :func:`wiring`; a
+    context manager. A subclass says how a switch runs (:meth:`_serve`: its clock, its scheduler)
+    and how a wire carries a frame (:meth:`_connect`); :meth:`stop` undoes :meth:`_serve`."""
+
+    def __init__(self, spec: TopologySpec, *, host: str = "127.0.0.1") -> None:
+        self.spec = spec
+        self.bind_host = host  # where the switches serve P4Runtime (loopback unless a test says)
+        self.switches: dict[str, EmbeddedSwitch] = {}
+        self._cut: set[tuple[str, int]] = set()
+
+    def __enter__(self) -> Any:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Serve every switch (no pipeline yet: the controller pushes it), then wire the ports."""
+        for s in self.spec.switches:
+            self.switches[s.name] = self._serve(s, f"{self.bind_host}:0")
+        for w in wiring(self.spec):
+            self._connect(w)
+
+    def stop(self) -> None:
+        """Stop every switch and its server."""
+        raise NotImplementedError
+
+    @property
+    def addresses(self) -> dict[str, str]:
+        """P4Runtime address of every switch."""
+        return {name: f"{self.bind_host}:{sw.port}" for name, sw in self.switches.items()}
+
+    def _serve(self, switch: Switch, addr: str) -> EmbeddedSwitch:
+        raise NotImplementedError
+
+    def _connect(self, w: PortWire) -> None:
+        raise NotImplementedError
 
 
 class HostInboxes:

@@ -115,13 +115,14 @@ class Fabric(InProcessFabric):
         self.services: dict[str, Any] = {}
         self.on_write: Callable[[], None] | None = None
 
-    def _start_switch(self, name: str, addr: str) -> Any:
+    def _serve(self, switch: Any, addr: str) -> Any:
         from icefabric.experiment.wiring import EmbeddedSwitch
         from icefabric.p4src.ice_p4 import CPU_PORT
         from icefabric.target.device import Device
         from icefabric.target.server import serve
 
-        device = Device(device_id=self.spec.switch(name).device_id, cpu_port=CPU_PORT)
+        name = switch.name
+        device = Device(device_id=switch.device_id, cpu_port=CPU_PORT)
         server, port, service = serve(device, addr)
         device.start()
         check = service._check_primary
