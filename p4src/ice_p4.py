@@ -62,6 +62,7 @@ ACTION_DROP_UNKNOWN_TAG: Final = "IceIngress.tag_switch.drop_unknown_tag"
 ACTION_END_PATH: Final = "IceIngress.tag_switch.end_path"
 ACTION_FORWARD_BY_TAG: Final = "IceIngress.tag_switch.forward_by_tag"
 ACTION_PUSH_SHIM: Final = "IceIngress.tag_switch.push_shim"
+ACTION_SET_SHIM_FLAGS: Final = "IceIngress.tag_switch.set_shim_flags"
 ACTION_NOACTION: Final = "NoAction"
 
 # counters (P4Runtime names)

@@ -40,14 +40,20 @@ header ice_bridged_md_t {
 // the shim (the records and what follows them stay payload, Tofino 1's parse depth allows no
 // more), so what feedback and reports need from the flow's headers travels here.  Tofino 1's
 // deparser puts at most 32 bytes of mirror header in front of a copy (bf-asm: "mirror digest
-// limited to 32 bytes"; 48 on Tofino 2), so this is 30, laid out in whole words: the report
-// sampler's per-flow index is hashed again in egress from the flow's fields, and feedback and
-// reports carry the last hop's egress time of the copy rather than its ingress time.
+// limited to 32 bytes", counted in whole PHV containers; 48 on Tofino 2), so this is 32, laid
+// out in whole containers: the records' largest queue depth fills a 32-bit word with md_kind
+// (bf-p4c computes it with max() into a 32-bit field and will not split a 24-bit copy of it),
+// and each 9-bit port sits in the low bits of 16 as in the intrinsic metadata it is copied from
+// (a Tofino action cannot shift a field and write a constant beside it in one container).  The
+// report sampler's per-flow index is hashed again in egress from the flow's fields, and feedback
+// and reports carry the last hop's egress time of the copy rather than its ingress time.
 header ice_mirror_md_t {
     bit<8>      md_kind;            // ICE_MD_MIRROR
+    bit<32>     records_max_qdepth; // largest enq_qdepth of the records the packet carried
+    @padding bit<7> _pad0;
     PortId_t    host_port;          // the port the data packet leaves on towards its host
+    @padding bit<7> _pad1;
     PortId_t    orig_ingress_port;  // the port the data packet arrived on
-    @padding bit<6> _pad0;
     switch_id_t switch_id;
     bit<32>     flow_src_addr;
     bit<32>     flow_dst_addr;
@@ -56,8 +62,6 @@ header ice_mirror_md_t {
     bit<8>      bth_opcode;
     bit<24>     flow_dst_qp;
     bit<24>     bth_psn;
-    bit<24>     records_max_qdepth; // largest enq_qdepth of the records the packet carried
-                                    // (low 24 bits)
 }
 
 // One 32-bit word of IPv4 options: Tofino parsers extract fixed-size headers, so the options
@@ -82,9 +86,9 @@ struct ice_ingress_headers_t {
     bth_t                   bth;
 }
 
-// A nanosecond timestamp turned into microseconds without a divider (IceIngress.take_time):
-// ns >> 10 and three shifted copies of it, summed in two steps.  Tofino runs one operation per
-// field per stage, so each step is an action of its own.
+// A nanosecond timestamp turned into microseconds without a divider (IceIngress.take_time_*):
+// ns >> 10 and three shifted copies of it (each from a hash unit), summed in two steps.
+// Tofino runs one operation per field per stage, so each step is an action of its own.
 struct ice_time_parts_t {
     bit<32> t0;     // ns >> 10
     bit<32> t6;     // ns >> 16  (t0 >> 6)
@@ -92,10 +96,17 @@ struct ice_time_parts_t {
     bit<32> t11;    // ns >> 21  (t0 >> 11)
 }
 
+// path_kind and int_enabled laid out as in the shim's first byte, so that TagSwitch's
+// set_shim_flags copies them from one container without shifting.
+@pa_byte_pack("ingress", 4, "md.path_kind", "md.int_enabled", 1)
 struct ice_ingress_metadata_t {
     // Written by the parser's checksum unit only (parse_ipv4_done), read only for IPv4 packets:
     // Tofino allows a verify() result one write per packet.
     bool          checksum_error;
+    // ig_intr_md.ingress_port copied (the first action): PHV allocation places the copy where
+    // packet_in.ingress_port sits (the high 9 of 16 bits), which the intrinsic field is not.
+    PortId_t      ingress_port;
+    PortId_t      no_port;          // 0 (IceIngress.mark_punt)
     drop_reason_t drop_reason;
     // SwitchConfig.
     switch_id_t   switch_id;
@@ -115,9 +126,13 @@ struct ice_ingress_metadata_t {
     bit<32>       now_us;
     bit<32>       flowlet_cutoff_us;
     ice_time_parts_t time;
-    // IPv4 length checks: header bytes (ihl * 4), bytes left after the header.
+    // IPv4 length checks: ihl zero-extended (a shift needs its operand alone in a container of
+    // the result's size), header bytes (ihl * 4), bytes left after the header.
+    bit<16>       ipv4_ihl;
     bit<16>       ipv4_hdr_bytes;
     bit<16>       ipv4_payload_bytes;
+    bit<16>       ipv4_short;           // hdr bytes |-| total_len: non-zero when too short
+    bit<16>       udp_excess;           // udp.length |-| payload bytes: non-zero when too long
     // Last hop: enq_qdepth of the records the packet carried (0 for absent ones), reduced to
     // their maximum for the report's queue alarm (ice_mirror_md_t.records_max_qdepth).
     bit<32>       rec_qdepth0;
@@ -135,6 +150,7 @@ struct ice_ingress_metadata_t {
     leaf_id_t     dst_leaf;
     bit<8>        path_bucket;
     bit<24>       int_sample_mask;
+    bit<24>       int_sample_psn;       // (psn ^ (psn >> 6)) & int_sample_mask
     bit<32>       int_sample_gap_us;
     bit<32>       int_sample_cutoff_us;  // now - gap: a slot sampled at or before it is due
     bool          routed;
@@ -183,18 +199,18 @@ struct ice_egress_metadata_t {
     bool          is_copy;
     PortId_t      stats_port;
     bit<16>       record_ingress_port;
+    PortId_t      report_ingress_port;  // copies of the mirror header's ports for packet_in
+    PortId_t      report_host_port;
     bit<32>       tx_bytes_lo;
     bit<32>       tx_bytes_hi;
+    bit<32>       tx_bytes_wrap;    // pkt_len |-| tx_bytes_lo: non-zero when the low word wrapped
     bit<32>       enq_qdepth;
     bit<32>       deq_qdepth;
     bit<32>       link_rate_mbps;
     bit<32>       now_us;
     ice_time_parts_t time;
     bit<8>        fb_hop_count;
-    // Feedback lengths: 36 bytes per record as (n << 5) + (n << 2), then UDP and IPv4 totals.
-    bit<16>       fb_records_x32;
-    bit<16>       fb_records_x4;
-    bit<16>       fb_records_bytes;
+    // Feedback lengths: UDP and IPv4 totals (FeedbackBuilder.feedback_lengths).
     bit<16>       fb_udp_len;
     bit<16>       fb_ipv4_len;
     bit<32>       ecn_kmin;
@@ -202,7 +218,9 @@ struct ice_egress_metadata_t {
     bit<32>       ecn_pmax_mask;
     bool          ecn_enabled;
     bit<32>       ecn_range;        // kmax - kmin
-    bit<32>       ecn_over;         // enq_qdepth - kmin
+    bit<32>       ecn_over;         // enq_qdepth |-| kmin
+    bit<32>       ecn_below_kmax;   // kmax |-| enq_qdepth: 0 at or above Kmax
+    bit<32>       ecn_hit;          // ecn_over |-| the ramp draw: non-zero marks (before Pmax)
     bit<32>       ecn_draw;
     bit<32>       ecn_thin;         // (draw >> 16) & pmax_mask
     mac_addr_t    feedback_src_mac;
@@ -210,6 +228,8 @@ struct ice_egress_metadata_t {
     bit<32>       report_every_n;
     bit<32>       report_every_n_minus_1;
     bit<32>       report_qdepth_threshold;
+    bit<32>       report_qdepth;        // max(this hop's enq_qdepth, the records' largest)
+    bit<32>       report_qdepth_over;   // report_qdepth |-| threshold
     bit<12>       report_slot;      // the flow's sampling counter (hash of the flow's fields)
     bit<4>        report_reason;
     bit<32>       pkt_len;

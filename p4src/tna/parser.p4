@@ -20,6 +20,7 @@ parser IceTnaIngressParser(packet_in pkt,
         // Tofino does not zero metadata: start every field ingress reads before writing it
         // (but checksum_error, see parse_ipv4_done).
         md.drop_reason = DROP_REASON_NONE;
+        md.no_port = 0;
         md.switch_id = 0;
         md.switch_role = SWITCH_ROLE_UNSET;
         md.ingress_port_kind = PORT_KIND_UNSET;
@@ -82,56 +83,64 @@ parser IceTnaIngressParser(packet_in pkt,
         transition select(hdr.ice_shim.version, hdr.ice_shim.orig_ether_type,
                           hdr.ice_shim.int_hop_count) {
             (ICE_VERSION, ETHERTYPE_IPV4, 0): parse_ipv4;
-            (ICE_VERSION, ETHERTYPE_IPV4, 1): parse_int_1;
-            (ICE_VERSION, ETHERTYPE_IPV4, 2): parse_int_2;
-            (ICE_VERSION, ETHERTYPE_IPV4, 3): parse_int_3;
-            (ICE_VERSION, ETHERTYPE_IPV4, 4): parse_int_4;
-            (ICE_VERSION, ETHERTYPE_IPV4, 5): parse_int_5;
+            (ICE_VERSION, ETHERTYPE_IPV4, 1 .. INT_MAX_HOPS): parse_int_1;
             default: malformed;   // bad version, inner type, or more than INT_MAX_HOPS records
         }
     }
 
-    // One state per number of records left: a fixed, unrolled chain (no loop over a counter).
-    state parse_int_5 {
-        pkt.extract(hdr.int_hops.next);
-        transition parse_int_4;
-    }
-
-    state parse_int_4 {
-        pkt.extract(hdr.int_hops.next);
-        transition parse_int_3;
-    }
-
-    state parse_int_3 {
-        pkt.extract(hdr.int_hops.next);
-        transition parse_int_2;
+    // One state per record, each extracting its own stack slot (bf-p4c allows one write per
+    // field per packet, so a shared chain entered at different depths with .next is refused),
+    // leaving for IPv4 after the shim's count of records.
+    state parse_int_1 {
+        pkt.extract(hdr.int_hops[0]);
+        transition select(hdr.ice_shim.int_hop_count) {
+            1: parse_ipv4;
+            default: parse_int_2;
+        }
     }
 
     state parse_int_2 {
-        pkt.extract(hdr.int_hops.next);
-        transition parse_int_1;
+        pkt.extract(hdr.int_hops[1]);
+        transition select(hdr.ice_shim.int_hop_count) {
+            2: parse_ipv4;
+            default: parse_int_3;
+        }
     }
 
-    state parse_int_1 {
-        pkt.extract(hdr.int_hops.next);
+    state parse_int_3 {
+        pkt.extract(hdr.int_hops[2]);
+        transition select(hdr.ice_shim.int_hop_count) {
+            3: parse_ipv4;
+            default: parse_int_4;
+        }
+    }
+
+    state parse_int_4 {
+        pkt.extract(hdr.int_hops[3]);
+        transition select(hdr.ice_shim.int_hop_count) {
+            4: parse_ipv4;
+            default: parse_int_5;
+        }
+    }
+
+    state parse_int_5 {
+        pkt.extract(hdr.int_hops[4]);
         transition parse_ipv4;
     }
 
     state parse_ipv4 {
         pkt.extract(hdr.ipv4);
         ipv4_checksum.add(hdr.ipv4);
+        // ihl - 5 words of options: the counter is loaded with ihl (4 bits) plus -5 here, in the
+        // state that extracts ihl (loaded in a state of its own, bf-p4c merges that state into
+        // the next and reads ihl at a negative offset: "Shifting extract to negative position").
+        option_words.set(hdr.ipv4.ihl, 15, 0, 3, 8w251);
         transition select(hdr.ipv4.version, hdr.ipv4.ihl) {
             (4, 5): parse_ipv4_done;
             (4, 0 .. 4): malformed;
-            (4, _): parse_ipv4_options;
+            (4, _): parse_ipv4_option_word;
             default: malformed;
         }
-    }
-
-    // ihl - 5 words of options: load the counter with ihl (4 bits) plus -5.
-    state parse_ipv4_options {
-        option_words.set(hdr.ipv4.ihl, 15, 0, 3, 8w251);
-        transition parse_ipv4_option_word;
     }
 
     state parse_ipv4_option_word {
@@ -257,37 +266,47 @@ parser IceTnaEgressParser(packet_in pkt,
         pkt.extract(hdr.ice_shim);
         transition select(hdr.ice_shim.int_hop_count) {
             0: parse_ipv4;
-            1: parse_int_1;
-            2: parse_int_2;
-#if ICE_TNA_EGRESS_RECORDS >= 4
-            3: parse_int_3;
-            4: parse_int_4;
-#endif
+            1 .. ICE_TNA_EGRESS_RECORDS: parse_int_1;
             default: accept;   // records beyond what egress may parse: shim only
         }
     }
 
+    // As in the ingress parser: one state per stack slot, each extracted once.
+    state parse_int_1 {
+        pkt.extract(hdr.int_hops[0]);
+        transition select(hdr.ice_shim.int_hop_count) {
+            1: parse_ipv4;
+            default: parse_int_2;
+        }
+    }
+
 #if ICE_TNA_EGRESS_RECORDS >= 4
-    state parse_int_4 {
-        pkt.extract(hdr.int_hops.next);
-        transition parse_int_3;
+    state parse_int_2 {
+        pkt.extract(hdr.int_hops[1]);
+        transition select(hdr.ice_shim.int_hop_count) {
+            2: parse_ipv4;
+            default: parse_int_3;
+        }
     }
 
     state parse_int_3 {
-        pkt.extract(hdr.int_hops.next);
-        transition parse_int_2;
-    }
-#endif
-
-    state parse_int_2 {
-        pkt.extract(hdr.int_hops.next);
-        transition parse_int_1;
+        pkt.extract(hdr.int_hops[2]);
+        transition select(hdr.ice_shim.int_hop_count) {
+            3: parse_ipv4;
+            default: parse_int_4;
+        }
     }
 
-    state parse_int_1 {
-        pkt.extract(hdr.int_hops.next);
+    state parse_int_4 {
+        pkt.extract(hdr.int_hops[3]);
         transition parse_ipv4;
     }
+#else
+    state parse_int_2 {
+        pkt.extract(hdr.int_hops[1]);
+        transition parse_ipv4;
+    }
+#endif
 
     // IPv4 without options only (version 4, ihl 5): see above.
     state parse_ipv4 {

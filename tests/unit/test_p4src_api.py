@@ -7,6 +7,7 @@ for the v1model program, so a table or parameter it missed would fail here too.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -66,3 +67,43 @@ def test_a_renamed_parameter_is_caught(tmp_path: Path, v1model: Api) -> None:
     ecn.write_text(text.replace("bit<32> kmin", "bit<32> k_min"))
     drifted = read_api(tmp_path / "tna" / "ice.p4", {"__TARGET_TOFINO__": "1"})
     assert drifted.actions != v1model.actions
+
+
+# A counter's declaration in either tree: v1model `counter<...>(...) name;`, TNA
+# `Counter<...>(...) name;` (possibly on two lines), inside `control Name(`.
+_CONTROL = re.compile(r"^control\s+(\w+)\s*\(", re.MULTILINE)
+_COUNTER = re.compile(r"\b[cC]ounter\s*<[^;]*?>\s*\([^;]*?\)\s*(\w+)\s*;", re.DOTALL)
+
+
+def _indexed_counters(tree: Path) -> set[tuple[str, str]]:
+    """(control, counter) for every indexed counter declared under ``tree``."""
+    found: set[tuple[str, str]] = set()
+    for f in sorted(tree.rglob("*.p4")):
+        text = f.read_text()
+        starts = [(m.start(), m.group(1)) for m in _CONTROL.finditer(text)]
+        for m in _COUNTER.finditer(text):
+            owners = [name for pos, name in starts if pos < m.start()]
+            if owners:
+                found.add((owners[-1], m.group(1)))
+    return found
+
+
+def test_tna_program_has_the_v1model_counters() -> None:
+    # The operator's counters (port rx/tx, drops, CNPs received, ECN marks) are read by the one
+    # counters reader (control/telemetry/counters.py) by name: a counter the TNA port lacks
+    # reads as 0 on Tofino.
+    v1 = _indexed_counters(ROOT / "p4src" / "v1model")
+    tna = _indexed_counters(ROOT / "p4src" / "tna")
+    assert ("IceIngress", "cnp_rx_counter") in v1
+    assert ("EcnMarker", "ecn_marked_counter") in v1
+    assert v1 == tna
+
+
+def test_the_counter_scan_sees_a_missing_counter(tmp_path: Path) -> None:
+    src = ROOT / "p4src" / "tna"
+    for f in src.rglob("*.p4"):
+        dest = tmp_path / f.relative_to(src)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(f.read_text().replace("ecn_marked_counter", "marked"))
+    assert ("EcnMarker", "ecn_marked_counter") not in _indexed_counters(tmp_path)
+    assert ("EcnMarker", "marked") in _indexed_counters(tmp_path)

@@ -39,8 +39,10 @@ control ArpResponder(inout ice_ingress_headers_t hdr,
     }
 
     apply {
-        if (hdr.arp.oper == ARP_OPER_REQUEST && hdr.arp.htype == ARP_HTYPE_ETHERNET
-                && hdr.arp.ptype == ETHERTYPE_IPV4) {
+        // Two comparisons of at most 4 bytes each (a Tofino gateway reads 4 bytes + 12 bits).
+        if (hdr.arp.oper != ARP_OPER_REQUEST) {
+            punt_arp();
+        } else if (hdr.arp.htype == ARP_HTYPE_ETHERNET && hdr.arp.ptype == ETHERTYPE_IPV4) {
             arp_reply.apply();
         } else {
             punt_arp();

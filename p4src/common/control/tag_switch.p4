@@ -50,8 +50,6 @@ control TagSwitch(inout ice_ingress_headers_t hdr,
     action push_shim() {
         hdr.ice_shim.setValid();
         hdr.ice_shim.version = ICE_VERSION;
-        hdr.ice_shim.path_kind = md.path_kind;
-        hdr.ice_shim.int_enabled = md.int_enabled;
         hdr.ice_shim._reserved0 = 0;
         hdr.ice_shim.hop_limit = md.initial_hop_limit;
         hdr.ice_shim.int_hop_count = 0;
@@ -59,6 +57,13 @@ control TagSwitch(inout ice_ingress_headers_t hdr,
         hdr.ice_shim.path_tag = md.path_tag;
         hdr.ice_shim.orig_ether_type = hdr.ethernet.ether_type;
         hdr.ethernet.ether_type = ETHERTYPE_ICE;
+    }
+
+    // A second action for the first byte's two fields from metadata: on Tofino an action may
+    // write a container from one PHV source plus constants, or from two PHV sources, not both.
+    action set_shim_flags() {
+        hdr.ice_shim.path_kind = md.path_kind;
+        hdr.ice_shim.int_enabled = md.int_enabled;
     }
 
     action decrement_hop_limit() {
@@ -70,6 +75,7 @@ control TagSwitch(inout ice_ingress_headers_t hdr,
         if (md.drop_reason == DROP_REASON_NONE && !md.end_path) {
             if (md.push_shim) {
                 push_shim();
+                set_shim_flags();
             } else if (hdr.ice_shim.hop_limit <= 1) {
                 md.drop_reason = DROP_REASON_HOP_LIMIT;
             } else {

@@ -33,16 +33,23 @@ control EcnMarker(inout ice_egress_headers_t hdr,
         size = ECN_CONFIG_TABLE_SIZE;
     }
 
+    // Indexed by egress port: packets this switch marked CE (as v1model's).
+    Counter<bit<32>, PortId_t>(PORT_SLOTS, CounterType_t.PACKETS) ecn_marked_counter;
+
     action mark_ce() {
         hdr.ipv4.ecn = 3;
+        ecn_marked_counter.count(eg_intr_md.egress_port);
     }
 
-    // The ramp's operands, each computed in an action of its own (one operation per field and
-    // stage): the draw, Kmax - Kmin and how far the queue is above Kmin.
+    // The ramp's operands, one operation per field and stage: the draw, Kmax - Kmin, how far
+    // the queue is above Kmin and below Kmax.  Comparisons of two fields are saturating
+    // subtractions (a |-| b is non-zero exactly when a > b): a Tofino gateway compares a field
+    // with a constant only.
     action ecn_operands() {
         md.ecn_draw = draw.get();
         md.ecn_range = md.ecn_kmax - md.ecn_kmin;
-        md.ecn_over = md.enq_qdepth - md.ecn_kmin;
+        md.ecn_over = md.enq_qdepth |-| md.ecn_kmin;
+        md.ecn_below_kmax = md.ecn_kmax |-| md.enq_qdepth;
     }
 
     action ecn_ramp() {
@@ -52,6 +59,7 @@ control EcnMarker(inout ice_egress_headers_t hdr,
 
     action ecn_thin() {
         md.ecn_thin = md.ecn_thin & md.ecn_pmax_mask;  // the Pmax thinning draw
+        md.ecn_hit = md.ecn_over |-| md.ecn_range;     // the ramp draw is below depth - Kmin
     }
 
     apply {
@@ -59,14 +67,14 @@ control EcnMarker(inout ice_egress_headers_t hdr,
         if (hdr.ipv4.isValid() && (hdr.ipv4.ecn == 1 || hdr.ipv4.ecn == 2)) {
             ecn_config.apply();
             if (md.ecn_enabled) {
-                if (md.enq_qdepth >= md.ecn_kmax) {
-                    mark_ce();
-                } else if (md.enq_qdepth > md.ecn_kmin) {
-                    ecn_operands();
-                    ecn_ramp();
-                    ecn_thin();
-                    if (md.ecn_range < md.ecn_over && md.ecn_thin == 0) {
-                        mark_ce();
+                ecn_operands();
+                ecn_ramp();
+                ecn_thin();
+                if (md.ecn_below_kmax == 0) {
+                    mark_ce();                  // depth >= Kmax
+                } else if (md.ecn_hit != 0) {
+                    if (md.ecn_thin == 0) {
+                        mark_ce();              // Kmin < depth < Kmax, by the ramp and Pmax
                     }
                 }
             }

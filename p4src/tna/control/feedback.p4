@@ -31,21 +31,14 @@ control FeedbackBuilder(inout ice_egress_headers_t hdr,
         size = 1;
     }
 
-    // Lengths in bytes, one operation per field and stage: 36 per record as (n << 5) + (n << 2),
-    // then UDP (8 + ICE_FEEDBACK_BYTES + records) and IPv4 (20 more).
-    action feedback_record_parts() {
-        md.fb_records_x32 = (bit<16>)md.fb_hop_count << 5;
-        md.fb_records_x4 = (bit<16>)md.fb_hop_count << 2;
-    }
-
-    action feedback_records_bytes() {
-        md.fb_records_bytes = md.fb_records_x32 + md.fb_records_x4;
-    }
-
-    action feedback_lengths() {
-        md.fb_udp_len = md.fb_records_bytes + (bit<16>)(UDP_BYTES + ICE_FEEDBACK_BYTES);
-        md.fb_ipv4_len = md.fb_records_bytes + (bit<16>)(IPV4_MIN_BYTES + UDP_BYTES
-                                                         + ICE_FEEDBACK_BYTES);
+    // UDP (8 + ICE_FEEDBACK_BYTES + records) and IPv4 (20 more) lengths for `records` records
+    // of 36 bytes: this hop's and the copy's (the shim's count).  Called with constants, one
+    // call per count: v1model multiplies with two shifts of the count, but on Tofino a shift of
+    // the 8-bit count into a 16-bit length needs the count alone in a 16-bit container, which
+    // a field of the shim cannot have.
+    action feedback_lengths(bit<16> records) {
+        md.fb_udp_len = records * 36 + (bit<16>)(UDP_BYTES + ICE_FEEDBACK_BYTES);
+        md.fb_ipv4_len = records * 36 + (bit<16>)(IPV4_MIN_BYTES + UDP_BYTES + ICE_FEEDBACK_BYTES);
     }
 
     action build_feedback() {
@@ -96,9 +89,19 @@ control FeedbackBuilder(inout ice_egress_headers_t hdr,
 
     apply {
         feedback_config.apply();
-        feedback_record_parts();
-        feedback_records_bytes();
-        feedback_lengths();
+        if (hdr.ice_shim.int_hop_count == 0) {
+            feedback_lengths(1);
+        } else if (hdr.ice_shim.int_hop_count == 1) {
+            feedback_lengths(2);
+        } else if (hdr.ice_shim.int_hop_count == 2) {
+            feedback_lengths(3);
+        } else if (hdr.ice_shim.int_hop_count == 3) {
+            feedback_lengths(4);
+        } else if (hdr.ice_shim.int_hop_count == 4) {
+            feedback_lengths(5);
+        } else {
+            feedback_lengths(INT_MAX_HOPS + 1);   // the most the ingress parser accepts, plus this hop's
+        }
         build_feedback();
     }
 }

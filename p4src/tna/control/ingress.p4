@@ -16,6 +16,8 @@ control IceIngress(inout ice_ingress_headers_t hdr,
     // Indexed by ingress port: every packet that arrives, good or bad.
     Counter<bit<64>, PortId_t>(PORT_SLOTS, CounterType_t.PACKETS_AND_BYTES) port_rx_counter;
     // Indexed by DROP_REASON_*.
+    // Indexed by ingress port: fixed-size RoCEv2 CNPs received (as v1model's).
+    Counter<bit<32>, PortId_t>(PORT_SLOTS, CounterType_t.PACKETS) cnp_rx_counter;
     Counter<bit<64>, drop_reason_t>(DROP_REASON_SLOTS, CounterType_t.PACKETS_AND_BYTES)
         drop_reason_counter;
 
@@ -37,7 +39,7 @@ control IceIngress(inout ice_ingress_headers_t hdr,
     action punt_link_probe() {
         ig_tm_md.ucast_egress_port = CPU_PORT;
         ig_tm_md.qid = md.control_qid;
-        fill_packet_in(hdr.packet_in, ig_intr_md.ingress_port, 0, PUNT_REASON_LINK_PROBE);
+        fill_packet_in(hdr.packet_in, md.ingress_port, 0, PUNT_REASON_LINK_PROBE);
     }
 
     action set_queue_priorities(bit<3> control_prio, bit<3> feedback_prio) {
@@ -63,11 +65,30 @@ control IceIngress(inout ice_ingress_headers_t hdr,
     // (error below 0.01 %).  32 bits: wraps every ~71 minutes; INT records and feedback carry it
     // in their 64-bit fields, so consumers must take differences modulo 2^32 on Tofino.
     // Three actions, one per stage: a Tofino action does one operation per field.
-    action take_time_parts() {
-        md.time.t0 = ig_prsr_md.global_tstamp[41:10];
-        md.time.t6 = (bit<32>)ig_prsr_md.global_tstamp[41:16];
-        md.time.t7 = (bit<32>)ig_prsr_md.global_tstamp[41:17];
-        md.time.t11 = (bit<32>)ig_prsr_md.global_tstamp[41:21];
+    // The shifted copies of the timestamp come from hash units (identity hashes of slices): a
+    // PHV container cannot hold the 48-bit timestamp cut at bit 10 (it is parsed into whole
+    // containers), and an action gets at most 32 bits from a hash unit, so one action each.
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) time_t0;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) time_t6;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) time_t7;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) time_t11;
+
+    action take_time_t0() {
+        md.time.t0 = time_t0.get({ ig_prsr_md.global_tstamp[41:10] });
+        md.ingress_port = ig_intr_md.ingress_port;
+        md.ipv4_ihl = (bit<16>)hdr.ipv4.ihl;
+    }
+
+    action take_time_t6() {
+        md.time.t6 = time_t6.get({ ig_prsr_md.global_tstamp[41:16] });
+    }
+
+    action take_time_t7() {
+        md.time.t7 = time_t7.get({ ig_prsr_md.global_tstamp[41:17] });
+    }
+
+    action take_time_t11() {
+        md.time.t11 = time_t11.get({ ig_prsr_md.global_tstamp[41:21] });
     }
 
     action take_time_pairs() {
@@ -82,11 +103,16 @@ control IceIngress(inout ice_ingress_headers_t hdr,
     // IPv4 length checks, as v1model's: header bytes and what the total length leaves after
     // them, computed before the comparisons (a gateway compares fields, it does not shift).
     action ipv4_header_bytes() {
-        md.ipv4_hdr_bytes = (bit<16>)hdr.ipv4.ihl << 2;
+        md.ipv4_hdr_bytes = md.ipv4_ihl << 2;
     }
 
     action ipv4_payload_bytes() {
         md.ipv4_payload_bytes = hdr.ipv4.total_len - md.ipv4_hdr_bytes;
+        md.ipv4_short = md.ipv4_hdr_bytes |-| hdr.ipv4.total_len;
+    }
+
+    action udp_excess_bytes() {
+        md.udp_excess = hdr.udp.length |-| md.ipv4_payload_bytes;
     }
 
     // The last hop removes the shim and the records from the packet it forwards; the mirror
@@ -112,13 +138,82 @@ control IceIngress(inout ice_ingress_headers_t hdr,
     action bridge() {
         hdr.bridged.setValid();
         hdr.bridged.md_kind = ICE_MD_BRIDGED;
-        hdr.bridged.to_cpu = (bit<1>)hdr.packet_in.isValid();
+        hdr.bridged.to_cpu = 0;
         hdr.bridged.ingress_port = ig_intr_md.ingress_port;
         hdr.bridged.switch_id = md.switch_id;
     }
 
+    // A punt's packet_in: to_cpu tells the egress parser, and egress_port is written again (0
+    // as fill_packet_in wrote it) from a field rather than a constant: bf-p4c's deparser-zero
+    // optimisation puts packet_in.egress_port/_pad1, written only with 0 in ingress, into an
+    // 8-bit container as one 16-bit run, which the assembler rejects (Invalid register slice).
+    action mark_punt() {
+        hdr.bridged.to_cpu = 1;
+        hdr.packet_in.egress_port = md.no_port;
+    }
+
+    // The records' largest enq_qdepth (absent records count 0) for the last hop's mirror header
+    // (LastHop): computed for every packet at the start, off the forwarding decisions' path.
+    action record_qdepths_pairs() {
+        md.rec_qdepth0 = max(md.rec_qdepth0, md.rec_qdepth1);
+        md.rec_qdepth2 = max(md.rec_qdepth2, md.rec_qdepth3);
+    }
+
+    action record_qdepths_max() {
+        md.rec_qdepth0 = max(md.rec_qdepth0, md.rec_qdepth2);
+    }
+
+    // psn ^ (psn >> PATH_BUCKET_BITS) for IntSampler, for every packet at the start: the shifted
+    // PSN from an identity hash of its slice (a shift on the ALU needs the PSN alone in a
+    // container, which the BTH header cannot give), then the exclusive or.  (An XOR32 hash of
+    // {psn, psn >> 6} in one step is what the hash unit could do, but bf-p4c 34b86e9 places a
+    // field used twice in a hash's input once: its assembly xors a single copy of the PSN.)
+    Hash<bit<24>>(HashAlgorithm_t.IDENTITY) psn_shift_hash;
+
+    action shift_psn() {
+        md.int_sample_psn = psn_shift_hash.get({ hdr.bth.psn[23:PATH_BUCKET_BITS] });
+    }
+
+    action mix_psn() {
+        md.int_sample_psn = hdr.bth.psn ^ md.int_sample_psn;
+    }
+
     apply {
-        take_time_parts();
+        if (hdr.int_hops[0].isValid()) {
+            md.rec_qdepth0 = hdr.int_hops[0].enq_qdepth;
+        } else {
+            md.rec_qdepth0 = 0;
+        }
+        if (hdr.int_hops[1].isValid()) {
+            md.rec_qdepth1 = hdr.int_hops[1].enq_qdepth;
+        } else {
+            md.rec_qdepth1 = 0;
+        }
+        if (hdr.int_hops[2].isValid()) {
+            md.rec_qdepth2 = hdr.int_hops[2].enq_qdepth;
+        } else {
+            md.rec_qdepth2 = 0;
+        }
+        if (hdr.int_hops[3].isValid()) {
+            md.rec_qdepth3 = hdr.int_hops[3].enq_qdepth;
+        } else {
+            md.rec_qdepth3 = 0;
+        }
+        record_qdepths_pairs();
+        record_qdepths_max();
+        shift_psn();
+        mix_psn();
+        // Computed for every packet, before the decisions that read them: Tofino runs an action
+        // as soon as its inputs are ready, and a computation under an `if` waits for the
+        // conditions above it.  (The values are read only where v1model computes them.)
+        compute_flow_slot();
+        ipv4_header_bytes();
+        ipv4_payload_bytes();
+        udp_excess_bytes();
+        take_time_t0();
+        take_time_t6();
+        take_time_t7();
+        take_time_t11();
         take_time_pairs();
         take_time_sum();
         queue_config.apply();
@@ -136,14 +231,14 @@ control IceIngress(inout ice_ingress_headers_t hdr,
         } else {
             config.apply(md, ig_intr_md.ingress_port);
             md.flowlet_cutoff_us = md.now_us - md.flowlet_timeout_us;
+            // LastHop's feedback counter compares with n - 1 (a stateful ALU does not subtract).
+            md.feedback_every_n_minus_1 = (bit<32>)md.feedback_every_n - 1;
             if (hdr.arp.isValid()) {
-                arp.apply(hdr, ig_intr_md.ingress_port, ig_tm_md.ucast_egress_port);
+                arp.apply(hdr, md.ingress_port, ig_tm_md.ucast_egress_port);
             } else if (hdr.ipv4.isValid()) {
-                ipv4_header_bytes();
-                ipv4_payload_bytes();
-                if (hdr.ipv4.total_len < md.ipv4_hdr_bytes) {
+                if (md.ipv4_short != 0) {
                     md.drop_reason = DROP_REASON_PARSER_ERROR;
-                } else if (hdr.udp.isValid() && hdr.udp.length > md.ipv4_payload_bytes) {
+                } else if (hdr.udp.isValid() && md.udp_excess != 0) {
                     md.drop_reason = DROP_REASON_BAD_LENGTH;
                 } else if (hdr.ice_shim.isValid() && md.ingress_port_kind == PORT_KIND_HOST) {
                     md.drop_reason = DROP_REASON_SHIM_FROM_HOST;
@@ -158,9 +253,7 @@ control IceIngress(inout ice_ingress_headers_t hdr,
                     if (hdr.bth.isValid() && hdr.bth.opcode == ROCE_OP_CNP
                             && hdr.ipv4.total_len == ROCE_CNP_IPV4_BYTES) {
                         ig_tm_md.qid = md.feedback_qid;
-                    }
-                    if (hdr.bth.isValid()) {
-                        compute_flow_slot();
+                        cnp_rx_counter.count(ig_intr_md.ingress_port);
                     }
                     if (hdr.ice_shim.isValid()) {
                         md.path_tag = hdr.ice_shim.path_tag;
@@ -173,7 +266,7 @@ control IceIngress(inout ice_ingress_headers_t hdr,
                         tag_switch.apply(hdr, md, ig_tm_md.ucast_egress_port);
                     }
                     if (md.drop_reason == DROP_REASON_NONE && (!md.has_path || md.end_path)) {
-                        routing.apply(hdr, md, ig_intr_md.ingress_port, ig_tm_md.ucast_egress_port);
+                        routing.apply(hdr, md, md.ingress_port, ig_tm_md.ucast_egress_port);
                     }
                     if (md.drop_reason == DROP_REASON_NONE && md.strip_shim && md.routed) {
                         last_hop.apply(hdr, md, ig_intr_md, ig_dprsr_md, ig_tm_md);
@@ -190,6 +283,9 @@ control IceIngress(inout ice_ingress_headers_t hdr,
             drop_reason_counter.count(md.drop_reason);
         } else {
             bridge();
+            if (hdr.packet_in.isValid()) {
+                mark_punt();
+            }
         }
     }
 }

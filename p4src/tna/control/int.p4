@@ -84,11 +84,28 @@ control IntTelemetry(inout ice_egress_headers_t hdr,
     }
 
     // As IceIngress.take_time_*: one operation per field and stage.
-    action take_time_parts() {
-        md.time.t0 = eg_prsr_md.global_tstamp[41:10];
-        md.time.t6 = (bit<32>)eg_prsr_md.global_tstamp[41:16];
-        md.time.t7 = (bit<32>)eg_prsr_md.global_tstamp[41:17];
-        md.time.t11 = (bit<32>)eg_prsr_md.global_tstamp[41:21];
+    // The shifted copies of the timestamp come from hash units (identity hashes of slices): a
+    // PHV container cannot hold the 48-bit timestamp cut at bit 10 (it is parsed into whole
+    // containers), and an action gets at most 32 bits from a hash unit, so one action each.
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) time_t0;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) time_t6;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) time_t7;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) time_t11;
+
+    action take_time_t0() {
+        md.time.t0 = time_t0.get({ eg_prsr_md.global_tstamp[41:10] });
+    }
+
+    action take_time_t6() {
+        md.time.t6 = time_t6.get({ eg_prsr_md.global_tstamp[41:16] });
+    }
+
+    action take_time_t7() {
+        md.time.t7 = time_t7.get({ eg_prsr_md.global_tstamp[41:17] });
+    }
+
+    action take_time_t11() {
+        md.time.t11 = time_t11.get({ eg_prsr_md.global_tstamp[41:21] });
     }
 
     action take_time_pairs() {
@@ -98,6 +115,12 @@ control IntTelemetry(inout ice_egress_headers_t hdr,
 
     action take_time_sum() {
         md.now_us = md.time.t0 + md.time.t7;
+    }
+
+    // The low word wrapped when it is now below what was added (pkt_len |-| low != 0): a
+    // gateway compares with constants only.
+    action tx_bytes_wrapped() {
+        md.tx_bytes_wrap = md.pkt_len |-| md.tx_bytes_lo;
     }
 
     action fill_new_hop(switch_id_t switch_id) {
@@ -113,7 +136,10 @@ control IntTelemetry(inout ice_egress_headers_t hdr,
     }
 
     apply {
-        take_time_parts();
+        take_time_t0();
+        take_time_t6();
+        take_time_t7();
+        take_time_t11();
         take_time_pairs();
         take_time_sum();
         if (md.is_copy) {
@@ -128,7 +154,8 @@ control IntTelemetry(inout ice_egress_headers_t hdr,
             md.record_ingress_port = (bit<16>)hdr.bridged.ingress_port;
             md.pkt_len = (bit<32>)eg_intr_md.pkt_length;
             md.tx_bytes_lo = add_tx_bytes.execute(md.stats_port);
-            if (md.tx_bytes_lo < md.pkt_len) {
+            tx_bytes_wrapped();
+            if (md.tx_bytes_wrap != 0) {
                 md.tx_bytes_hi = carry_tx_bytes.execute(md.stats_port);
             } else {
                 md.tx_bytes_hi = read_tx_bytes_hi.execute(md.stats_port);

@@ -30,10 +30,17 @@ control IntSampler(in ice_ingress_headers_t hdr,
         }
     };
 
+    // md.int_sample_psn is psn ^ (psn >> PATH_BUCKET_BITS) (IceIngress.mix_psn); the mask is
+    // applied on the ALU: a gateway compares with constants only.
+    action mask_psn() {
+        md.int_sample_psn = md.int_sample_psn & md.int_sample_mask;
+    }
+
     apply {
         bit<12> slot = md.flow_slot[11:0];
         md.int_sample_cutoff_us = md.now_us - md.int_sample_gap_us;
-        if (((hdr.bth.psn ^ (hdr.bth.psn >> PATH_BUCKET_BITS)) & md.int_sample_mask) == 0) {
+        mask_psn();
+        if (md.int_sample_psn == 0) {
             stamp.execute(slot);
         } else if (md.int_sample_gap_us == 0 || stamp_if_due.execute(slot) == 0) {
             md.int_enabled = 0;

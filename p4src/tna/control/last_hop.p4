@@ -31,13 +31,8 @@ control LastHop(in ice_ingress_headers_t hdr,
     };
 
     // The copy's egress parser stops after the shim (ice_mirror_md_t), so the flow's fields
-    // and the records' largest queue depth (the report's queue alarm) travel in the mirror
-    // header.  max() runs on the ALU; absent records count as 0.
-    action record_qdepths_pairs() {
-        md.rec_qdepth0 = max(md.rec_qdepth0, md.rec_qdepth1);
-        md.rec_qdepth2 = max(md.rec_qdepth2, md.rec_qdepth3);
-    }
-
+    // and the records' largest queue depth (md.rec_qdepth0, IceIngress.record_qdepths_*: the
+    // report's queue alarm) travel in the mirror header.
     action fill_mirror_md() {
         md.mirror_md.setValid();
         md.mirror_md.md_kind = ICE_MD_MIRROR;
@@ -51,37 +46,15 @@ control LastHop(in ice_ingress_headers_t hdr,
         md.mirror_md.flow_dst_qp = hdr.bth.dst_qp;
         md.mirror_md.bth_opcode = hdr.bth.opcode;
         md.mirror_md.bth_psn = hdr.bth.psn;
-        md.mirror_md.records_max_qdepth = (bit<24>)max(md.rec_qdepth0, md.rec_qdepth2);
+        md.mirror_md.records_max_qdepth = md.rec_qdepth0;
     }
 
     apply {
         if (hdr.ice_shim.int_enabled == 1) {
             bit<1> feedback_due = 0;
             if (md.feedback_every_n != 0) {
-                md.feedback_every_n_minus_1 = (bit<32>)md.feedback_every_n - 1;
                 feedback_due = count_for_feedback.execute(md.flow_slot[11:0]);
             }
-            if (hdr.int_hops[0].isValid()) {
-                md.rec_qdepth0 = hdr.int_hops[0].enq_qdepth;
-            } else {
-                md.rec_qdepth0 = 0;
-            }
-            if (hdr.int_hops[1].isValid()) {
-                md.rec_qdepth1 = hdr.int_hops[1].enq_qdepth;
-            } else {
-                md.rec_qdepth1 = 0;
-            }
-            if (hdr.int_hops[2].isValid()) {
-                md.rec_qdepth2 = hdr.int_hops[2].enq_qdepth;
-            } else {
-                md.rec_qdepth2 = 0;
-            }
-            if (hdr.int_hops[3].isValid()) {
-                md.rec_qdepth3 = hdr.int_hops[3].enq_qdepth;
-            } else {
-                md.rec_qdepth3 = 0;
-            }
-            record_qdepths_pairs();
             fill_mirror_md();
             if (feedback_due == 1 && md.report_enabled == 1) {
                 md.mirror_session = (MirrorId_t)ICE_SESSION_FEEDBACK_REPORT;

@@ -51,9 +51,24 @@ control ReportBuilder(inout ice_egress_headers_t hdr,
         size = 1;
     }
 
+    action copy_report_ports() {
+        md.report_ingress_port = hdr.mirror_md.orig_ingress_port;
+        md.report_host_port = hdr.mirror_md.host_port;
+    }
+
+    // The queue alarm: max(this hop's, the records' largest) |-| threshold, non-zero above it
+    // (a gateway compares with constants only).
+    action report_qdepth_max() {
+        md.report_qdepth = max(hdr.new_hop.enq_qdepth, hdr.mirror_md.records_max_qdepth);
+    }
+
+    action report_qdepth_over() {
+        md.report_qdepth_over = md.report_qdepth |-| md.report_qdepth_threshold;
+    }
+
     // Called directly only (never from a table), so it is not in the P4Info's table actions.
     action build_report() {
-        fill_packet_in(hdr.packet_in, hdr.mirror_md.orig_ingress_port, hdr.mirror_md.host_port,
+        fill_packet_in(hdr.packet_in, md.report_ingress_port, md.report_host_port,
                        PUNT_REASON_TELEMETRY);
 
         hdr.telemetry_report.setValid();
@@ -78,6 +93,7 @@ control ReportBuilder(inout ice_egress_headers_t hdr,
 
     apply {
         report_config.apply();
+        copy_report_ports();
         md.report_reason = 0;
         if (md.report_every_n != 0) {
             md.report_every_n_minus_1 = md.report_every_n - 1;
@@ -87,8 +103,9 @@ control ReportBuilder(inout ice_egress_headers_t hdr,
             }
         }
         if (md.report_qdepth_threshold != 0) {
-            if (hdr.new_hop.enq_qdepth > md.report_qdepth_threshold
-                    || (bit<32>)hdr.mirror_md.records_max_qdepth > md.report_qdepth_threshold) {
+            report_qdepth_max();
+            report_qdepth_over();
+            if (md.report_qdepth_over != 0) {
                 md.report_reason = md.report_reason | REPORT_REASON_QUEUE_ALARM;
             }
         }
