@@ -2,7 +2,8 @@
 
 bf-p4c writes, per pipeline, ``<out>/<pipe>/logs/resources.json`` (what every MAU stage uses and
 has: RAMs, TCAMs, logical tables; the PHV containers the chip has) and ``metrics.json`` (the PHV
-containers the allocation occupied).  ``make p4-tna`` prints one line per compiled chip::
+containers the allocation occupied); bf-p4c writes both only when asked for logs (``--verbose 1``
+or more, as ``make p4-tna`` does).  ``make p4-tna`` prints one line per compiled chip::
 
     python -m icefabric.p4src.tofino_resources build/tna/tofino build/tna/tofino2 [--json]
 
@@ -100,7 +101,8 @@ def read_resources(out_dir: str | Path) -> TofinoResources:
     mau = _get(res, "mau", where=res_path)
     stages = int(_get(mau, "nStages", where=res_path))
     stages_used = srams = srams_used = tcams = tcams_used = 0
-    for stage in _get(mau, "mau_stages", where=res_path):
+    listed = _get(mau, "mau_stages", where=res_path)
+    for stage in listed:
         if _get(stage, "logical_tables", "ids", where=res_path):
             stages_used += 1
         rams = _get(stage, "rams", where=res_path)
@@ -109,8 +111,12 @@ def read_resources(out_dir: str | Path) -> TofinoResources:
         tc = _get(stage, "tcams", where=res_path)
         tcams += int(tc["nRows"]) * int(tc["nColumns"])
         tcams_used += len(tc["tcams"])
+    # bf-p4c lists only the stages the program reaches; the others have the same memories.
+    if listed and len(listed) < stages:
+        srams += (stages - len(listed)) * (srams // len(listed))
+        tcams += (stages - len(listed)) * (tcams // len(listed))
 
-    phv_have = _get(res, "phv", where=res_path)
+    phv_have = _get(res, "phv_containers", where=res_path)
     containers = bits = 0
     for kind in PHV_KINDS:
         for group in phv_have.get(kind, ()):

@@ -11,6 +11,7 @@ for_tofino) carries bf-p4c's bfrt.json, context.json and tofino.bin byte for byt
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -31,7 +32,13 @@ pytestmark = pytest.mark.tofino
 CHIPS = {"tofino": ("tna", 12, "tofino.bin"), "tofino2": ("t2na", 20, "tofino2.bin")}
 # The flags `make p4-tna` passes (Makefile BF_P4C_FLAGS): P4Runtime's standard externs, as
 # Stratum wants them.
-BF_P4C_FLAGS = ["--std", "p4-16", "--p4runtime-force-std-externs"]
+BF_P4C_FLAGS = ["--std", "p4-16", "--p4runtime-force-std-externs", "--verbose", "1"]
+# Tofino 1 does not fit yet (p4src/README.md, Tofino: the ingress needs 19 stages of the 12 and
+# more PHV than the chip has); strict, so a compile that starts to succeed fails the tier until
+# this mark goes.
+TOFINO1_DOES_NOT_FIT = pytest.mark.xfail(
+    strict=True, reason="ice.p4 does not fit Tofino 1 yet (19 ingress stages needed, 12 exist)"
+)
 
 
 def _bf_p4c() -> str:
@@ -47,7 +54,10 @@ class Compiled:
     out: Path
 
 
-@pytest.fixture(scope="session", params=sorted(CHIPS))
+@pytest.fixture(
+    scope="session",
+    params=[pytest.param("tofino", marks=TOFINO1_DOES_NOT_FIT), "tofino2"],
+)
 def compiled(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Compiled:
     """bf-p4c's output folder for one chip; the test fails with the compiler's output if it
     does not compile."""
@@ -60,7 +70,9 @@ def compiled(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=3600, check=False)
     text = (res.stdout + res.stderr).strip()
     assert res.returncode == 0, f"{' '.join(cmd)}\n{text[-6000:]}"
-    assert "error" not in text.lower(), text[-6000:]
+    # bf-p4c ends with "N errors, M warnings generated."; any error line fails.
+    assert re.search(r"\berror:", text, re.IGNORECASE) is None, text[-6000:]
+    assert "0 errors" in text, text[-6000:]
     return Compiled(chip, out)
 
 

@@ -42,7 +42,7 @@ def _out(tmp: Path) -> Path:
                 ]
                 + [_stage(n, tables=0, srams=0, tcams=0) for n in range(2, 12)],
             },
-            "phv": {
+            "phv_containers": {
                 "normal": [
                     {"width": 8, "units": 64, "addresses": []},
                     {"width": 16, "units": 96, "addresses": []},
@@ -91,8 +91,21 @@ def test_the_cli_prints_a_line_or_json_and_names_a_missing_log(
         read_resources(tmp_path / "none")
 
 
+def test_stages_bf_p4c_did_not_list_count_with_the_same_memories(tmp_path: Path) -> None:
+    # bf-p4c lists only the stages a program reaches (19 of Tofino 2's 20 for ice.p4).
+    out = _out(tmp_path)
+    path = out / "pipe" / "logs" / "resources.json"
+    doc = json.loads(path.read_text())
+    del doc["resources"]["mau"]["mau_stages"][4:]
+    path.write_text(json.dumps(doc))
+    r = read_resources(out)
+    assert (r.stages, r.stages_used) == (12, 2)
+    assert (r.srams_used, r.srams) == (6, 12 * 80)
+    assert (r.tcams_used, r.tcams) == (2, 12 * 24)
+
+
 def test_a_log_without_the_expected_fields_is_a_one_line_error(tmp_path: Path) -> None:
     out = _out(tmp_path)
-    (out / "pipe" / "logs" / "resources.json").write_text('{"resources": {"phv": {}}}')
+    (out / "pipe" / "logs" / "resources.json").write_text('{"resources": {"phv_containers": {}}}')
     with pytest.raises(TofinoResourcesError, match=r"resources.json: no mau "):
         read_resources(out)
