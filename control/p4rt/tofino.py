@@ -326,4 +326,24 @@ def _from_layout(root: Path, program: str | None) -> TofinoProgram:
         raise TofinoConfigError(
             f"{root}: no pipeline folder with context.json and tofino.bin/tofino2.bin"
         )
-    return TofinoProgram(name=program or root.name, bfrt=_read(bfrt_path), profiles=tuple(profiles))
+    name = program or _manifest_program(root) or root.name
+    return TofinoProgram(name=name, bfrt=_read(bfrt_path), profiles=tuple(profiles))
+
+
+def _manifest_program(root: Path) -> str | None:
+    """The program's name from bf-p4c's ``manifest.json`` (``programs[0].program_name``,
+    ``ice.p4`` -> ``ice``): bf-p4c (p4c 34b86e9) names the ``.conf`` there but does not always
+    write it, and the output folder's own name is the user's."""
+    path = root / "manifest.json"
+    if not path.is_file():
+        return None
+    try:
+        doc = parse_json(_read(path))
+    except JsonError as exc:
+        raise TofinoConfigError(f"{path}: not JSON: {exc}") from None
+    programs = doc.get("programs") if isinstance(doc, dict) else None
+    first = programs[0] if isinstance(programs, list) and programs else None
+    name = first.get("program_name") if isinstance(first, dict) else None
+    if not isinstance(name, str) or not name:
+        raise TofinoConfigError(f"{path}: expected programs[0].program_name (bf-p4c's manifest)")
+    return name.removesuffix(".p4")

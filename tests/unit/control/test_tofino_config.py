@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import struct
 from pathlib import Path
 
@@ -206,3 +207,47 @@ def test_pipeline_config_for_tofino_packs_the_folder_with_its_p4info(tmp_path: P
         PipelineConfig.for_tofino(out)
     with pytest.raises(PipelineConfigError, match="unknown Tofino config format"):
         PipelineConfig.for_tofino(out, tmp_path / "x", fmt="zip")
+
+
+# The files `bf-p4c --std p4-16 --p4runtime-force-std-externs --verbose 1 --target tofino2 --arch
+# t2na -o OUT --p4runtime-files OUT/p4info.txt p4src/tna/ice.p4` wrote (p4c 34b86e9), with their
+# sizes in bytes: a manifest that names ice.conf, and no ice.conf.
+BF_P4C_TOFINO2_FILES = {
+    "bfrt.json": 720_580,
+    "events.json": 323,
+    "source.json": 530_096,
+    "pipe/context.json": 7_701_872,
+    "pipe/ice.bfa": 311_362,
+    "pipe/tofino2.bin": 1_994_098,
+}
+
+
+def test_pipeline_config_from_an_output_folder_as_bf_p4c_wrote_it(tmp_path: Path) -> None:
+    # What `icectl run --target tofino --tofino-out OUT` packs (PipelineConfig.for_tofino), for a
+    # folder laid out and sized as bf-p4c's own (tests/tofino checks the compiled one itself).
+    out = tmp_path / "build-tna-tofino2"
+    rng = random.Random(22)
+    for name, size in BF_P4C_TOFINO2_FILES.items():
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        (out / name).write_bytes(rng.randbytes(size))
+    manifest = {
+        "target": "tofino2",
+        "target_data": {"architecture": "t2na", "conf_file": "ice.conf"},
+        "programs": [{"program_name": "ice.p4", "p4_version": "p4-16"}],
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    (out / "p4info.txt").write_text('pkg_info { arch: "t2na" }\n')
+    cfg = PipelineConfig.for_tofino(out)
+    assert cfg.p4info.pkg_info.arch == "t2na"
+    prog = decode_bf_pipeline_config(cfg.device_config)
+    assert prog.name == "ice"  # from the manifest, not the folder's name
+    assert len(prog.bfrt) == 720_580 and prog.bfrt == (out / "bfrt.json").read_bytes()
+    (p,) = prog.profiles
+    assert p.name == "pipe"
+    assert len(p.binary) == 1_994_098 and p.binary == (out / "pipe" / "tofino2.bin").read_bytes()
+    assert len(p.context) == 7_701_872 and p.context == (out / "pipe" / "context.json").read_bytes()
+    (out / "manifest.json").write_text('{"programs": []}')
+    with pytest.raises(TofinoConfigError, match=r"manifest.json: expected programs\[0\]"):
+        load_bf_p4c_output(out)
+    (out / "manifest.json").unlink()
+    assert load_bf_p4c_output(out).name == "build-tna-tofino2"
