@@ -11,15 +11,21 @@ control IceIngressDeparser(packet_out pkt,
                            in ice_ingress_metadata_t md,
                            in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
 
+    // Mirror() with the type tested here and the header as a field list, as bf-p4c's own
+    // workaround (DropPacketWithMirrorEngine) writes the mirror it adds to every TNA ingress
+    // deparser: next to that one, a Mirror(ICE_MIRROR_TYPE_LAST_HOP) is refused ("Inconsistent
+    // mirror selectors").  The list is ice_mirror_md_t's fields in order.
     Mirror() last_hop_mirror;
     Checksum() ipv4_checksum;
 
     apply {
         if (ig_dprsr_md.mirror_type == ICE_MIRROR_TYPE_LAST_HOP) {
             last_hop_mirror.emit<ice_mirror_md_t>(md.mirror_session, {
-                md.mirror_md.md_kind, md.mirror_md.records_max_qdepth, md.mirror_md._pad0, md.mirror_md.host_port,
-                md.mirror_md._pad1, md.mirror_md.orig_ingress_port, md.mirror_md.switch_id, md.mirror_md.flow_src_addr,
-                md.mirror_md.flow_dst_addr, md.mirror_md.flow_src_port, md.mirror_md.flow_dst_port,
+                md.mirror_md.md_kind, md.mirror_md.records_max_qdepth,
+                md.mirror_md._pad0, md.mirror_md.host_port,
+                md.mirror_md._pad1, md.mirror_md.orig_ingress_port,
+                md.mirror_md.switch_id, md.mirror_md.flow_src_addr, md.mirror_md.flow_dst_addr,
+                md.mirror_md.flow_src_port, md.mirror_md.flow_dst_port,
                 md.mirror_md.bth_opcode, md.mirror_md.flow_dst_qp, md.mirror_md.bth_psn });
         }
         if (hdr.ipv4.isValid()) {

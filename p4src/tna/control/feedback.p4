@@ -100,7 +100,8 @@ control FeedbackBuilder(inout ice_egress_headers_t hdr,
         } else if (hdr.ice_shim.int_hop_count == 4) {
             feedback_lengths(5);
         } else {
-            feedback_lengths(INT_MAX_HOPS + 1);   // the most the ingress parser accepts, plus this hop's
+            // the most records the ingress parser accepts, plus this hop's
+            feedback_lengths(INT_MAX_HOPS + 1);
         }
         build_feedback();
     }
