@@ -29,6 +29,7 @@ class TcpToUnixRelay:
         self._sel = selectors.DefaultSelector()
         self._sel.register(self._listener, selectors.EVENT_READ, None)
         self._peer: dict[socket.socket, socket.socket] = {}
+        self._unreachable = False  # the switch's socket refused the last connection
         self._wake_r, self._wake_w = socket.socketpair()
         self._sel.register(self._wake_r, selectors.EVENT_READ, None)
         self._stop = threading.Event()
@@ -56,10 +57,21 @@ class TcpToUnixRelay:
         try:
             upstream.connect(self.path)
         except OSError as e:
-            log.warning("relay: cannot reach %s: %s", self.path, e)
+            # once per outage: the controller retries a dead switch every few hundred ms, and
+            # a line each time flooded the Mininet CLI (the README tour's next prompt was lost)
+            if not self._unreachable:
+                log.warning(
+                    "relay: cannot reach %s: %s (again at DEBUG until it answers)", self.path, e
+                )
+            else:
+                log.debug("relay: cannot reach %s: %s", self.path, e)
+            self._unreachable = True
             client.close()
             upstream.close()
             return
+        if self._unreachable:
+            log.info("relay: %s answers again", self.path)
+            self._unreachable = False
         for s in (client, upstream):
             s.setblocking(False)
         self._peer[client], self._peer[upstream] = upstream, client

@@ -14,11 +14,13 @@ the README's BMv2 options (``--target bmv2 --bmv2-json ... --p4info ...``).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -191,8 +193,31 @@ def tour(tmp_path: Path) -> Iterator[Tour]:
         poll_until(lambda: not t.status_ok(), 30.0, 0.2)  # the daemon's own shutdown
         t.close()
         fabric = work / "fabric.yaml"
-        if fabric.exists() and busy_interfaces(load_topology(fabric)):
-            subprocess.run(["mn", "-c"], capture_output=True, check=False)
+        if fabric.exists():
+            spec = load_topology(fabric)
+            # A Mininet that went down with its tmux session (a failed step) leaves its
+            # switches running: they sit in sessions of their own so that Ctrl-C never reaches
+            # them, and `mn -c` does not know simple_switch_grpc. Six such BMv2 switches held
+            # thrift ports 9090-9095 and failed the next e2e test's leftovers check.
+            left = _switch_processes(spec)
+            for pid in left:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGTERM)
+            poll_until(lambda: not set(left) & set(_switch_processes(spec)), 10.0, 0.1)
+            if busy_interfaces(spec):
+                subprocess.run(["mn", "-c"], capture_output=True, check=False)
+
+
+def _switch_processes(spec: Any) -> list[int]:
+    """The switch processes on this topology's ports (``-i N@leaf1-eth1`` and the like)."""
+    ps = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout
+    names = [s.name for s in spec.switches]
+    pids = []
+    for line in ps.splitlines():
+        pid, _, args = line.strip().partition(" ")
+        if any(f"@{n}-eth" in args for n in names):
+            pids.append(int(pid))
+    return pids
 
 
 def _paths_on(rows: list[dict[str, Any]], switch: str) -> list[str]:

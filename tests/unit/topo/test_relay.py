@@ -81,3 +81,39 @@ def test_a_missing_unix_socket_closes_the_client(tmp_path: Path) -> None:
             assert c.recv(1) == b""
     finally:
         relay.close()
+
+
+def test_a_dead_switch_is_reported_once_per_outage(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The controller retries a killed switch again and again: one WARNING, not one per try
+    (they flooded the Mininet CLI); it answers again, then a new outage warns again."""
+    port = _free_port()
+    path = tmp_path / "late.sock"
+    relay = TcpToUnixRelay("127.0.0.1", port, str(path))
+
+    def refused() -> None:
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as c:
+            c.settimeout(5)
+            assert c.recv(1) == b""
+
+    try:
+        with caplog.at_level("DEBUG", logger="icefabric.topo.relay"):
+            for _ in range(5):
+                refused()
+            warned = [r for r in caplog.records if r.levelname == "WARNING"]
+            assert len(warned) == 1 and "cannot reach" in warned[0].getMessage()
+            srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            srv.bind(str(path))
+            srv.listen()
+            with socket.create_connection(("127.0.0.1", port), timeout=5):
+                accepted, _ = srv.accept()
+                accepted.close()
+            srv.close()
+            path.unlink()
+            refused()
+            warned = [r for r in caplog.records if r.levelname == "WARNING"]
+            assert len(warned) == 2
+            assert any("answers again" in r.getMessage() for r in caplog.records)
+    finally:
+        relay.close()
