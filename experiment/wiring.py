@@ -16,6 +16,7 @@ addresses; they supply only :meth:`EmbeddedFabric._serve` (the switch's clock an
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import logging
 import threading
@@ -122,7 +123,7 @@ def serve_switch(
     )
 
 
-class EmbeddedFabric(CutLinks):
+class EmbeddedFabric(CutLinks, abc.ABC):
     """A topology's embedded switches serving P4Runtime on ``host``, wired per :func:`wiring`; a
     context manager. A subclass says how a switch runs (:meth:`_serve`: its clock, its scheduler)
     and how a wire carries a frame (:meth:`_connect`); :meth:`stop` undoes :meth:`_serve`."""
@@ -147,20 +148,22 @@ class EmbeddedFabric(CutLinks):
         for w in wiring(self.spec):
             self._connect(w)
 
+    @abc.abstractmethod
     def stop(self) -> None:
         """Stop every switch and its server."""
-        raise NotImplementedError
 
     @property
     def addresses(self) -> dict[str, str]:
         """P4Runtime address of every switch."""
         return {name: f"{self.bind_host}:{sw.port}" for name, sw in self.switches.items()}
 
+    @abc.abstractmethod
     def _serve(self, switch: Switch, addr: str) -> EmbeddedSwitch:
-        raise NotImplementedError
+        """Build ``switch`` and serve its P4Runtime on ``addr`` (its clock, its scheduler)."""
 
+    @abc.abstractmethod
     def _connect(self, w: PortWire) -> None:
-        raise NotImplementedError
+        """Carry the frames leaving ``w``'s port to what the wire reaches."""
 
 
 class HostInboxes:
