@@ -12,6 +12,7 @@ from __future__ import annotations
 import ipaddress
 
 from icefabric.p4src.ice_p4 import CPU_PORT
+from icefabric.topo.model import P4RUNTIME_BASE_PORT
 from icefabric.topo.spec import (
     MAX_HOSTS,
     MAX_PORT,
@@ -72,7 +73,7 @@ def leaf_spine(
     oversubscription: float = 1.0,
     links_per_spine: int = 1,
     name: str | None = None,
-    grpc_base_port: int = 50051,
+    grpc_base_port: int = P4RUNTIME_BASE_PORT,
     priority_queues: int = 8,
 ) -> TopologySpec:
     """A two-tier leaf-spine; uplink rate = hosts*host_rate / (spines*links*oversubscription)."""
@@ -149,7 +150,7 @@ def fat_tree(
     rate_gbps: float = 100.0,
     hosts_per_tor: int | None = None,
     name: str | None = None,
-    grpc_base_port: int = 50051,
+    grpc_base_port: int = P4RUNTIME_BASE_PORT,
     priority_queues: int = 8,
 ) -> TopologySpec:
     """A three-tier fat-tree(k): k pods of k/2 ToRs and k/2 aggs, (k/2)^2 cores, k/2 hosts per ToR.

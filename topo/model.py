@@ -13,6 +13,10 @@ SWITCH_ROLES = ("leaf", "spine", "core", "tor", "agg")
 ROLE_TIER = {"leaf": 0, "tor": 0, "spine": 1, "agg": 1, "core": 2}
 HOST_ROLES = ("leaf", "tor")
 THRIFT_BASE_PORT = 9090  # BMv2 simple_switch_CLI default; switch i of a spec gets 9090 + i
+# P4Runtime's IANA port (simple_switch_grpc's and ice-switch's default): switch i gets 9559 + i.
+# Below Linux's ephemeral range (32768-60999 by default), where any outgoing connection may take
+# a port first (50051 + i, the gRPC examples' port, collided that way once).
+P4RUNTIME_BASE_PORT = 9559
 MAX_SWITCHES = 16_384  # the 100k-GPU fat-tree(38) has 1,805
 MAX_HOSTS = 131_072  # ... and 12,996 hosts
 MAX_LINKS = 262_144
@@ -29,7 +33,7 @@ class Defaults:
     link_rate_gbps: float = 100.0
     host_rate_gbps: float = 100.0
     link_delay_us: float = 0.0
-    grpc_base_port: int = 50051
+    grpc_base_port: int = P4RUNTIME_BASE_PORT
     # Egress queues per switch port (BMv2 --priority-queues; simple_switch drops a packet whose
     # priority is >= this): with more than 1 the controller puts control traffic in the top one.
     priority_queues: int = 1

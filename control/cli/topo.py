@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from icefabric.control import render
 from icefabric.control.cli.common import EXIT_OK, EXIT_USAGE, CliError, Parser, Verbs
+from icefabric.topo.model import P4RUNTIME_BASE_PORT
 
 if TYPE_CHECKING:
     from icefabric.topo.spec import TopologySpec
@@ -219,7 +220,13 @@ def register(verbs: Verbs) -> None:
     ft.add_argument("--hosts-per-tor", type=int, default=None, help="default k/2")
     for g in (ls, ft):
         g.add_argument("--name", default=None)
-        g.add_argument("--grpc-base-port", type=int, default=50051)
+        g.add_argument(
+            "--grpc-base-port",
+            type=int,
+            default=P4RUNTIME_BASE_PORT,
+            help=f"P4Runtime port of the first switch; switch i gets base + i "
+            f"(default {P4RUNTIME_BASE_PORT}, P4Runtime's own port)",
+        )
         g.add_argument("-o", "--output", help="write to FILE (.json: JSON, else YAML)")
         g.add_argument("--format", choices=("yaml", "json"), default="yaml", help="stdout format")
         g.set_defaults(func=cmd_topo_gen)

@@ -154,7 +154,7 @@ def test_shell_command_line_from_topology(capsys: pytest.CaptureFixture[str]) ->
     code, out, _ = run(capsys, "shell", "spine1", "--topo", EXAMPLE, "--print")
     assert code == 0
     assert (
-        "-m icefabric.control.cli.p4shell --grpc-addr 127.0.0.1:50055 --device-id 5 "
+        "-m icefabric.control.cli.p4shell --grpc-addr 127.0.0.1:9563 --device-id 5 "
         "--election-id 0,1" in out
     )
     assert "--config" not in out

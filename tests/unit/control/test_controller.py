@@ -148,7 +148,7 @@ def test_api_handlers_map_errors_to_usage(ctl: Controller) -> None:
         and st["jobs"] == 1
         and set(st["switches"]) == {s.name for s in SPEC.switches}
     )
-    assert h["switches"]({})["leaf1"]["address"] == "127.0.0.1:50051"
+    assert h["switches"]({})["leaf1"]["address"] == "127.0.0.1:9559"
 
 
 def test_reports_name_the_flow_by_its_key(ctl: Controller) -> None:

@@ -7,6 +7,7 @@ from collections import Counter
 import pytest
 
 from icefabric.topo.generators import fat_tree, leaf_spine, oversubscription
+from icefabric.topo.model import P4RUNTIME_BASE_PORT
 from icefabric.topo.spec import SpecError, TopologySpec, parse_topology
 
 
@@ -111,3 +112,12 @@ def test_generated_ports_skip_the_cpu_port_and_pass_validation() -> None:
     ports = {ln.b.port for ln in spec.links if ln.b.node == "spine1"}
     assert 255 not in ports and max(ports) == 261 and len(ports) == 260
     assert parse_topology(spec.to_dict(), source="gen").links == spec.links
+
+
+def test_default_p4runtime_ports_stay_below_the_ephemeral_range() -> None:
+    # Linux's default ip_local_port_range starts at 32768: a port there can be taken by any
+    # outgoing connection before the switch binds it.
+    assert P4RUNTIME_BASE_PORT == 9559
+    for spec in (leaf_spine(leaves=4, spines=2, hosts_per_leaf=2), fat_tree(16)):
+        ports = [s.grpc_port for s in spec.switches]
+        assert ports[0] == P4RUNTIME_BASE_PORT and max(ports) < 32768
