@@ -12,7 +12,8 @@ Every switch serves P4Runtime on ``127.0.0.1:<grpc_port>`` and owns its veth int
   there and relayed to ``127.0.0.1:<grpc_port>`` (:mod:`icefabric.topo.relay`).
 
 Switch processes run in sessions of their own (``setsid``), so Ctrl-C at ``mininet>`` never
-reaches them. Each switch's log is kept across starts (``ice-NAME.log`` and the
+reaches them, and under ``setpriv --pdeathsig TERM`` (:func:`die_with_parent`), so a bring-up
+killed by SIGKILL takes its switches and captures with it. Each switch's log is kept across starts (``ice-NAME.log`` and the
 :data:`LOG_KEEP` previous ones, ``ice-NAME.log.1`` newest). The bring-up that builds a network
 of them is :mod:`icefabric.topo.mininet`.
 """
@@ -51,6 +52,19 @@ LOG_KEEP = 3  # previous switch logs kept: ice-NAME.log.1 .. ice-NAME.log.3
 
 class SwitchStartError(RuntimeError):
     """A switch process did not come up (exited, or its gRPC port never opened)."""
+
+
+def die_with_parent(cmd: list[str]) -> list[str]:
+    """``cmd`` under ``setpriv --pdeathsig TERM`` (util-linux): it gets SIGTERM when the thread
+    that started it ends, even by SIGKILL, where a session of its own would outlive it.
+
+    The kernel ties the signal to the starting *thread*: start switches from the thread that
+    holds the network (the bring-up's main thread). Without setpriv, ``cmd`` as it is."""
+    exe = shutil.which("setpriv")
+    if exe is None:
+        log.warning("setpriv (util-linux) not found: switches will outlive a killed bring-up")
+        return cmd
+    return [exe, "--pdeathsig", "TERM", "--", *cmd]
 
 
 def ice_switch_command() -> str:
@@ -179,7 +193,7 @@ class _P4RuntimeSwitchMixin:
         except OSError as e:
             raise SwitchStartError(f"{self.name}: cannot open its log: {e}") from e
         with out:
-            self.proc = self._spawn(cmd, out)
+            self.proc = self._spawn(die_with_parent(cmd), out)
         try:
             self._await_ready(time.monotonic() + READY_TIMEOUT_S)
         except SwitchStartError as e:
@@ -213,7 +227,7 @@ class _P4RuntimeSwitchMixin:
         procs = []
         for name in self.data_interfaces():
             cmd = [exe, "-i", name, "-U", "-s", "0", "-w", str(folder / f"{name}.pcap")]
-            procs.append(self._spawn_quiet(cmd))
+            procs.append(self._spawn_quiet(die_with_parent(cmd)))
         return procs
 
     def _spawn_quiet(self, cmd: list[str]) -> subprocess.Popen[bytes]:
