@@ -29,7 +29,7 @@ from icefabric.control.install import flow_key
 from icefabric.control.linkstate import LinkEvent
 from icefabric.control.p4rt import PipelineConfig
 from icefabric.control.topology import Topology
-from icefabric.experiment.wire import InProcessFabric
+from icefabric.experiment.wire import InProcessFabric, RealTime
 from icefabric.waiting import poll_until
 
 log = logging.getLogger(__name__)
@@ -316,7 +316,7 @@ def link_failure(
     options = FabricOptions(
         mode="ice", int_kinds=ALL_PATH_KINDS, report_every_n=1, feedback_every_n=1
     )
-    with InProcessFabric(spec, fabric_pps=link_pps) as fab:
+    with InProcessFabric(spec, RealTime(fabric_pps=link_pps)) as fab:
         ctl = Controller(
             spec,
             pipeline,

@@ -4,7 +4,10 @@ Every switch of the topology is an embedded :class:`~icefabric.target.device.Dev
 :class:`~icefabric.target.runtime.clock.ManualClock`, with no scheduler thread: the engine
 injects packets and calls ``run_until_idle`` itself.  Each switch serves P4Runtime on
 ``127.0.0.1:<free port>`` (:attr:`VirtualFabric.addresses`), so the controller installs the
-pipeline and entries over real P4Runtime before (and between) runs.  Egress ports drain at the
+pipeline and entries over real P4Runtime before (and between) runs.  The switches, their
+servers, wiring and link cuts are an :class:`~icefabric.experiment.wire.InProcessFabric`
+(:attr:`VirtualFabric.fabric`) whose transport is this engine (:meth:`VirtualFabric.start_switch`,
+:meth:`VirtualFabric.attach_wire`).  Egress ports drain at the
 topology's link rates times ``rate_scale`` (100 Gbit/s x 1e-3 = 100 Mbit/s, so Python is never
 the bottleneck); a frame reaches the peer after its serialisation time plus the link's delay.
 Hosts are :class:`~icefabric.traffic.endpoint.Endpoint` + :class:`~icefabric.traffic.agent.Agent`
@@ -37,7 +40,8 @@ from icefabric.control.agents.protocol import (
 from icefabric.control.fabric import switch_mac
 from icefabric.control.flowkey import FlowKey
 from icefabric.experiment.virtual_stats import ChannelStats, PortStats, ice_overhead_bytes, is_ce
-from icefabric.experiment.wiring import EmbeddedFabric, EmbeddedSwitch, PortWire, serve_switch
+from icefabric.experiment.wire import InProcessFabric
+from icefabric.experiment.wiring import EmbeddedSwitch, PortWire, serve_switch
 from icefabric.p4src.ice_p4 import (
     ETHERNET_BYTES,
     ICE_FEEDBACK_BYTES,
@@ -120,8 +124,9 @@ _TO_HOST = 1
 _TO_AGENT = 2  # agent channel frames from the controller (caps), after the control delay
 
 
-class VirtualFabric(EmbeddedFabric):
-    """The discrete-event engine over a topology (see the module docstring); a context manager."""
+class VirtualFabric:
+    """The discrete-event engine over a topology (see the module docstring): the transport of
+    its in-process fabric (:attr:`fabric`); a context manager."""
 
     def __init__(
         self,
@@ -132,7 +137,8 @@ class VirtualFabric(EmbeddedFabric):
     ) -> None:
         from icefabric.target.runtime.clock import ManualClock
 
-        super().__init__(spec)
+        self.spec = spec
+        self.fabric = InProcessFabric(spec, self)
         self.config = cfg = config or VirtualConfig()
         self.clock = ManualClock()
         self.ports: dict[tuple[str, int], PortStats] = {}
@@ -140,7 +146,6 @@ class VirtualFabric(EmbeddedFabric):
         self.on_cpu_packet: CpuHook | None = None
         self._events: list[tuple[int, int, int, str, int, bytes]] = []
         self._seq = 0
-        self._started = False
         self._rate_factories = dict(rate_factories or {})
         # What each switch / host wants next, refreshed whenever it was touched (see _step).
         self._dep: dict[str, int | None] = {}
@@ -162,35 +167,53 @@ class VirtualFabric(EmbeddedFabric):
         self.start()
         return self
 
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
     def start(self) -> None:
         """Create every switch, serve it over P4Runtime and wire its ports."""
-        if self._started:
-            return
-        self._started = True
-        super().start()
+        self.fabric.start()
 
-    def _serve(self, switch: Switch, addr: str) -> EmbeddedSwitch:
-        # on the fabric's ManualClock, no scheduler thread: _step runs the switches
-        sw = serve_switch(self.spec, switch, addr, clock=self.clock, collect_limit=0)
+    def stop(self) -> None:
+        """Stop every switch and its P4Runtime server."""
+        self.fabric.stop()
+
+    @property
+    def switches(self) -> dict[str, EmbeddedSwitch]:
+        """The fabric's switches by name."""
+        return self.fabric.switches
+
+    @property
+    def addresses(self) -> dict[str, str]:
+        """P4Runtime address of every switch."""
+        return self.fabric.addresses
+
+    def cut_link(self, a: str, b: str) -> None:
+        """Drop everything on the link(s) between switches a and b, both directions."""
+        self.fabric.cut_link(a, b)
+
+    def heal_link(self, a: str, b: str) -> None:
+        """Undo :meth:`cut_link`."""
+        self.fabric.heal_link(a, b)
+
+    # ---- the fabric's transport -------------------------------------------------------------
+    def start_switch(self, spec: TopologySpec, switch: Switch, addr: str) -> EmbeddedSwitch:
+        """``switch`` on the engine's ManualClock with no scheduler thread (:meth:`run_until`
+        runs the switches), serving P4Runtime on ``addr``."""
+        sw = serve_switch(spec, switch, addr, clock=self.clock, collect_limit=0)
         sw.device.packet_in_handlers.append(self._cpu_handler(switch.name))
         return sw
 
-    def _connect(self, w: PortWire) -> None:
+    def attach_wire(self, fabric: InProcessFabric, w: PortWire) -> None:
+        """A frame leaving ``w``'s port reaches the peer switch or host after its serialisation
+        time at the port's rate plus the link delay (an event of the engine)."""
         if w.link is not None:
             rate = self.spec.link_rate(w.link) * 1e9 * self.config.rate_scale
             delay = self.spec.link_delay(w.link)
-            self._attach(w.switch, w.port, rate, delay, _TO_SWITCH, w.peer, w.peer_port)
+            self._attach(fabric, w, rate, delay, _TO_SWITCH)
         else:
             vh = self.hosts[w.peer]
-            self._attach(w.switch, w.port, vh.line_rate_bps, vh.delay_us, _TO_HOST, w.peer, 0)
-
-    def stop(self) -> None:
-        """Stop every P4Runtime server."""
-        for sw in self.switches.values():
-            sw.server.stop(grace=None).wait()
-            sw.service.idle.stop()
-        self.switches.clear()
-        self._started = False
+            self._attach(fabric, w, vh.line_rate_bps, vh.delay_us, _TO_HOST)
 
     def device(self, switch: str) -> Any:
         """The embedded Device of ``switch``."""
@@ -410,22 +433,16 @@ class VirtualFabric(EmbeddedFabric):
         return handle
 
     def _attach(
-        self,
-        switch: str,
-        port: int,
-        rate: float,
-        delay_us: float,
-        kind: int,
-        peer: str,
-        peer_port: int,
+        self, fabric: InProcessFabric, w: PortWire, rate: float, delay_us: float, kind: int
     ) -> None:
-        device = self.switches[switch].device
+        switch, port, peer, peer_port = w.switch, w.port, w.peer, w.peer_port
+        device = fabric.switches[switch].device
         device.set_queue_rate(port, bps=round(rate))
         device.set_queue_depth(port, self.config.queue_packets)
         stats = PortStats(switch=switch, port=port, rate_bps=rate)
         self.ports[(switch, port)] = stats
         tm = device.tm
-        cut = self._cut
+        cut = fabric.cut_ports
         push = self._push
         clock = self.clock
 

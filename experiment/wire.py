@@ -1,13 +1,20 @@
 """A whole fabric in one process: one embedded switch per topology switch, wired per the links.
 
-Each switch is an :class:`icefabric.target.device.Device` running its real-time scheduler and
-serving P4Runtime on ``127.0.0.1:<free port>``; what leaves a switch port is injected into the
-peer switch's port (the "wire"), what leaves a host port lands in that host's inbox
-(:class:`~icefabric.experiment.wiring.HostInboxes`, the fabric's ``inbox``: ``take``,
-``wait_for``, ``delivered``). No root, no namespaces: this is what ``make demo`` and the fabric
-end-to-end tests run the controller against. The switches, the port wiring and the link cuts
-are the ones every in-process fabric builds (``experiment/wiring.py``); here time is real and a
-wire delivers at once.
+:class:`InProcessFabric` is the one in-process fabric of embedded switches: it serves every
+switch's P4Runtime on ``127.0.0.1:<free port>``, wires every port (``experiment/wiring.py``'s
+:func:`~icefabric.experiment.wiring.wiring`), cuts links, kills and revives switches and stops
+everything it started. How time passes and how a wire carries a frame is the
+:class:`Transport` it is given:
+
+* :class:`RealTime` (the default): each switch runs its real-time scheduler thread on the
+  wall clock, what leaves a switch port is injected into the peer switch's port at once, what
+  leaves a host port lands in that host's inbox (the fabric's ``inbox``,
+  :class:`~icefabric.experiment.wiring.HostInboxes`: ``take``, ``wait_for``, ``delivered``);
+  fabric ports optionally rate-limited so queues build. No root, no namespaces: this is what
+  ``make demo``'s link failure and the fabric end-to-end tests run the controller against.
+* :class:`~icefabric.experiment.virtual_fabric.VirtualFabric` (virtual time): the switches on
+  one ``ManualClock`` with no scheduler thread, a wire a discrete-event queue with serialisation
+  time and link delay, host ports reaching the engine's endpoints.
 """
 
 from __future__ import annotations
@@ -15,9 +22,10 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
+from typing import Protocol
 
 from icefabric.experiment.wiring import (
-    EmbeddedFabric,
+    CutLinks,
     EmbeddedSwitch,
     HostInboxes,
     PortWire,
@@ -30,16 +38,79 @@ from icefabric.topo.spec import TopologySpec
 log = logging.getLogger(__name__)
 
 
-class InProcessFabric(EmbeddedFabric):
-    """Embedded switches of a topology with in-process wires; use as a context manager."""
+class Transport(Protocol):
+    """How an :class:`InProcessFabric`'s switches keep time and how its wires carry frames."""
+
+    def start_switch(self, spec: TopologySpec, switch: Switch, addr: str) -> EmbeddedSwitch:
+        """Build ``switch`` on this transport's clock and serve its P4Runtime on ``addr``
+        (with its scheduler running, where the transport has one)."""
+        ...
+
+    def attach_wire(self, fabric: InProcessFabric, w: PortWire) -> None:
+        """Carry the frames leaving ``w``'s port (of ``fabric.switches[w.switch]``) to what
+        the wire reaches (dropping them while ``fabric.cut_ports`` holds the port)."""
+        ...
+
+
+class RealTime:
+    """Real time: each switch's scheduler thread on the wall clock, a wire injects into the
+    peer at once, a host port delivers to the fabric's inbox; switch-to-switch ports drain at
+    ``fabric_pps`` packets/s (None: unlimited)."""
+
+    def __init__(self, *, fabric_pps: int | None = None) -> None:
+        self.fabric_pps = fabric_pps
+
+    def start_switch(self, spec: TopologySpec, switch: Switch, addr: str) -> EmbeddedSwitch:
+        """An embedded switch serving ``addr``, its scheduler thread running."""
+        sw = serve_switch(spec, switch, addr)
+        sw.device.start()  # its own scheduler thread, on the wall clock
+        log.debug("%s: embedded switch on %s (port %d)", switch.name, addr, sw.port)
+        return sw
+
+    def attach_wire(self, fabric: InProcessFabric, w: PortWire) -> None:
+        """Frames leaving ``w``'s port go to the peer switch at once, or to the host's inbox."""
+        dev = fabric.switches[w.switch].device
+        if w.host is not None:
+            dev.attach_port(w.port, functools.partial(fabric.inbox.deliver, w.peer))
+            return
+        dev.attach_port(w.port, _to_switch(fabric, w))
+        if self.fabric_pps is not None:
+            dev.set_queue_rate(w.port, pps=self.fabric_pps)
+
+
+def _to_switch(fabric: InProcessFabric, w: PortWire) -> Callable[[bytes], None]:
+    src, cut, switches = (w.switch, w.port), fabric.cut_ports, fabric.switches
+
+    def send(data: bytes) -> None:
+        if src in cut:
+            return
+        peer = switches.get(w.peer)
+        if peer is not None:
+            peer.device.inject(w.peer_port, data)
+
+    return send
+
+
+class InProcessFabric(CutLinks):
+    """A topology's embedded switches serving P4Runtime on ``host``, wired per
+    :func:`~icefabric.experiment.wiring.wiring`, in the time of ``transport`` (default
+    :class:`RealTime`); a context manager."""
 
     def __init__(
-        self, spec: TopologySpec, *, fabric_pps: int | None = None, host: str = "127.0.0.1"
+        self,
+        spec: TopologySpec,
+        transport: Transport | None = None,
+        *,
+        host: str = "127.0.0.1",
     ) -> None:
-        super().__init__(spec, host=host)
-        self.fabric_pps = fabric_pps  # drain rate of switch-to-switch ports (None: unlimited)
+        self.spec = spec
+        self.transport: Transport = transport if transport is not None else RealTime()
+        self.bind_host = host  # where the switches serve P4Runtime (loopback unless a test says)
+        self.switches: dict[str, EmbeddedSwitch] = {}
         self.inbox = HostInboxes(h.name for h in spec.hosts)
+        self.cut_ports: set[tuple[str, int]] = set()
         self._dead: dict[str, int] = {}  # killed switch -> its gRPC port
+        self._started = False
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -47,47 +118,31 @@ class InProcessFabric(EmbeddedFabric):
         self.start()
         return self
 
-    def stop(self) -> None:
-        """Stop every server and scheduler."""
-        for sw in self.switches.values():
-            sw.server.stop(grace=None)
-            sw.device.stop()
-        self.switches.clear()
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
-    def _serve(self, switch: Switch, addr: str) -> EmbeddedSwitch:
-        sw = serve_switch(self.spec, switch, addr)
-        sw.device.start()  # its own scheduler thread, on the wall clock
-        log.debug("%s: embedded switch on %s:%d", switch.name, self.bind_host, sw.port)
-        return sw
-
-    def _connect(self, w: PortWire) -> None:
-        dev = self.switches[w.switch].device
-        if w.host is not None:
-            dev.attach_port(w.port, self._to_host(w.peer))
+    def start(self) -> None:
+        """Serve every switch (no pipeline yet: the controller pushes it), then wire the ports."""
+        if self._started:
             return
-        dev.attach_port(w.port, self._to_switch(w.switch, w.port, w.peer, w.peer_port))
-        if self.fabric_pps is not None:
-            dev.set_queue_rate(w.port, pps=self.fabric_pps)
+        self._started = True
+        for s in self.spec.switches:
+            self.switches[s.name] = self.transport.start_switch(self.spec, s, f"{self.bind_host}:0")
+        for w in wiring(self.spec):
+            self.transport.attach_wire(self, w)
 
-    def _to_switch(
-        self, src: str, src_port: int, dst: str, dst_port: int
-    ) -> Callable[[bytes], None]:
-        def send(data: bytes) -> None:
-            if (src, src_port) in self._cut:
-                return
-            peer = self.switches.get(dst)
-            if peer is not None:
-                peer.device.inject(dst_port, data)
-
-        return send
-
-    def _to_host(self, host: str) -> Callable[[bytes], None]:
-        return functools.partial(self.inbox.deliver, host)
+    def stop(self) -> None:
+        """Stop every switch: its P4Runtime server, the server's idle scanner, its scheduler."""
+        for sw in self.switches.values():
+            _halt(sw)
+        self.switches.clear()
+        self._dead.clear()
+        self._started = False
 
     @property
     def addresses(self) -> dict[str, str]:
         """P4Runtime address of every switch (a killed one keeps its address)."""
-        out = dict(super().addresses)
+        out = {name: f"{self.bind_host}:{sw.port}" for name, sw in self.switches.items()}
         out.update({name: f"{self.bind_host}:{port}" for name, port in self._dead.items()})
         return out
 
@@ -102,16 +157,16 @@ class InProcessFabric(EmbeddedFabric):
         """Stop a switch: its P4Runtime server goes away and its links carry nothing."""
         old = self.switches.pop(name)
         self._dead[name] = old.port
-        old.server.stop(grace=None).wait()
-        old.device.stop()
+        _halt(old)
 
     def revive_switch(self, name: str) -> None:
         """Start a fresh switch (no pipeline, no entries) where a killed one was."""
         port = self._dead.pop(name)
-        self.switches[name] = self._serve(self.spec.switch(name), f"{self.bind_host}:{port}")
+        addr = f"{self.bind_host}:{port}"
+        self.switches[name] = self.transport.start_switch(self.spec, self.spec.switch(name), addr)
         for w in wiring(self.spec):
             if w.switch == name:
-                self._connect(w)
+                self.transport.attach_wire(self, w)
 
     # ------------------------------------------------------------------ traffic
 
@@ -123,3 +178,11 @@ class InProcessFabric(EmbeddedFabric):
     def tx_packets(self, switch: str, port: int) -> int:
         """Packets the switch has sent out of ``port`` since it started."""
         return int(self.switches[switch].device.tx_packets[port])
+
+
+def _halt(sw: EmbeddedSwitch) -> None:
+    """Stop one switch's threads: its server (waited for), the idle scanner, the scheduler."""
+    sw.server.stop(grace=None).wait()
+    if sw.service is not None:
+        sw.service.close()
+    sw.device.stop()

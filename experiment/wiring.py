@@ -1,22 +1,18 @@
 """What the in-process fabrics share: a topology's port wiring, its embedded switches served over
 P4Runtime, cut links and the hosts' inboxes.
 
-The three fabrics differ only in how time passes and how a frame crosses a wire:
-:class:`~icefabric.experiment.wire.InProcessFabric` (real time: each switch's scheduler thread,
-the wire injects into the peer at once), :class:`~icefabric.experiment.virtual_fabric.VirtualFabric`
-(virtual time: switches on one ``ManualClock``, a discrete-event loop with serialisation and link
-delay) and ``tests/dataplane/bmv2_wire.py``'s ``Bmv2WireFabric`` (BMv2 processes, veth pairs
-relayed by the test). Each builds its ports from :func:`wiring` (the same order everywhere),
-cuts links through :class:`CutLinks`, and the two real-time ones share :class:`WireFabric`'s API
-(``tests/dataplane/test_fabric_api.py`` checks it). The two embedded ones subclass
-:class:`EmbeddedFabric`: the same start (serve every switch, then connect every wire) and
-addresses; they supply only :meth:`EmbeddedFabric._serve` (the switch's clock and scheduler) and
-:meth:`EmbeddedFabric._connect` (how the wire carries a frame).
+Two fabrics relay frames between switches themselves:
+:class:`~icefabric.experiment.wire.InProcessFabric` (embedded switches in this process; real
+time or virtual time is the transport it is given: :class:`~icefabric.experiment.wire.RealTime`,
+or the virtual-time engine :class:`~icefabric.experiment.virtual_fabric.VirtualFabric`) and
+``tests/dataplane/bmv2_wire.py``'s ``Bmv2WireFabric`` (BMv2 processes, veth pairs relayed by
+the test). Each builds its ports from :func:`wiring` (the same order everywhere), cuts links
+through :class:`CutLinks`, and both share :class:`WireFabric`'s API
+(``tests/dataplane/test_fabric_api.py`` checks it).
 """
 
 from __future__ import annotations
 
-import abc
 import contextlib
 import logging
 import threading
@@ -66,22 +62,23 @@ def link_ports(spec: TopologySpec, a: str, b: str) -> list[tuple[str, int]]:
 
 
 class CutLinks:
-    """``cut_link`` / ``heal_link`` for a fabric that relays frames itself: the ends of every
-    cut link are in ``self._cut`` (its wires check it), changed under ``self._cut_lock``."""
+    """``cut_link`` / ``heal_link`` for a fabric that relays frames itself: the ends (switch,
+    port) of every cut link are in ``self.cut_ports`` (its wires check it for every frame),
+    changed under ``self._cut_lock``."""
 
     spec: TopologySpec
-    _cut: set[tuple[str, int]]
+    cut_ports: set[tuple[str, int]]
     _cut_lock: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
 
     def cut_link(self, a: str, b: str) -> None:
         """Drop everything on the link(s) between switches a and b, both directions."""
         with self._cut_lock:
-            self._cut.update(link_ports(self.spec, a, b))
+            self.cut_ports.update(link_ports(self.spec, a, b))
 
     def heal_link(self, a: str, b: str) -> None:
         """Undo :meth:`cut_link`."""
         with self._cut_lock:
-            self._cut.difference_update(link_ports(self.spec, a, b))
+            self.cut_ports.difference_update(link_ports(self.spec, a, b))
 
 
 @dataclass(slots=True)
@@ -121,49 +118,6 @@ def serve_switch(
     return EmbeddedSwitch(
         name=switch.name, device=device, server=server, port=port, service=service
     )
-
-
-class EmbeddedFabric(CutLinks, abc.ABC):
-    """A topology's embedded switches serving P4Runtime on ``host``, wired per :func:`wiring`; a
-    context manager. A subclass says how a switch runs (:meth:`_serve`: its clock, its scheduler)
-    and how a wire carries a frame (:meth:`_connect`); :meth:`stop` undoes :meth:`_serve`."""
-
-    def __init__(self, spec: TopologySpec, *, host: str = "127.0.0.1") -> None:
-        self.spec = spec
-        self.bind_host = host  # where the switches serve P4Runtime (loopback unless a test says)
-        self.switches: dict[str, EmbeddedSwitch] = {}
-        self._cut: set[tuple[str, int]] = set()
-
-    def __enter__(self) -> Any:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def start(self) -> None:
-        """Serve every switch (no pipeline yet: the controller pushes it), then wire the ports."""
-        for s in self.spec.switches:
-            self.switches[s.name] = self._serve(s, f"{self.bind_host}:0")
-        for w in wiring(self.spec):
-            self._connect(w)
-
-    @abc.abstractmethod
-    def stop(self) -> None:
-        """Stop every switch and its server."""
-
-    @property
-    def addresses(self) -> dict[str, str]:
-        """P4Runtime address of every switch."""
-        return {name: f"{self.bind_host}:{sw.port}" for name, sw in self.switches.items()}
-
-    @abc.abstractmethod
-    def _serve(self, switch: Switch, addr: str) -> EmbeddedSwitch:
-        """Build ``switch`` and serve its P4Runtime on ``addr`` (its clock, its scheduler)."""
-
-    @abc.abstractmethod
-    def _connect(self, w: PortWire) -> None:
-        """Carry the frames leaving ``w``'s port to what the wire reaches."""
 
 
 class HostInboxes:

@@ -49,7 +49,7 @@ class Bmv2WireFabric(CutLinks):
         self.netns = f"icewire-{uuid.uuid4().hex[:10]}"
         self.workdir = Path(tempfile.mkdtemp(prefix="ice-bmv2-wire-"))
         self._cond = self.inbox.cond  # also guards the cut wires and the tx counters
-        self._cut: set[tuple[str, int]] = set()
+        self.cut_ports: set[tuple[str, int]] = set()
         self._cut_lock = self._cond
         self._tx: Counter[tuple[str, int]] = Counter()
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -195,7 +195,7 @@ class Bmv2WireFabric(CutLinks):
                 self.inbox.deliver(host, data)
                 return True
             peer = self._peer.get(src)
-            if peer is None or src in self._cut or peer[0] not in self._procs:
+            if peer is None or src in self.cut_ports or peer[0] not in self._procs:
                 return True
         assert self._io is not None
         self._io.send_here(self._end_of[peer], data)

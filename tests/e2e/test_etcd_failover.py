@@ -50,7 +50,7 @@ from icefabric.control.p4rt.entities import decode_entity  # noqa: E402
 from icefabric.control.store.etcd import EtcdStore, agent_discovery  # noqa: E402
 from icefabric.control.store.etcd_client import EtcdError  # noqa: E402
 from icefabric.control.store.localcluster import LocalEtcdCluster  # noqa: E402
-from icefabric.experiment.wire import InProcessFabric  # noqa: E402
+from icefabric.experiment.wire import InProcessFabric, RealTime  # noqa: E402
 from icefabric.p4src import ICE_P4  # noqa: E402
 from icefabric.p4src import ice_p4 as n  # noqa: E402
 from icefabric.topo.spec import load_topology  # noqa: E402
@@ -106,12 +106,23 @@ class Lab:
         subprocess.run(["ip", "link", "del", self.bridge], capture_output=True)
 
 
+class _Hooked(RealTime):
+    """Real time, each switch built by the fabric's ``_serve``."""
+
+    def __init__(self, fab: Fabric) -> None:
+        super().__init__()
+        self.fab = fab
+
+    def start_switch(self, spec: Any, switch: Any, addr: str) -> Any:
+        return self.fab._serve(switch, addr)
+
+
 class Fabric(InProcessFabric):
     """The in-process fabric, keeping each switch's P4Runtime service (to read its tables and
     to fire a hook on the first Write of an install)."""
 
-    def __init__(self, *args: Any, **kw: Any) -> None:
-        super().__init__(*args, **kw)
+    def __init__(self, spec: Any, *, host: str) -> None:
+        super().__init__(spec, _Hooked(self), host=host)
         self.services: dict[str, Any] = {}
         self.on_write: Callable[[], None] | None = None
 
