@@ -21,15 +21,15 @@ import uuid
 from collections import Counter
 from pathlib import Path
 
-from harness import (
-    THRIFT_BASE_PORT,
-    TargetUnavailable,
-    _NetnsSockets,
-    _run,
-    bmv2_unavailable_reason,
-    wait_for,
-)
+from harness import wait_for
 
+from icefabric.experiment.netns import (
+    THRIFT_BASE_PORT,
+    NetnsSockets,
+    TargetUnavailable,
+    bmv2_unavailable_reason,
+    run_checked,
+)
 from icefabric.experiment.wiring import CutLinks, HostInboxes, wiring
 from icefabric.p4src.ice_p4 import CPU_PORT
 from icefabric.topo.spec import TopologySpec
@@ -58,7 +58,7 @@ class Bmv2WireFabric(CutLinks):
         self._port_of: dict[str, tuple[str, int]] = {}
         self._peer: dict[tuple[str, int], tuple[str, int]] = {}
         self._host_at: dict[tuple[str, int], str] = {}
-        self._io: _NetnsSockets | None = None
+        self._io: NetnsSockets | None = None
         self._index = {s.name: i for i, s in enumerate(spec.switches)}
         for w in wiring(spec):
             if w.host is None:
@@ -80,19 +80,19 @@ class Bmv2WireFabric(CutLinks):
         self.stop()
 
     def _ip(self, *args: str) -> None:
-        _run(["ip", "netns", "exec", self.netns, "ip", *args], "ip")
+        run_checked(["ip", "netns", "exec", self.netns, "ip", *args], "ip")
 
     def _ports(self, name: str) -> list[int]:
         return sorted(p for (sw, p) in list(self._peer) + list(self._host_at) if sw == name)
 
     def start(self) -> None:
         """Create the namespace, every port's veth pair, and start every switch (no pipeline)."""
-        _run(["ip", "netns", "add", self.netns], "netns")
+        run_checked(["ip", "netns", "add", self.netns], "netns")
         for key in ("all", "default"):  # no IPv6: the kernel would send ND/MLD into the switches
             sysctl = f"net.ipv6.conf.{key}.disable_ipv6=1"
-            _run(["ip", "netns", "exec", self.netns, "sysctl", "-qw", sysctl], "sysctl")
+            run_checked(["ip", "netns", "exec", self.netns, "sysctl", "-qw", sysctl], "sysctl")
         self._ip("link", "set", "lo", "up")  # thrift servers: 127.0.0.1 inside the namespace only
-        self._io = _NetnsSockets(self.netns, on_frame=self._on_frame)
+        self._io = NetnsSockets(self.netns, on_frame=self._on_frame)
         for s in self.spec.switches:
             for port in self._ports(s.name):
                 sw_if, far = self._ifnames(s.name, port)

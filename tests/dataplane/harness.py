@@ -8,7 +8,8 @@
   ``target/bmv2.py``, shared with ``make p4`` and ``--target bmv2``); every switch is a
   ``simple_switch_grpc`` process in a private network namespace, links and host ports are veth
   pairs there, packets are sent and captured on the host ends with AF_PACKET sockets, and the
-  P4Runtime server listens on a Unix socket (reachable from outside the namespace).
+  P4Runtime server listens on a Unix socket (reachable from outside the namespace). The
+  namespace helpers (tool and root check, AF_PACKET I/O) are :mod:`icefabric.experiment.netns`.
 
 Either way tables are written over P4Runtime with the controller's client library
 (:mod:`icefabric.control.p4rt`), so one test body runs on both targets.
@@ -19,13 +20,10 @@ Either way tables are written over P4Runtime with the controller's client librar
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import functools
 import logging
 import os
-import select
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -49,6 +47,13 @@ from icefabric.control.p4rt import (
     SwitchConnection,
     TableEntry,
 )
+from icefabric.experiment.netns import (
+    THRIFT_BASE_PORT,
+    NetnsSockets,
+    TargetUnavailable,
+    bmv2_unavailable_reason,
+    run_checked,
+)
 from icefabric.p4src import ICE_P4
 from icefabric.target import bmv2
 from icefabric.traffic.packets import CPU_PORT
@@ -63,10 +68,6 @@ START_US = 1_000_000  # the manual clock starts above 0 ("never seen" in flowlet
 # Queues per egress port the test switches run with (BMv2: --priority-queues), as the example
 # topologies say; leaf_spine.py writes IceIngress.queue_config for it as the controller does.
 PRIORITY_QUEUES = 8
-
-
-class TargetUnavailable(Exception):
-    """The requested target cannot run here (missing tool, not root); the message says why."""
 
 
 def target_name() -> str:
@@ -370,136 +371,10 @@ class EmbeddedFabric(Fabric):
 # ------------------------------------------------------------------------------------------------
 # BMv2: simple_switch_grpc processes in a network namespace.
 # ------------------------------------------------------------------------------------------------
-CLONE_NEWNET = 0x40000000
-THRIFT_BASE_PORT = 9090
-ETH_P_ALL = 0x0003
-
-
-def bmv2_unavailable_reason() -> str | None:
-    """Why the BMv2 target cannot run here, or None when it can."""
-    missing = bmv2.missing_tools(("ip",))
-    if missing:
-        return f"ICE_TARGET=bmv2 needs {', '.join(missing)} on PATH"
-    if os.geteuid() != 0:
-        return "ICE_TARGET=bmv2 needs root (network namespaces and veth pairs)"
-    return None
-
-
-def _run(cmd: list[str], what: str) -> None:
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise RuntimeError(
-            f"{what}: {' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.strip()}"
-        )
-
-
 @functools.lru_cache(maxsize=2)
 def _bmv2_build(path: str, mtime: float) -> tuple[Path, Path]:
     """The program compiled with p4c-bm2-ss (target/bmv2.py's build cache); (json, p4info)."""
     return bmv2.build_pipeline(Path(path), purpose="ICE_TARGET=bmv2")
-
-
-class _NetnsSockets:
-    """AF_PACKET sockets on the host ends of veth pairs inside a namespace (one I/O thread)."""
-
-    def __init__(self, netns: str, on_frame: Callable[[str, bytes], bool] | None = None) -> None:
-        self.netns = netns
-        # Called on the I/O thread for every frame received; True: consumed, not queued.
-        self._on_frame = on_frame
-        self._socks: dict[str, socket.socket] = {}
-        self._rx: dict[str, deque[bytes]] = defaultdict(deque)
-        self._jobs: deque[Callable[[], None]] = deque()
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._ready = threading.Event()
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._main, name=f"netns-{netns}", daemon=True)
-        self._thread.start()
-        self._ready.wait(5.0)
-        if self._error is not None:
-            raise RuntimeError(f"cannot enter netns {netns}: {self._error}")
-
-    def _main(self) -> None:
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            with open(f"/var/run/netns/{self.netns}") as f:
-                if libc.setns(f.fileno(), CLONE_NEWNET) != 0:
-                    raise OSError(ctypes.get_errno(), "setns")
-        except BaseException as exc:
-            self._error = exc
-            self._ready.set()
-            return
-        self._ready.set()
-        while not self._stop.is_set():
-            with self._lock:
-                jobs = list(self._jobs)
-                self._jobs.clear()
-            for job in jobs:
-                job()
-            socks = list(self._socks.items())
-            if not socks:
-                time.sleep(0.002)
-                continue
-            ready, _, _ = select.select([s for _, s in socks], [], [], 0.01)
-            for iface, sock in socks:
-                if sock in ready:
-                    data, addr = sock.recvfrom(65535)
-                    if addr[2] == socket.PACKET_OUTGOING:
-                        continue
-                    if self._on_frame is not None and self._on_frame(iface, data):
-                        continue
-                    with self._lock:
-                        self._rx[iface].append(data)
-
-    def _call(self, fn: Callable[[], Any]) -> Any:
-        done = threading.Event()
-        box: list[Any] = []
-
-        def job() -> None:
-            try:
-                box.append(fn())
-            except BaseException as exc:
-                box.append(exc)
-            done.set()
-
-        with self._lock:
-            self._jobs.append(job)
-        if not done.wait(5.0):
-            raise RuntimeError("netns I/O thread did not answer")
-        if isinstance(box[0], BaseException):
-            raise box[0]
-        return box[0]
-
-    def open(self, iface: str) -> None:
-        def make() -> None:
-            s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-            s.bind((iface, 0))
-            self._socks[iface] = s
-
-        self._call(make)
-
-    def send(self, iface: str, data: bytes) -> None:
-        # From the caller's thread: the socket was made inside the namespace (open), sending
-        # needs no setns. Handing each frame to the I/O thread instead cost up to one select
-        # timeout per frame, which spread back-to-back bursts out too far to queue anywhere.
-        self._socks[iface].send(data)
-
-    def send_here(self, iface: str, data: bytes) -> None:
-        """Send from the I/O thread itself (inside an ``on_frame`` hook)."""
-        self._socks[iface].send(data)
-
-    def take(self, iface: str) -> list[bytes]:
-        with self._lock:
-            q = self._rx[iface]
-            out = list(q)
-            q.clear()
-        return out
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(2.0)
-        for s in self._socks.values():
-            s.close()
 
 
 class Bmv2Fabric(Fabric):
@@ -519,9 +394,9 @@ class Bmv2Fabric(Fabric):
         # Unique per fabric: a test may build several, and tests may run in parallel.
         self.netns = f"icedp-{uuid.uuid4().hex[:10]}"
         self.workdir = Path(tempfile.mkdtemp(prefix="ice-bmv2-"))
-        _run(["ip", "netns", "add", self.netns], "netns")
+        run_checked(["ip", "netns", "add", self.netns], "netns")
         try:
-            self.io = _NetnsSockets(self.netns)
+            self.io = NetnsSockets(self.netns)
         except BaseException:
             subprocess.run(["ip", "netns", "del", self.netns], capture_output=True, check=False)
             shutil.rmtree(self.workdir, ignore_errors=True)
@@ -532,7 +407,7 @@ class Bmv2Fabric(Fabric):
         self._host_if: dict[tuple[str, int], str] = {}
 
     def _ip(self, *args: str) -> None:
-        _run(["ip", "netns", "exec", self.netns, "ip", *args], "ip")
+        run_checked(["ip", "netns", "exec", self.netns, "ip", *args], "ip")
 
     def _ifname(self, switch: str, port: int) -> str:
         idx = list(self._ports).index(switch)
@@ -554,7 +429,7 @@ class Bmv2Fabric(Fabric):
         """Create every veth pair and start every switch (after all links are declared)."""
         # No IPv6 in the namespace: the kernel would send ND/MLD frames into the switches.
         for key in ("all", "default"):
-            _run(
+            run_checked(
                 [
                     "ip",
                     "netns",

@@ -255,6 +255,7 @@ def test_every_reader_of_a_user_named_file_goes_through_the_loader() -> None:
         "target/bmv2.py",  # hashes the package's P4 sources for its build cache
         "p4src/api.py",  # the package's own P4 sources
         "icefabric/files.py",
+        "experiment/netns.py",  # /var/run/netns/NAME opened for setns, not read; socket open()
     }
     offenders = []
     for folder in ("control", "sim", "topo", "traffic", "target", "experiment", "icefabric"):
