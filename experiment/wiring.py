@@ -5,8 +5,8 @@ Two fabrics relay frames between switches themselves:
 :class:`~icefabric.experiment.wire.InProcessFabric` (embedded switches in this process; real
 time or virtual time is the transport it is given: :class:`~icefabric.experiment.wire.RealTime`,
 or the virtual-time engine :class:`~icefabric.experiment.virtual_fabric.VirtualFabric`) and
-``tests/dataplane/bmv2_wire.py``'s ``Bmv2WireFabric`` (BMv2 processes, veth pairs relayed by
-the test). Each builds its ports from :func:`wiring` (the same order everywhere), cuts links
+``experiment/bmv2_wire.py``'s ``Bmv2WireFabric`` (BMv2 processes, veth pairs relayed by
+this process). Each builds its ports from :func:`wiring` (the same order everywhere), cuts links
 through :class:`CutLinks`, and both share :class:`WireFabric`'s API
 (``tests/dataplane/test_fabric_api.py`` checks it).
 """

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # The controller against the example fabric (test_fabric_*, test_link_failure_detection): the
 # demo's 2x4 leaf-spine of in-process embedded switches, or with ICE_TARGET=bmv2 of
-# simple_switch_grpc processes (bmv2_wire.py) with p4c's build of ice.p4 as the pipeline.
+# simple_switch_grpc processes (icefabric.experiment.bmv2_wire) with p4c's build of ice.p4 as the pipeline.
 @pytest.fixture(scope="module")
 def spec() -> TopologySpec:
     return load_topology(ROOT / "topo" / "examples" / "leaf_spine_2x4.yaml")
@@ -55,7 +55,7 @@ def engine() -> VirtualEngine:
 @pytest.fixture
 def fab(spec: TopologySpec) -> Iterator[WireFabric]:
     if target_name() == "bmv2":
-        from bmv2_wire import Bmv2WireFabric
+        from icefabric.experiment.bmv2_wire import Bmv2WireFabric
 
         try:
             wire = Bmv2WireFabric(spec)

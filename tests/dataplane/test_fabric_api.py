@@ -1,5 +1,5 @@
-"""The in-process fabrics share one API: the embedded real-time fabric (experiment/wire.py) and
-the BMv2 one (bmv2_wire.py) expose exactly ``WireFabric``'s public methods, and the virtual-time
+"""The fabrics share one API: the embedded real-time fabric (experiment/wire.py) and the BMv2
+one (experiment/bmv2_wire.py) expose exactly ``WireFabric``'s public methods, and the virtual-time
 fabric the ones it shares with them (no switch processes to kill: its time is driven, not real).
 No switch is started: this reads the classes."""
 
@@ -8,8 +8,9 @@ from __future__ import annotations
 import inspect
 from pathlib import Path
 
-from bmv2_wire import Bmv2WireFabric
+import pytest
 
+from icefabric.experiment.bmv2_wire import Bmv2WireFabric
 from icefabric.experiment.virtual_fabric import VirtualFabric
 from icefabric.experiment.wire import InProcessFabric
 from icefabric.experiment.wiring import WireFabric, wiring
@@ -65,3 +66,15 @@ def test_wiring_lists_every_port_once_links_then_hosts() -> None:
             (v.switch, v.port, v.peer, v.peer_port) == (w.peer, w.peer_port, w.switch, w.port)
             for v in fabric
         )
+
+
+def test_bmv2_fabric_without_its_tools_says_what_is_missing() -> None:
+    from icefabric.experiment.netns import TargetUnavailable, bmv2_unavailable_reason
+
+    reason = bmv2_unavailable_reason()
+    if reason is None:
+        pytest.skip("BMv2 tools and root are here: the BMv2 tier runs the fabric")
+    spec = load_topology(ROOT / "topo" / "examples" / "leaf_spine_2x4.yaml")
+    with pytest.raises(TargetUnavailable, match="ICE_TARGET=bmv2 needs") as err:
+        Bmv2WireFabric(spec)
+    assert str(err.value) == reason

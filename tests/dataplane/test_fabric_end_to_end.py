@@ -1,5 +1,5 @@
 """The controller against a whole fabric over real P4Runtime: in-process embedded switches, or
-with ICE_TARGET=bmv2 simple_switch_grpc processes (the `fab` fixture, bmv2_wire.py).
+with ICE_TARGET=bmv2 simple_switch_grpc processes (the `fab` fixture, experiment/bmv2_wire.py).
 
 What was planned reads back as installed; packets follow the planned paths; a backup controller
 takes over when the primary dies; a restarted switch is resynced writing only the difference;

@@ -8,7 +8,8 @@ relayed to the peer switch's port (the "wire", which :meth:`cut_link` cuts), fra
 host port land in that host's inbox. So the controller tests (plans, failures, probes) run the
 same scenarios on BMv2 as on :class:`icefabric.experiment.wire.InProcessFabric`: the same port
 wiring, link cuts and inboxes (``icefabric.experiment.wiring``) and the same public API
-(``WireFabric``, checked by ``test_fabric_api.py``).
+(``WireFabric``, checked by ``tests/dataplane/test_fabric_api.py``). Needs root, ``ip`` and
+``simple_switch_grpc`` (:func:`~icefabric.experiment.netns.bmv2_unavailable_reason`).
 """
 
 from __future__ import annotations
@@ -21,8 +22,6 @@ import uuid
 from collections import Counter
 from pathlib import Path
 
-from harness import wait_for
-
 from icefabric.experiment.netns import (
     THRIFT_BASE_PORT,
     NetnsSockets,
@@ -33,6 +32,7 @@ from icefabric.experiment.netns import (
 from icefabric.experiment.wiring import CutLinks, HostInboxes, wiring
 from icefabric.p4src.ice_p4 import CPU_PORT
 from icefabric.topo.spec import TopologySpec
+from icefabric.waiting import poll_until
 
 START_TIMEOUT_S = 20.0
 
@@ -147,7 +147,11 @@ class Bmv2WireFabric(CutLinks):
                 raise RuntimeError(f"simple_switch_grpc {name} exited ({proc.returncode})")
             return self._sock(name).exists()
 
-        wait_for(up, START_TIMEOUT_S, f"simple_switch_grpc {name} to listen")
+        if not poll_until(up, START_TIMEOUT_S, 0.005):
+            raise RuntimeError(
+                f"timed out after {START_TIMEOUT_S:g}s waiting for simple_switch_grpc {name} "
+                "to listen"
+            )
 
     def _stop_switch(self, name: str) -> None:
         proc = self._procs.pop(name)
