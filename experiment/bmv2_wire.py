@@ -29,7 +29,7 @@ from icefabric.experiment.netns import (
     bmv2_unavailable_reason,
     run_checked,
 )
-from icefabric.experiment.wiring import CutLinks, HostInboxes, wiring
+from icefabric.experiment.wiring import HostInboxes, RelayedFabric, wiring
 from icefabric.p4src.ice_p4 import CPU_PORT
 from icefabric.topo.spec import TopologySpec
 from icefabric.waiting import poll_until
@@ -37,7 +37,7 @@ from icefabric.waiting import poll_until
 START_TIMEOUT_S = 20.0
 
 
-class Bmv2WireFabric(CutLinks):
+class Bmv2WireFabric(RelayedFabric):
     """BMv2 switches of a topology with relayed wires; use as a context manager."""
 
     def __init__(self, spec: TopologySpec) -> None:
@@ -170,11 +170,6 @@ class Bmv2WireFabric(CutLinks):
         return {s.name: f"unix:{self._sock(s.name)}" for s in self.spec.switches}
 
     # ------------------------------------------------------------------ events
-
-    def restart_switch(self, name: str) -> None:
-        """Stop a switch and start a fresh one (no pipeline, no entries) on the same address."""
-        self.kill_switch(name)
-        self.revive_switch(name)
 
     def kill_switch(self, name: str) -> None:
         """Stop a switch: its P4Runtime server goes away and its links carry nothing."""

@@ -25,10 +25,10 @@ from collections.abc import Callable
 from typing import Protocol
 
 from icefabric.experiment.wiring import (
-    CutLinks,
     EmbeddedSwitch,
     HostInboxes,
     PortWire,
+    RelayedFabric,
     serve_switch,
     wiring,
 )
@@ -91,7 +91,7 @@ def _to_switch(fabric: InProcessFabric, w: PortWire) -> Callable[[bytes], None]:
     return send
 
 
-class InProcessFabric(CutLinks):
+class InProcessFabric(RelayedFabric):
     """A topology's embedded switches serving P4Runtime on ``host``, wired per
     :func:`~icefabric.experiment.wiring.wiring`, in the time of ``transport`` (default
     :class:`RealTime`); a context manager."""
@@ -147,11 +147,6 @@ class InProcessFabric(CutLinks):
         return out
 
     # ------------------------------------------------------------------ events
-
-    def restart_switch(self, name: str) -> None:
-        """Stop a switch and start a fresh one (no pipeline, no entries) on the same address."""
-        self.kill_switch(name)
-        self.revive_switch(name)
 
     def kill_switch(self, name: str) -> None:
         """Stop a switch: its P4Runtime server goes away and its links carry nothing."""

@@ -7,12 +7,13 @@ time or virtual time is the transport it is given: :class:`~icefabric.experiment
 or the virtual-time engine :class:`~icefabric.experiment.virtual_fabric.VirtualFabric`) and
 ``experiment/bmv2_wire.py``'s ``Bmv2WireFabric`` (BMv2 processes, veth pairs relayed by
 this process). Each builds its ports from :func:`wiring` (the same order everywhere), cuts links
-through :class:`CutLinks`, and both share :class:`WireFabric`'s API
+and restarts switches through :class:`RelayedFabric`, and both share :class:`WireFabric`'s API
 (``tests/dataplane/test_fabric_api.py`` checks it).
 """
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import logging
 import threading
@@ -61,10 +62,11 @@ def link_ports(spec: TopologySpec, a: str, b: str) -> list[tuple[str, int]]:
     ]
 
 
-class CutLinks:
-    """``cut_link`` / ``heal_link`` for a fabric that relays frames itself: the ends (switch,
-    port) of every cut link are in ``self.cut_ports`` (its wires check it for every frame),
-    changed under ``self._cut_lock``."""
+class RelayedFabric(abc.ABC):
+    """What a fabric that relays frames between its switches itself does the same way whatever
+    its switches are: cut and heal links (the ends (switch, port) of every cut link are in
+    ``self.cut_ports``, which its wires check for every frame, changed under
+    ``self._cut_lock``) and restart a switch (kill it, then revive it)."""
 
     spec: TopologySpec
     cut_ports: set[tuple[str, int]]
@@ -79,6 +81,19 @@ class CutLinks:
         """Undo :meth:`cut_link`."""
         with self._cut_lock:
             self.cut_ports.difference_update(link_ports(self.spec, a, b))
+
+    def restart_switch(self, name: str) -> None:
+        """Stop a switch and start a fresh one (no pipeline, no entries) on the same address."""
+        self.kill_switch(name)
+        self.revive_switch(name)
+
+    @abc.abstractmethod
+    def kill_switch(self, name: str) -> None:
+        """Stop a switch: its P4Runtime server goes away and its links carry nothing."""
+
+    @abc.abstractmethod
+    def revive_switch(self, name: str) -> None:
+        """Start a fresh switch (no pipeline, no entries) where a killed one was."""
 
 
 @dataclass(slots=True)
