@@ -5,6 +5,9 @@ algorithm compares the record with the previous record of the same hop (same swi
 
 * tx rate   = (tx_bytes - tx_bytes') * 8 / (ts - ts')          (bytes the port sent meanwhile)
 * u_hop     = min(qdepth, qdepth') * 8 / (link_bps * T) + tx rate / link_bps
+  (HPCC's min over two records a packet apart; records a base RTT or more apart, as sampled
+  INT gives them, are separate samples and the current queue counts: the min would report
+  the queue of one sampling interval ago and hide a queue that grew meanwhile)
 
 T is the base round-trip time.  The path's utilisation is the most loaded hop's, smoothed over the
 interval it covers: ``U = (1 - tau/T) * U + tau/T * u`` with ``tau = min(ts - ts', T)``.  The rate
@@ -22,15 +25,19 @@ and is not compounded by the feedback of the same round trip.  Rates stay within
 **Anchored on the plan.**  The controller's caps come from a plan that leaves no link over its
 capacity (max-min fair over the planned paths), so a flow with a cap sends at the cap (eta = 1
 relative to the cap: HPCC's headroom would only leave planned capacity idle) and reads INT for
-what the plan did not foresee: a hop whose queue stands over two consecutive records
-(``min(q, q') > anchor_queue_bdp x B x T``, and more than B / cap frames: the planned flows of a
-hop, about B / cap of them, may each have a frame arrive at once from different input ports, a
+what the plan did not foresee: a hop whose queue stands (the queue of u_hop above: over two
+consecutive records a packet apart, or in one record of sampled INT) over
+``anchor_queue_bdp x B x T`` and more than B / cap frames (the planned flows of a hop, about
+B / cap of them, may each have a frame arrive at once from different input ports, a
 queue the plan allows; an incast receiver's 11 senders left their caps 84 times in one run on
 such 3-5 frame bursts while the threshold was 2.8 frames).  Then HPCC's rule above takes over, starting from
-the cap as its reference, until the queue is gone (no hop's queue stood over the two records
-above the threshold); from there the flow ramps back to its cap by
+the cap as its reference, until the queue is gone (no hop's queue over the threshold); from
+there the flow ramps back to its cap by
 R_AI per reference update (HPCC's multiplicative step would approach the cap only
-geometrically on a link the plan fills) and is anchored again once there.
+geometrically on a link the plan fills) and is anchored again once there.  A cap arriving
+while its last record showed a standing queue does not lift the flow (caps come a control delay
+after the change they answer, e.g. a replan that already moved paths): the rate is only pulled
+down to a lower cap, and the ramp takes it to the cap once the queue is gone.
 R_AI of a capped flow is derived from the plan: HPCC bounds the additive steps of the N flows on
 a link by its headroom, N x W_AI <= (1 - eta) B; the plan's caps of a link's flows sum to at
 most B, so W_AI = (1 - eta) x cap meets the bound for every flow without guessing N, and HPCC's
@@ -69,7 +76,7 @@ class IceParams:
     anchor: bool = True
     #: a capped flow's R_AI is (1 - eta) x cap (derived from the plan); False: ``ai_fraction``
     derived_ai: bool = True
-    #: the standing queue (both of two consecutive records) that ends the anchored regime, as
+    #: the standing queue (the queue term of u_hop, module docstring) that ends the anchored regime, as
     #: a fraction of the hop's bandwidth-delay product B x T (0.1: 11 KB at 100 Gbit/s, 9 us)
     anchor_queue_bdp: float = 0.1
     #: the data frame's bytes on the wire (0: not known, no burst allowance): the plan lets one
@@ -148,6 +155,7 @@ class IceRate:
         self._u = 0.0
         self._stage = 0
         self._anchored = False  # at the cap, as planned (module docstring)
+        self._queued = False  # the last record showed a standing queue (over the threshold)
         self._last_ref_update_us: float | None = None
         self._prev: dict[int, HopSample] = {}  # hop index -> previous record of that hop
         self.feedbacks = 0
@@ -173,7 +181,9 @@ class IceRate:
             return  # the same cap again (a controller re-sends whole cap sets): no news
         self._cap = cap_bps
         ceiling = self._ceiling()
-        self._anchored = cap_bps is not None and self.params.anchor
+        # a cap never lifts a flow over a queue that stands (its last record): the flow is only
+        # pulled down to it and returns to it by the ramp once the queue is gone
+        self._anchored = cap_bps is not None and self.params.anchor and not self._queued
         if self._anchored:
             self._rate = self._ref = ceiling
             self._stage = 0
@@ -209,7 +219,10 @@ class IceRate:
                 continue
             sent = (hop.tx_bytes - prev.tx_bytes) % (1 << 64)
             tx_bps = sent * 8.0 / (dt * 1e-6)
-            queue = min(hop.qdepth_bytes, prev.qdepth_bytes)
+            # HPCC's min(q, q') filters a queue only one of two records a packet apart saw;
+            # records a base RTT or more apart (sampled INT) are separate samples: the older
+            # one would hide a queue that grew meanwhile for a whole sampling interval
+            queue = hop.qdepth_bytes if dt >= t else min(hop.qdepth_bytes, prev.qdepth_bytes)
             q_term = queue * 8.0 / (hop.link_bps * t * 1e-6)
             if q_term > threshold:
                 queued = True
@@ -222,6 +235,7 @@ class IceRate:
         if u_max < 0:
             return  # no hop had a previous record yet
         self.feedbacks += 1
+        self._queued = queued
         tau = min(tau, t)
         self._u = (1.0 - tau / t) * self._u + (tau / t) * u_max
         if self._anchored:
@@ -274,6 +288,11 @@ class IceRate:
     def anchored(self) -> bool:
         """Whether the flow sends at its cap as planned (no unforeseen queue being handled)."""
         return self._anchored
+
+    @property
+    def queued(self) -> bool:
+        """Whether the last record showed a standing queue (a cap then does not lift the flow)."""
+        return self._queued
 
     # ---- internals --------------------------------------------------------------------------
     def _ceiling(self) -> float:

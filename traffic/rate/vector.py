@@ -175,6 +175,7 @@ class IceArray:
         self.u = np.zeros(n)
         self.stage = np.zeros(n, dtype=np.int64)
         self.anchored = np.zeros(n, dtype=bool)
+        self.queued = np.zeros(n, dtype=bool)  # the last record showed a standing queue
         self.last_ref_update = np.full(n, np.nan)
         self.prev_hop = np.full((n, hops), -1, dtype=np.int64)  # (switch, port) as one id
         self.prev_tx = np.zeros((n, hops))
@@ -203,7 +204,8 @@ class IceArray:
         r = r[changed]
         self.cap[r] = np.broadcast_to(caps, changed.shape)[changed]
         c = np.minimum(self.params.line_rate_bps, self.cap[r])
-        anchored = np.isfinite(self.cap[r]) & self.params.anchor
+        # a cap never lifts a flow over a standing queue (IceRate.set_cap)
+        anchored = np.isfinite(self.cap[r]) & self.params.anchor & ~self.queued[r]
         self.anchored[r] = anchored
         self.rate[r] = np.where(anchored, c, np.minimum(self.rate[r], c))
         self.ref[r] = np.where(anchored, c, np.minimum(self.ref[r], c))
@@ -234,7 +236,8 @@ class IceArray:
         ok = valid & same & (dt > 0)
         with np.errstate(divide="ignore", invalid="ignore"):
             tx_bps = (tx_bytes - self.prev_tx[sel]) * 8.0 / (dt * 1e-6)
-            queue = np.minimum(qdepth_bytes, self.prev_q[sel])
+            # records a base RTT or more apart: the current queue (IceRate.on_feedback)
+            queue = np.where(dt >= t, qdepth_bytes, np.minimum(qdepth_bytes, self.prev_q[sel]))
             q_term = queue * 8.0 / (link_bps * t * 1e-6)
             u = q_term + tx_bps / link_bps
         u[~ok] = -1.0
@@ -257,6 +260,7 @@ class IceArray:
         r = rows[upd]
         queued = queued_all[upd]
         self.feedbacks[r] += 1
+        self.queued[r] = queued
         tau = np.minimum(tau[upd], t)
         self.u[r] = (1.0 - tau / t) * self.u[r] + (tau / t) * u_max[upd]
         # anchored rows: stay at the cap as planned, or leave for HPCC's rule on a standing queue

@@ -135,7 +135,7 @@ GOLDEN = {
     "all-reduce-tree/ecmp+dcqcn": "492faaed9ec9ec64",
     "all-reduce-tree/ecmp+pfc": "d1f328fe85d01442",
     "all-reduce-tree/ice": "267035350cb6cfb9",
-    "all-reduce-tree/flowlet+hpcc": "ba1dbeb4c3d3ffca",
+    "all-reduce-tree/flowlet+hpcc": "de91c253b4cdfcc3",
 }
 
 Case = tuple[str, TopologySpec, Workload, SimConfig, tuple[LinkFailure, ...]]

@@ -217,31 +217,99 @@ def test_a_capped_flow_sends_at_its_cap_while_the_plan_holds() -> None:
     assert plain.rate_bps() < 40e9 and not plain.anchored
 
 
-def test_a_standing_queue_hands_the_flow_to_hpccs_rule_within_one_record() -> None:
+def _record(
+    r: IceRate, fraction: float, ts: float, tx: int, q: int = 0, *, dt: float = T
+) -> tuple[float, int]:
+    """One record ``dt`` later of a port sending ``fraction`` of the line, queue ``q``."""
+    ts += dt
+    tx += _bytes_at(fraction, dt)
+    r.on_feedback(ts, [_hop(tx, ts, q=q)])
+    return ts, tx
+
+
+def test_records_closer_than_an_rtt_need_a_queue_in_two_in_a_row() -> None:
+    """HPCC's min(q, q') where records come a packet apart: a queue only one record saw is a
+    transient; two in a row hand the flow to HPCC's rule, at once, from the cap."""
     r = _ice()
     r.set_cap(50e9)
     ts, tx = 0.0, 0
     r.on_feedback(ts, [_hop(tx, ts)])
     bdp = LINE * T * 1e-6 / 8  # 125 KB
-    # one record with a queue and the next without: a transient, not a standing queue
-    ts, tx = _steady(r, 1.0, ts, tx, q=int(0.5 * bdp))
-    ts, tx = _steady(r, 1.0, ts, tx, q=0)
+    ts, tx = _record(r, 1.0, ts, tx, q=int(0.5 * bdp), dt=T / 2)
+    ts, tx = _record(r, 1.0, ts, tx, q=0, dt=T / 2)
     assert r.anchored and r.rate_bps() == 50e9
-    # a queue over 10 % of the BDP in two records in a row: HPCC reacts at once, from the cap
-    ts, tx = _steady(r, 1.0, ts, tx, q=int(0.5 * bdp))
+    ts, tx = _record(r, 1.0, ts, tx, q=int(0.5 * bdp), dt=T / 2)
+    assert r.anchored and not r.queued
+    ts, tx = _record(r, 1.0, ts, tx, q=int(0.5 * bdp), dt=T / 2)
+    assert not r.anchored and r.queued
+    assert r.rate_bps() < 50e9
+
+
+def test_sampled_records_an_rtt_apart_hand_over_on_one_record() -> None:
+    """Sampled INT: records of a hop are a base RTT or more apart, separate samples; the one
+    that shows a standing queue hands the flow over and its queue counts at once (min(q, q')
+    would report the queue of a sampling interval ago: none here)."""
+    r = _ice()
+    r.set_cap(50e9)
+    ts, tx = 0.0, 0
+    r.on_feedback(ts, [_hop(tx, ts)])
+    bdp = LINE * T * 1e-6 / 8  # 125 KB
+    ts, tx = _steady(r, 1.0, ts, tx, q=0)
     assert r.anchored
     ts, tx = _steady(r, 1.0, ts, tx, q=int(0.5 * bdp))
-    assert not r.anchored
+    assert not r.anchored and r.queued
     u = r.utilisation
     assert u == pytest.approx(1.5)
     assert r.rate_bps() == pytest.approx(50e9 / (u / 0.95) + 0.05 * 50e9)  # W_AI = (1-eta) cap
-    # the controller re-sending the same cap set is no news: the queue is still being handled
-    cut = r.rate_bps()
+    # 3 RTTs apart (a slow flow's samples): the same
+    s = _ice()
+    s.set_cap(50e9)
+    s.on_feedback(0.0, [_hop(0, 0.0)])
+    _record(s, 1.0, 0.0, 0, q=int(0.5 * bdp), dt=3 * T)
+    assert not s.anchored and s.utilisation == pytest.approx(1.5)
+    # a queue under the threshold stays within the plan
+    a = _ice()
+    a.set_cap(50e9)
+    a.on_feedback(0.0, [_hop(0, 0.0)])
+    _steady(a, 1.0, 0.0, 0, q=int(0.09 * bdp))
+    assert a.anchored and a.rate_bps() == 50e9
+
+
+def test_a_cap_does_not_lift_a_flow_over_a_standing_queue() -> None:
+    """Caps arrive a control delay after the change they answer (a replan, a phase): a flow
+    that is draining a queue keeps HPCC's rule, pulled down to a lower cap but not lifted to
+    a cap above its rate; it returns to the cap by the ramp once the queue is gone."""
+    r = _ice()
     r.set_cap(50e9)
+    ts, tx = 0.0, 0
+    r.on_feedback(ts, [_hop(tx, ts)])
+    bdp = LINE * T * 1e-6 / 8
+    ts, tx = _steady(r, 1.0, ts, tx, q=int(1.0 * bdp))
+    cut = r.rate_bps()
+    assert not r.anchored and r.queued and cut < 30e9
+    r.set_cap(50e9)  # the same cap set again: no news
     assert not r.anchored and r.rate_bps() == cut
-    # a new cap is: the flow takes it at once, anchored
+    r.set_cap(40e9)  # a new cap above the rate: not lifted while the queue stands
+    assert not r.anchored and r.rate_bps() == cut
+    r.set_cap(20e9)  # below it: pulled down at once
+    assert not r.anchored and r.rate_bps() == 20e9
+    # the queue is gone: the ramp back to the cap, anchored there
+    for _ in range(40):
+        ts, tx = _steady(r, 0.2, ts, tx)
+        if r.anchored:
+            break
+    assert r.anchored and r.rate_bps() == 20e9 and not r.queued
+    # a flow without a standing queue takes a new cap at once, up or down, anchored
     r.set_cap(45e9)
     assert r.anchored and r.rate_bps() == 45e9
+    # an uncapped flow draining a queue is not lifted by its first cap either
+    f = _ice()
+    f.on_feedback(0.0, [_hop(0, 0.0)])
+    _steady(f, 1.0, 0.0, 0, q=int(1.0 * bdp))
+    low = f.rate_bps()
+    assert f.queued and low < 60e9
+    f.set_cap(80e9)
+    assert not f.anchored and f.rate_bps() == low
 
 
 def test_the_anchored_regime_tolerates_a_frame_per_planned_flow_of_the_hop() -> None:

@@ -89,7 +89,7 @@ def test_ice_array_equals_scalar(seed: int, max_queue: int, variant: dict[str, A
     paths = [[rng.randrange(3) for _ in range(hops)] for _ in range(N)]
     lengths = [rng.choice([2, 4]) for _ in range(N)]
     now = 0.0
-    anchored_seen = switches = 0
+    anchored_seen = switches = held = 0
     before = [False] * N
     for step in range(1500):
         now += rng.uniform(0.5, 6.0)
@@ -104,6 +104,7 @@ def test_ice_array_equals_scalar(seed: int, max_queue: int, variant: dict[str, A
                 for r, c in zip(rows, picks, strict=True)
             ]
             for r, c in zip(rows, caps, strict=True):
+                held += c is not None and scalars[r].queued  # a cap that does not lift it
                 scalars[r].set_cap(c)
             arr.set_caps(
                 np.array([np.inf if c is None else c for c in caps]), np.array(rows, dtype=np.int64)
@@ -143,9 +144,12 @@ def test_ice_array_equals_scalar(seed: int, max_queue: int, variant: dict[str, A
             assert _close(s.rate_bps(), rates[i]), (step, i, s.rate_bps(), rates[i])
             assert _close(s.utilisation, arr.u[i])
             assert s.anchored == arr.anchored[i], (step, i)
+            assert s.queued == arr.queued[i], (step, i)
         anchored_seen += sum(s.anchored for s in scalars)
         switches += sum(s.anchored != a for s, a in zip(scalars, before, strict=True))
         before = [s.anchored for s in scalars]
     assert sum(s.feedbacks for s in scalars) > 1000
     if variant.get("anchor", True) and max_queue < 100_000:
-        assert anchored_seen > 400 and switches > 50, (anchored_seen, switches)
+        # (records T or more apart leave the anchored regime on one record over the threshold)
+        assert anchored_seen > 250 and switches > 50, (anchored_seen, switches)
+        assert held > 5, held  # caps arriving while a queue stands
