@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import math
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -100,7 +102,11 @@ def register(verbs: Verbs) -> None:
         help="run the scenario-seed tasks on this Dask scheduler (sim/README.md, sweeps)",
     )
     mx.add_argument("--out", type=Path, required=True, help="directory for matrix.json/.png")
-    mx.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    mx.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress on stderr (a bar on a terminal, else a line per finished task)",
+    )
     add_json(mx)
     mx.set_defaults(func=cmd_experiment_matrix)
     show = esub.add_parser("show", help="print a results directory's comparison")
@@ -325,8 +331,9 @@ def cmd_experiment_matrix(args: argparse.Namespace) -> int:
     """icectl experiment matrix: the peers matrix (sim/matrix.py)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from icefabric.sim.fluid import AUTO_DT_BITS
     from icefabric.sim.matrix import DEFAULT_SCHEMES, run_matrix, write_matrix
-    from icefabric.sim.scenarios import SCENARIOS
+    from icefabric.sim.scenarios import SCENARIOS, ring_step_cap
     from icefabric.sim.sweep import SweepError
 
     scenarios = _names(args.scenarios, tuple(SCENARIOS), "scenarios")
@@ -341,19 +348,40 @@ def cmd_experiment_matrix(args: argparse.Namespace) -> int:
         raise CliError(f"--workers: expected 1..64, got {args.workers}", EXIT_USAGE)
     if not 1 <= args.message_mib <= 4096:
         raise CliError(f"--message-mib: expected 1..4096, got {args.message_mib}", EXIT_USAGE)
+    cap = ring_step_cap(args.gpus, args.message_mib << 20)
+    if cap < 1.0:
+        need = math.ceil(args.gpus * AUTO_DT_BITS / 8 / 2**20)
+        print(
+            f"icectl experiment matrix: warning: at {args.gpus} GPUs a {args.message_mib} MiB ring "
+            f"all-reduce is latency-bound in the simulator (a ring step takes one time step): "
+            f"every scheme scores at most {cap:.3f} of the bound; --message-mib {need} or more "
+            "lifts that (sim/README.md, the peers matrix)",
+            file=sys.stderr,
+        )
+    # on a terminal a bar; else (stderr to a file or a pipe, where rich's bar shows nothing until
+    # the end) one plain line per finished scenario-seed task
+    lines = not args.no_progress and not sys.stderr.isatty()
     bar = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         console=render.console(sys.stderr),
-        disable=args.no_progress,
+        disable=args.no_progress or lines,
     )
+    start = time.monotonic()
     with bar:
         task = bar.add_task("matrix", total=None)
 
         def hook(done: int, total: int, what: str) -> None:
             bar.update(task, completed=done, total=total, description=f"matrix: {what}")
+            if lines:
+                print(
+                    f"matrix: {done}/{total} tasks, {what}, "
+                    f"{time.monotonic() - start:.0f} s elapsed",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
         try:
             doc = run_matrix(

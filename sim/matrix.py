@@ -34,7 +34,7 @@ from icefabric.control.topology import Topology
 from icefabric.files import write_output
 from icefabric.sim.config import ceiling_config, config_for
 from icefabric.sim.engine import Simulator
-from icefabric.sim.scenarios import SCENARIOS, ScenarioCase, build
+from icefabric.sim.scenarios import SCENARIOS, ScenarioCase, build, ring_step_cap
 from icefabric.sim.stripes import spray_stripes, stripe
 from icefabric.sim.sweep import run_tasks
 from icefabric.traffic.modes import MODES, Mode, get_mode
@@ -190,6 +190,8 @@ def run_matrix(
         "seeds": list(range(1, seeds + 1)),
         "schemes_order": list(schemes),
         "cpu_s": round(sum(r["cpu_s"] for r in got.values()), 1),  # every task's own CPU
+        # below 1 the ring scenarios are latency-bound at this size (scenarios.ring_step_cap)
+        "ring_step_cap": round(ring_step_cap(gpus, message), 4),
         "scenarios": summarise(per_seed, schemes),
         "per_seed": per_seed,
     }

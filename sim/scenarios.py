@@ -32,7 +32,8 @@ from icefabric.control.ccl.demand import Flow
 from icefabric.control.ccl.job import JobSpec, parse_job
 from icefabric.control.topology import Topology
 from icefabric.sim.engine import LinkFailure
-from icefabric.sim.workload import Collective, Workload, workload_from_jobs
+from icefabric.sim.fluid import AUTO_DT_BITS
+from icefabric.sim.workload import NCCL_SLICE_BYTES, Collective, Workload, workload_from_jobs
 from icefabric.topo.generators import leaf_spine
 from icefabric.topo.spec import TopologySpec
 
@@ -94,6 +95,28 @@ def _shuffled(spec: TopologySpec, rng: np.random.Generator) -> list[str]:
 def _ideal_us(message: int, ranks: int, gbps: float) -> float:
     """A ring all-reduce at the non-blocking bound: 2 (n-1)/n S / B."""
     return 2 * (ranks - 1) / ranks * message * 8 / (gbps * 1e9) * 1e6
+
+
+def ring_step_cap(
+    ranks: int, message: int, *, channels: int = CHANNELS, gbps: float = NIC_GBPS
+) -> float:
+    """The most of the non-blocking bound a ring all-reduce of ``ranks`` ranks (one per NIC) can
+    reach in the simulator at its default step, whatever the network and the control do.
+
+    A rank forwards what its predecessor delivered by the end of the previous step
+    (``fluid.FluidRun.inject``), at most one NCCL slice ahead (``min(message / (ranks x
+    channels), 512 KiB)``): a ring step takes at least one step ``dt`` (200 KB at the NIC's rate,
+    ``fluid.AUTO_DT_BITS``), so each flow carries at most one slice per ``dt``, and the
+    ``channels`` flows out of a NIC ``channels x slice / dt``; this returns that ÷ the NIC's
+    rate. Below 1 the collective is latency-bound: its 2 (n - 1) ring steps at ``dt`` each take
+    longer than its bytes at the bound, and every scheme scores at most this (at 1,024 GPUs,
+    32 MiB, 8 channels: 4 KiB per step, 0.164); at 1 or more the bytes set the time. NCCL's own
+    ring steps cost microseconds each as well (it picks trees for such sizes)."""
+    if ranks < 2:
+        return 1.0
+    dt_s = AUTO_DT_BITS / (gbps * 1e9)
+    slice_bytes = min(message / (ranks * channels), float(NCCL_SLICE_BYTES))
+    return channels * slice_bytes * 8 / dt_s / (gbps * 1e9)
 
 
 def collisions(gpus: int, seed: int, message: int) -> ScenarioCase:

@@ -13,7 +13,7 @@ from icefabric.control.topology import Topology
 from icefabric.sim.config import ceiling_config, config_for
 from icefabric.sim.engine import LinkFailure, Simulator
 from icefabric.sim.matrix import run_seed, stripes_for, summarise
-from icefabric.sim.scenarios import SCENARIOS, build
+from icefabric.sim.scenarios import SCENARIOS, build, collisions, ring_step_cap
 from icefabric.sim.stripes import spray_stripes, stripe
 from icefabric.sim.workload import workload_from_jobs
 from icefabric.topo.generators import leaf_spine
@@ -182,3 +182,18 @@ def test_the_matrix_on_a_local_dask_cluster_equals_the_serial_run() -> None:
         ]
 
     assert strip(serial) == strip(pooled)
+
+
+@pytest.mark.parametrize(("gpus", "message", "cap"), [(32, 3_200_000, 0.5), (16, 6_400_000, 2.0)])
+def test_a_ring_of_small_steps_is_latency_bound_at_ring_step_cap(
+    gpus: int, message: int, cap: float
+) -> None:
+    """A ring step takes one simulator step at least, so a ring all-reduce with small steps
+    reaches ``ring_step_cap`` of the bound even with planned paths and no control (the 1,024-GPU
+    matrix at 32 MiB: every scheme at 0.164 = 8 channels x 4 KiB / 4 us ÷ 400G); with steps big
+    enough it reaches the bound."""
+    assert ring_step_cap(1024, 32 << 20) == pytest.approx(0.164, abs=5e-4)
+    assert ring_step_cap(gpus, message) == pytest.approx(cap)
+    case = collisions(gpus, 1, message)
+    res = Simulator(Topology(case.spec), case.workload, ceiling_config(MODES["ice"])).run()
+    assert res.collectives[0].busbw_over_bound == pytest.approx(min(cap, 1.0), rel=0.02)

@@ -1,0 +1,36 @@
+"""`icectl experiment matrix` on the command line: its progress on a stderr that is no terminal,
+its warning when the ring scenarios are latency-bound."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+
+def test_matrix_prints_a_line_per_task_when_stderr_is_no_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Redirected to a file, rich's bar would show nothing until the end: one plain line per
+    finished scenario-seed task instead (and none with --no-progress)."""
+    from icefabric.icectl import main
+
+    base = [
+        "experiment", "matrix", "--engine", "sim", "--seeds", "2", "--gpus", "32",
+        "--message-mib", "1", "--scenarios", "collisions", "--schemes", "ecmp+dcqcn",
+    ]  # fmt: skip
+    assert main([*base, "--out", str(tmp_path / "a")]) == 0
+    text = capsys.readouterr().err
+    # 1 MiB over 32 ranks and 8 channels: 4 KiB ring steps, latency-bound (ring_step_cap)
+    assert "every scheme scores at most 0.164 of the bound; --message-mib 7 or more" in text
+    err = [ln for ln in text.splitlines() if ln.startswith("matrix: ")]
+    assert len(err) == 3, err  # the start, then each of the 2 tasks
+    assert err[0].startswith("matrix: 0/2 tasks, starting, ")
+    assert err[1].startswith("matrix: 1/2 tasks, collisions seed 1, ")
+    assert err[2].startswith("matrix: 2/2 tasks, collisions seed 2, ")
+    assert all(ln.endswith(" s elapsed") for ln in err), err
+    doc = json.loads((tmp_path / "a" / "matrix.json").read_text())
+    assert doc["seeds"] == [1, 2] and doc["ring_step_cap"] == 0.1638
+    assert main([*base, "--no-progress", "--out", str(tmp_path / "b")]) == 0
+    assert not [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("matrix: ")]
