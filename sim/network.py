@@ -86,6 +86,20 @@ class SimNetwork:
             [int(state.host_up[i]), *[int(x) for x in fabric], int(state.host_down[i])]
         )
 
+    def host_paths(
+        self, state: PlanState, rows: np.ndarray, fabric: Sequence[Sequence[int]], which: np.ndarray
+    ) -> np.ndarray:
+        """``host_path`` of every row of ``rows`` with the fabric links ``fabric[which[j]]`` for
+        ``rows[j]``: each distinct fabric path is aligned once (a row's host links always take
+        the first and the last position), the same rows as one ``host_path`` per row."""
+        tmpl = np.empty((len(fabric), self.width), dtype=np.int64)
+        for k, f in enumerate(fabric):  # -1 and -2 hold the host links' places (ids are >= 0)
+            tmpl[k] = self.align([-1, *[int(x) for x in f], -2])
+        out = tmpl[np.asarray(which, dtype=np.int64)]
+        out[:, 0] = state.host_up[rows]
+        out[:, self.width - 1] = state.host_down[rows]
+        return out
+
     def base_rtt_us(self, path: np.ndarray, mtu_bytes: int, switch_latency_us: float) -> float:
         """The longest round trip over ``path`` rows: propagation, one packet's serialisation
         and ``switch_latency_us`` per switch, both ways (the ICE algorithm's T)."""
@@ -139,9 +153,9 @@ def route(
         if state.unrouted:
             fid, why = next(iter(state.unrouted.items()))
             raise ValueError(f"flow {fid}: {why}")
-        path = np.zeros((len(state.flows), net.width), dtype=np.int64)
-        for i in range(len(state.flows)):
-            path[i] = net.host_path(state, i, state.paths[i])
+        n_f = len(state.flows)
+        uniq, which = np.unique(state.paths[:n_f], axis=0, return_inverse=True)
+        path = net.host_paths(state, np.arange(n_f), list(uniq), which.reshape(-1))
         return Routes(path=path, routing=routing), state
     state = PlanState(topo)
     state.add_flows(list(flows))
@@ -162,7 +176,8 @@ def route(
         pid = np.sort(table[rows], axis=1)[rows, bucket]
     else:
         pid = table[rows, model.row_buckets(state, rows)]
-    path = np.stack([net.host_path(state, i, parr[pid[i]]) for i in rows.tolist()])
+    uniq, which = np.unique(pid, return_inverse=True)
+    path = net.host_paths(state, rows, [parr[p] for p in uniq.tolist()], which.reshape(-1))
     out = Routes(path=path, routing=routing)
     if routing == "flowlet":
         out.bucket_table = table
