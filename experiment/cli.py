@@ -101,7 +101,18 @@ def register(verbs: Verbs) -> None:
         metavar="tcp://HOST:PORT",
         help="run the scenario-seed tasks on this Dask scheduler (sim/README.md, sweeps)",
     )
-    mx.add_argument("--out", type=Path, required=True, help="directory for matrix.json/.png")
+    mx.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help="directory for matrix.json/.png (and tasks/: each scenario-seed task as it finishes)",
+    )
+    mx.add_argument(
+        "--resume",
+        action="store_true",
+        help="take the tasks in DIR/tasks/ that an earlier run with the same --gpus, "
+        "--message-mib and --schemes finished instead of running them again",
+    )
     mx.add_argument(
         "--no-progress",
         action="store_true",
@@ -393,6 +404,8 @@ def cmd_experiment_matrix(args: argparse.Namespace) -> int:
                 progress=hook,
                 workers=args.workers,
                 cluster=args.cluster,
+                tasks_dir=args.out / "tasks",
+                resume=args.resume,
             )
         except ValueError as exc:
             raise CliError(f"icectl experiment matrix: {exc}", EXIT_USAGE) from None

@@ -139,11 +139,18 @@ def run_matrix(
     progress: Progress | None = None,
     workers: int = 1,
     cluster: str | None = None,
+    tasks_dir: Path | None = None,
+    resume: bool = False,
 ) -> dict[str, Any]:
     """Run the matrix as a sweep of scenario-seed tasks (``sweep.run_tasks``): in this process
     with ``workers`` 1 and no ``cluster``, else on a local Dask cluster of ``workers`` processes
     or on the Dask scheduler at ``cluster`` (each task is deterministic, so the document is the
-    same either way); the matrix.json doc."""
+    same either way); the matrix.json doc.
+
+    ``tasks_dir``: each finished task's result is written there at once
+    (``SCENARIO-seedN.json``, with the GPUs, message and schemes it ran with); ``resume`` takes
+    the ones there that match instead of running them again (a stopped run goes on where it
+    stopped; more seeds add to fewer)."""
     for s in scenarios:
         if s not in SCENARIOS:
             raise ValueError(f"scenarios: expected names from {', '.join(SCENARIOS)}, got {s!r}")
@@ -159,19 +166,29 @@ def run_matrix(
         for sc in scenarios
         for seed in range(1, seeds + 1)
     ]
+    got: dict[tuple[str, int], dict[str, Any]] = {}
+    if tasks_dir is not None and resume:
+        for t in tasks:
+            earlier = _read_task(tasks_dir, t)
+            if earlier is not None:
+                got[(t[0], t[1])] = earlier
+    todo = [t for t in tasks if (t[0], t[1]) not in got]
     if progress is not None:
-        progress(0, len(tasks), "starting")
-    done = 0
+        progress(
+            len(got), len(tasks), f"starting ({len(got)} from {tasks_dir})" if got else "starting"
+        )
 
-    def on_done(i: int) -> None:
-        nonlocal done
-        done += 1
+    def on_done(i: int, result: dict[str, Any]) -> None:
+        t = todo[i]
+        if tasks_dir is not None:
+            _write_task(tasks_dir, t, result)
+        got[(t[0], t[1])] = result
         if progress is not None:
-            progress(done, len(tasks), f"{tasks[i][0]} seed {tasks[i][1]}")
+            progress(len(got), len(tasks), f"{t[0]} seed {t[1]} ({result['cpu_s']:.0f} CPU s)")
 
-    results = run_tasks(
+    run_tasks(
         run_seed,
-        tasks,
+        todo,
         cluster=cluster,
         workers=workers,
         serial=workers == 1 and cluster is None,
@@ -179,7 +196,6 @@ def run_matrix(
         label="matrix",
         on_done=on_done,
     )
-    got = {(t[0], t[1]): r for t, r in zip(tasks, results, strict=True)}
     per_seed: dict[str, list[dict[str, Any]]] = {
         sc: [got[(sc, seed)] for seed in range(1, seeds + 1)] for sc in scenarios
     }
@@ -195,6 +211,35 @@ def run_matrix(
         "scenarios": summarise(per_seed, schemes),
         "per_seed": per_seed,
     }
+
+
+def _task_key(t: tuple[Any, ...]) -> dict[str, Any]:
+    return {"scenario": t[0], "seed": t[1], "schemes": list(t[2]), "gpus": t[3], "message": t[4]}
+
+
+def _task_path(tasks_dir: Path, t: tuple[Any, ...]) -> Path:
+    return tasks_dir / f"{t[0]}-seed{t[1]}.json"
+
+
+def _write_task(tasks_dir: Path, t: tuple[Any, ...], result: dict[str, Any]) -> None:
+    tasks_dir.mkdir(parents=True, exist_ok=True)
+    doc = {"task": _task_key(t), "result": result}
+    write_output(_task_path(tasks_dir, t), json.dumps(doc) + "\n")
+
+
+def _read_task(tasks_dir: Path, t: tuple[Any, ...]) -> dict[str, Any] | None:
+    """An earlier run's result of task ``t`` (None: none there, or one of another task)."""
+    p = _task_path(tasks_dir, t)
+    if not p.is_file() or p.is_symlink():
+        return None
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("task") != _task_key(t):
+        return None
+    result = doc.get("result")
+    return result if isinstance(result, dict) else None
 
 
 def write_matrix(doc: dict[str, Any], out: Path) -> None:

@@ -55,27 +55,27 @@ def run_tasks(
     progress: bool = True,
     label: str = "sweep",
     connect_timeout: float = CONNECT_TIMEOUT_S,
-    on_done: Callable[[int], None] | None = None,
+    on_done: Callable[[int, R], None] | None = None,
 ) -> list[R]:
     """``[fn(*t) for t in tasks]``, in task order: serially, on a local Dask cluster of
     ``workers`` processes (default), or on the Dask scheduler at ``cluster``.  ``on_done`` is
-    called with each task's index as it finishes (in completion order), for a caller's own
-    progress display (then pass ``progress=False``)."""
+    called with each task's index and result as it finishes (in completion order), for a
+    caller's own progress display or checkpoints (then pass ``progress=False``)."""
     if workers < 1:
         raise SweepError(f"sweep: workers: expected >= 1, got {workers}")
     with _progress(len(tasks), label, progress) as bar:
         job = bar.add_task(label, total=len(tasks))
 
-        def tick(i: int) -> None:
+        def tick(i: int, result: R) -> None:
             bar.advance(job)
             if on_done is not None:
-                on_done(i)
+                on_done(i, result)
 
         if serial or not tasks:
             out = []
             for i, t in enumerate(tasks):
                 out.append(fn(*t))
-                tick(i)
+                tick(i, out[-1])
             return out
         return _on_dask(fn, tasks, cluster, workers, connect_timeout, tick)
 
@@ -86,7 +86,7 @@ def _on_dask(
     cluster: str | None,
     workers: int,
     connect_timeout: float,
-    tick: Callable[[int], None],
+    tick: Callable[[int, R], None],
 ) -> list[R]:
     try:
         from distributed import Client, LocalCluster, as_completed
@@ -126,7 +126,7 @@ def _on_dask(
                     out[i] = fut.result()
                 except Exception as e:  # a task's own error, re-raised with the task named
                     raise SweepError(f"sweep: task {i} {tasks[i]!r} failed: {e}") from e
-                tick(i)
+                tick(i, out[i])
             return out
     finally:
         if local is not None:

@@ -27,10 +27,43 @@ def test_matrix_prints_a_line_per_task_when_stderr_is_no_terminal(
     err = [ln for ln in text.splitlines() if ln.startswith("matrix: ")]
     assert len(err) == 3, err  # the start, then each of the 2 tasks
     assert err[0].startswith("matrix: 0/2 tasks, starting, ")
-    assert err[1].startswith("matrix: 1/2 tasks, collisions seed 1, ")
-    assert err[2].startswith("matrix: 2/2 tasks, collisions seed 2, ")
+    assert err[1].startswith("matrix: 1/2 tasks, collisions seed 1 (")  # (N CPU s)
+    assert err[2].startswith("matrix: 2/2 tasks, collisions seed 2 (")
     assert all(ln.endswith(" s elapsed") for ln in err), err
     doc = json.loads((tmp_path / "a" / "matrix.json").read_text())
     assert doc["seeds"] == [1, 2] and doc["ring_step_cap"] == 0.1638
     assert main([*base, "--no-progress", "--out", str(tmp_path / "b")]) == 0
     assert not [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("matrix: ")]
+
+
+def test_matrix_resume_takes_the_finished_tasks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each task is written to DIR/tasks/ as it finishes; --resume takes those that match (same
+    GPUs, message, schemes) and runs the rest: the same document as one run of every seed."""
+    from icefabric.icectl import main
+
+    base = [
+        "experiment", "matrix", "--seeds", "1", "--gpus", "32", "--message-mib", "7",
+        "--scenarios", "collisions", "--schemes", "ecmp+dcqcn", "--out", str(tmp_path / "r"),
+    ]  # fmt: skip
+    assert main(base) == 0
+    task = tmp_path / "r" / "tasks" / "collisions-seed1.json"
+    assert json.loads(task.read_text())["task"]["seed"] == 1
+    assert main([*base[:3], "2", *base[4:], "--resume"]) == 0
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("matrix: ")]
+    assert err[-2].startswith("matrix: 1/2 tasks, starting (1 from "), err  # seed 1 taken
+    assert err[-1].startswith("matrix: 2/2 tasks, collisions seed 2 ("), err
+    resumed = json.loads((tmp_path / "r" / "matrix.json").read_text())
+    assert main([*base[:3], "2", *base[4:-1], str(tmp_path / "whole")]) == 0
+    whole = json.loads((tmp_path / "whole" / "matrix.json").read_text())
+
+    def strip(doc: dict) -> list[dict]:
+        return [{k: v for k, v in r.items() if k != "cpu_s"} for r in doc["per_seed"]["collisions"]]
+
+    assert strip(resumed) == strip(whole) and resumed["scenarios"] == whole["scenarios"]
+    # another message: the task there is not this run's, so it runs again
+    assert main([*base[:7], "8", *base[8:], "--resume"]) == 0
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("matrix: ")]
+    assert err[-2].startswith("matrix: 0/1 tasks, starting, "), err
+    assert json.loads(task.read_text())["task"]["message"] == 8 << 20
