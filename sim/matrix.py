@@ -336,6 +336,32 @@ def markdown(doc: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def markdown_spread(doc: dict[str, Any]) -> str:
+    """The matrix as Markdown, one row per scheme (then the ceiling, the best peer and ICE ÷
+    best peer), one column per scenario: median [p10, p90] over the seeds."""
+    scs = list(doc["scenarios"])
+    cells = doc["scenarios"]
+
+    def fmt(d: dict[str, float], digits: int = 3) -> str:
+        return f"{d['median']:.{digits}f} [{d['p10']:.{digits}f}, {d['p90']:.{digits}f}]"
+
+    lines = ["| scheme | " + " | ".join(scs) + " |", "|" + "---|" * (len(scs) + 1)]
+    for s in doc["schemes_order"]:
+        row = [fmt(cells[sc]["schemes"][s]["busbw_over_bound"]) for sc in scs]
+        lines.append(f"| {s} | " + " | ".join(row) + " |")
+    lines.append("| ceiling | " + " | ".join(fmt(cells[sc]["ceiling"]) for sc in scs) + " |")
+    lines.append(
+        "| best peer | " + " | ".join(cells[sc].get("best_peer", "-") for sc in scs) + " |"
+    )
+    for key, label in (
+        ("ice_over_best_peer_dist", "ICE ÷ best peer"),
+        ("ice_over_ecmp_dcqcn", "ICE ÷ ECMP+DCQCN"),
+    ):
+        row = [fmt(cells[sc][key], 2) if key in cells[sc] else "-" for sc in scs]
+        lines.append(f"| {label} | " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``make bench``: the 128-GPU matrix (every scenario and default scheme) over ``--seeds``
     seeds (default 20, the issue's run) on a local Dask cluster of ``--workers`` processes;
@@ -351,13 +377,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--markdown", metavar="MATRIX_JSON", default=None, help="print a matrix.json as Markdown"
     )
+    ap.add_argument(
+        "--spread",
+        action="store_true",
+        help="with --markdown: schemes x scenarios, every cell median [p10, p90]",
+    )
     args = ap.parse_args(argv)
     if args.markdown:
         from icefabric.files import DataFileError, JsonError, parse_json, read_text
 
         try:
             doc = parse_json(read_text(args.markdown, what="a matrix.json"))
-            print(markdown(doc), end="")
+            print((markdown_spread if args.spread else markdown)(doc), end="")
         except (DataFileError, JsonError, KeyError, TypeError) as e:
             print(f"matrix: {args.markdown}: {str(e).splitlines()[0]}", file=sys.stderr)
             return 2

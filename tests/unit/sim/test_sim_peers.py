@@ -197,3 +197,24 @@ def test_a_ring_of_small_steps_is_latency_bound_at_ring_step_cap(
     case = collisions(gpus, 1, message)
     res = Simulator(Topology(case.spec), case.workload, ceiling_config(MODES["ice"])).run()
     assert res.collectives[0].busbw_over_bound == pytest.approx(min(cap, 1.0), rel=0.02)
+
+
+def test_the_spread_table_has_a_row_per_scheme_and_a_column_per_scenario() -> None:
+    from icefabric.sim.matrix import markdown_spread
+
+    runs = [
+        {
+            "scheme": {"ecmp+dcqcn": 0.5 + 0.1 * i, "ice": 0.9},
+            "ceiling": {"ecmp+dcqcn": 0.7, "ice": 1.0},
+        }
+        for i in range(3)
+    ]
+    schemes = ("ecmp+dcqcn", "ice")
+    doc = {"schemes_order": list(schemes), "scenarios": summarise({"a": runs, "b": runs}, schemes)}
+    lines = markdown_spread(doc).splitlines()
+    assert lines[0] == "| scheme | a | b |"
+    assert lines[2] == "| ecmp+dcqcn | 0.600 [0.520, 0.680] | 0.600 [0.520, 0.680] |"
+    assert lines[3].startswith("| ice | 0.900 [0.900, 0.900] |")
+    assert lines[4].startswith("| ceiling | 1.000 [1.000, 1.000] |")
+    assert lines[5] == "| best peer | ecmp+dcqcn | ecmp+dcqcn |"
+    assert lines[6].startswith("| ICE ÷ best peer | 1.50 [1.33, 1.74] |")  # 0.9 / 0.5..0.7
