@@ -37,6 +37,7 @@ from icefabric.sim.engine import Simulator
 from icefabric.sim.scenarios import SCENARIOS, ScenarioCase, build, ring_step_cap
 from icefabric.sim.stripes import spray_stripes, stripe
 from icefabric.sim.sweep import run_tasks
+from icefabric.sim.workload import Workload
 from icefabric.traffic.modes import MODES, Mode, get_mode
 
 DEFAULT_SCHEMES = (
@@ -62,9 +63,9 @@ def stripes_for(mode: Mode, topo: Topology, failures: int) -> int:
     return 1
 
 
-def _score(case: ScenarioCase, cfg: Any, k: int) -> float:
+def _score(case: ScenarioCase, cfg: Any, work: Workload) -> float:
     topo = Topology(case.spec)
-    res = Simulator(topo, stripe(case.workload, k), cfg, failures=case.failures).run()
+    res = Simulator(topo, work, cfg, failures=case.failures).run()
     if res.unfinished:
         return 0.0  # did not finish within max_time_us: counted as nothing delivered in time
     return float(np.mean([res.collectives[i].busbw_over_bound for i in case.measured]))
@@ -80,13 +81,16 @@ def run_seed(
     topo = Topology(case.spec)
     out: dict[str, Any] = {"scheme": {}, "ceiling": {}}
     ceilings: dict[tuple[str, int], float] = {}
+    striped: dict[int, Workload] = {}  # the workload over k QPs, built once per k
     for name in schemes:
         m = get_mode(name)
         k = stripes_for(m, topo, len(case.failures))
-        out["scheme"][name] = _score(case, config_for(m, seed=seed), k)
+        if k not in striped:
+            striped[k] = stripe(case.workload, k)
+        out["scheme"][name] = _score(case, config_for(m, seed=seed), striped[k])
         key = (m.sim_routing, k)
         if key not in ceilings:
-            ceilings[key] = _score(case, ceiling_config(m, seed=seed), k)
+            ceilings[key] = _score(case, ceiling_config(m, seed=seed), striped[k])
         out["ceiling"][name] = ceilings[key]
     out["cpu_s"] = round(time.process_time() - cpu0, 2)
     return out
@@ -229,12 +233,14 @@ def _write_task(tasks_dir: Path, t: tuple[Any, ...], result: dict[str, Any]) -> 
 
 def _read_task(tasks_dir: Path, t: tuple[Any, ...]) -> dict[str, Any] | None:
     """An earlier run's result of task ``t`` (None: none there, or one of another task)."""
+    from icefabric.files import DataFileError, JsonError, parse_json, read_text
+
     p = _task_path(tasks_dir, t)
     if not p.is_file() or p.is_symlink():
         return None
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        doc = parse_json(read_text(p, what="a matrix task"))
+    except (DataFileError, JsonError):
         return None
     if not isinstance(doc, dict) or doc.get("task") != _task_key(t):
         return None
