@@ -54,25 +54,30 @@ class PlanState:
 
     def add_flows(self, flows: Sequence[Flow]) -> np.ndarray:
         """Append flows (unplaced, host links loaded); returns their row numbers."""
-        t = self.topo
         rows: list[int] = []
         sl, dl, hu, hd, sz = [], [], [], [], []
         new_ids: dict[str, int] = {}
+        hosts: dict[str, tuple[int, int]] = {}  # host: (its uplink, its leaf's id), looked up once
         for f in flows:  # check everything before changing anything
             if f.flow_id in self.index or f.flow_id in new_ids:
                 raise ValueError(f"flow {f.flow_id!r} is already planned")
             try:
-                up, down = t.host_uplink(f.src_host), t.host_downlink(f.dst_host)
+                src = hosts.get(f.src_host)
+                if src is None:
+                    src = hosts[f.src_host] = self._host(f.src_host)
+                dst = hosts.get(f.dst_host)
+                if dst is None:
+                    dst = hosts[f.dst_host] = self._host(f.dst_host)
             except TopologyError as e:
                 raise TopologyError(f"flow {f.flow_id}: {e}") from None
             if not f.bytes >= 0:
                 raise ValueError(f"flow {f.flow_id}: bytes must be >= 0, got {f.bytes}")
             new_ids[f.flow_id] = len(self.flows) + len(rows)
             rows.append(len(self.flows) + len(rows))
-            sl.append(self._leaf_ids[t.leaf_of[f.src_host]])
-            dl.append(self._leaf_ids[t.leaf_of[f.dst_host]])
-            hu.append(up)
-            hd.append(down)
+            sl.append(src[1])
+            dl.append(dst[1])
+            hu.append(src[0])
+            hd.append(dst[0] + 1)  # Topology.host_downlink: the uplink's reverse
             sz.append(float(f.bytes))
         self.index.update(new_ids)
         self.flows.extend(flows)
@@ -90,6 +95,11 @@ class PlanState:
             np.add.at(self.load, self.host_up[r], self.size[r] * self.invcap[self.host_up[r]])
             np.add.at(self.load, self.host_down[r], self.size[r] * self.invcap[self.host_down[r]])
         return r
+
+    def _host(self, host: str) -> tuple[int, int]:
+        """A host's uplink and its leaf's id (TopologyError for a host not in the topology)."""
+        t = self.topo
+        return t.host_uplink(host), self._leaf_ids[t.leaf_of[host]]
 
     def remove_rows(self, rows: np.ndarray) -> None:
         """Take flows out of the plan and their load off every link."""
