@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-ETHERTYPE_LLDP = 0x88CC
+from icefabric.p4src.ice_p4 import ETHERTYPE_LLDP
+
 #: Nearest-bridge group address: no 802.1D bridge forwards it (IEEE 802.1AB-2016 7.1).
 LLDP_DST_MAC = "01:80:c2:00:00:0e"
 TLV_END = 0

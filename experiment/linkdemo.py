@@ -30,6 +30,7 @@ from icefabric.control.linkstate import LinkEvent
 from icefabric.control.p4rt import PipelineConfig
 from icefabric.control.topology import Topology
 from icefabric.experiment.wire import InProcessFabric, RealTime
+from icefabric.p4src.ice_p4 import ETHERNET_BYTES, IPV4_BYTES, UDP_BYTES
 from icefabric.waiting import poll_until
 
 log = logging.getLogger(__name__)
@@ -229,7 +230,11 @@ def wait_link_event(
 
 def _udp_dport(frame: bytes) -> int | None:
     """UDP destination port of an untagged Ethernet/IPv4/UDP frame (None otherwise)."""
-    if len(frame) < 14 + 20 + 8 or frame[12:14] != b"\x08\x00" or frame[23] != 17:
+    if (
+        len(frame) < ETHERNET_BYTES + IPV4_BYTES + UDP_BYTES
+        or frame[12:14] != b"\x08\x00"
+        or frame[23] != 17
+    ):
         return None
     ihl = (frame[14] & 0x0F) * 4
     off = 14 + ihl

@@ -5,6 +5,7 @@ from __future__ import annotations
 from icefabric.control.congestion.allocator import DEFAULT_TARGET
 from icefabric.control.fabric import ALL_PATH_KINDS, FabricOptions
 from icefabric.experiment.config import Experiment, Mode, run_topology
+from icefabric.p4src.ice_p4 import ETHERNET_BYTES, IPV4_BYTES, UDP_BYTES
 from icefabric.topo.spec import TopologySpec
 from icefabric.traffic.packets import ICE_FEEDBACK_BYTES, ICE_SHIM_BYTES, INT_HOP_BYTES
 from icefabric.traffic.rate import IceParams
@@ -51,7 +52,7 @@ def mode_options(
 
 
 # A feedback frame's headers before its hop records: Ethernet 14 + IPv4 20 + UDP 8 + feedback 36.
-FEEDBACK_HEADER_BYTES = 14 + 20 + 8 + ICE_FEEDBACK_BYTES
+FEEDBACK_HEADER_BYTES = ETHERNET_BYTES + IPV4_BYTES + UDP_BYTES + ICE_FEEDBACK_BYTES
 
 
 def longest_path_switches(spec: TopologySpec) -> int:
