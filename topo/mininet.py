@@ -23,7 +23,6 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -38,6 +37,7 @@ from icefabric.topo.switches import (
     ICESwitch,
     SwitchStartError,
 )
+from icefabric.waiting import Deadline
 
 # mininet.log makes every logger created after its import a MininetLogger with a console
 # handler of its own (logging.setLoggerClass): each of this project's lines would print twice.
@@ -211,9 +211,9 @@ def _read_until(proc: subprocess.Popen[bytes], marker: bytes, timeout_s: float) 
 
     assert proc.stdout is not None
     seen = b""
-    deadline = time.monotonic() + timeout_s
+    deadline = Deadline(timeout_s)
     fd = proc.stdout.fileno()
-    while marker not in seen and time.monotonic() < deadline:
+    while marker not in seen and not deadline.expired:
         ready, _, _ = _select.select([fd], [], [], 0.1)
         if ready:
             chunk = os.read(fd, 4096)

@@ -29,6 +29,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from icefabric.files import parse_json
+from icefabric.waiting import Deadline
 
 log = logging.getLogger(__name__)
 
@@ -222,7 +223,7 @@ class EtcdClient:
         answers or ``timeout`` (default ``timeout_s``) has passed: a member that is down or
         has no leader for a moment (an election after a member loss) is skipped."""
         t = self.timeout_s if timeout is None else timeout
-        deadline = time.monotonic() + t
+        deadline = Deadline(t)
         data = json.dumps(body, separators=(",", ":")).encode()
         with self._lock:
             errors: dict[str, str] = {}
@@ -231,17 +232,17 @@ class EtcdClient:
             while True:
                 idx = (self._current + i) % n
                 ep = self.endpoints[idx]
-                left = deadline - time.monotonic()
+                left = deadline.left()
                 try:
                     # a member without quorum hangs rather than refuses: give each a share
                     reply = self._post(ep, path, data, max(0.05, min(left, max(0.25, t / n))))
                 except _Retry as exc:
                     errors[ep] = str(exc)
                     i += 1
-                    if time.monotonic() >= deadline:
+                    if deadline.expired:
                         break
                     if i % n == 0:
-                        time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+                        time.sleep(min(0.05, deadline.left()))
                     continue
                 self._current = idx
                 return reply
@@ -459,15 +460,3 @@ def _kv(d: dict[str, Any]) -> KeyValue:
 def _revision(reply: dict[str, Any]) -> int:
     header = reply.get("header", {})
     return int(header.get("revision", 0)) if isinstance(header, dict) else 0
-
-
-def wait_ready(client: EtcdClient, deadline_s: float) -> bool:
-    """Poll until the cluster answers a read (a fresh cluster elects its leader first)."""
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        try:
-            client.range(b"\x00", timeout=0.5)
-            return True
-        except EtcdError:
-            time.sleep(0.05)
-    return False
