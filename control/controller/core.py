@@ -7,7 +7,8 @@ removed, kept), :mod:`.changes` (every change's install path), :mod:`.statefile`
 state, saved before every change), :mod:`.failures` (link and switch failures),
 :mod:`.linkfail` (link probing), :mod:`.events` (the worker thread and switch events),
 :mod:`.election` (etcd terms and fencing), :mod:`.views` (read-only answers), the agent hub,
-the rate allocator and the telemetry store. No collaborator holds the Controller.
+the rate allocator and the telemetry store. No collaborator holds the Controller. Who is handed
+what is :mod:`.assembly` (the constructor's last step).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from icefabric.control.agents.hub import AgentHub, HubContext
 from icefabric.control.ccl.demand import Flow
 from icefabric.control.ccl.job import JobSpec
 from icefabric.control.congestion.allocator import DEFAULT_TARGET, RateAllocator
+from icefabric.control.controller.assembly import own_collaborators
 from icefabric.control.controller.changes import ChangeInstaller
 from icefabric.control.controller.election import Election
 from icefabric.control.controller.eventlog import EventLog, events_path
@@ -62,6 +64,16 @@ BACKUP_ELECTION_ID = 50
 
 class Controller:
     """Connections to every switch, the planner, what each switch holds, telemetry reports."""
+
+    # Its collaborators of one concern each, built by assembly.own_collaborators.
+    registry: JobRegistry
+    statefile: StateFile
+    changes: ChangeInstaller
+    failures: FailureHandling
+    probing: LinkProbing
+    switch_events: SwitchEvents
+    election: Election
+    views: ControllerViews
 
     def __init__(
         self,
@@ -182,142 +194,7 @@ class Controller:
             interval_s=counter_poll_s,
             enabled=lambda: self.active,
         )
-        self._own_collaborators(probe_interval_s, probe_misses)
-
-    def _own_collaborators(self, probe_interval_s: float, probe_misses: int) -> None:
-        """The collaborators of one concern each, handed what they need explicitly (the
-        objects this controller shares, callables for what a takeover replaces)."""
-        self.registry = JobRegistry(  # jobs: planned, saved, installed, removed
-            spec=self.spec,
-            topo=self.topo,
-            lock=self.lock,
-            jobs=self.jobs,
-            flows=self.flows,
-            keys=self._keys,
-            agents=self.agents,
-            events=self.events,
-            planner=lambda: self.planner,  # replaced on a new term
-            save_state=lambda **kw: self.statefile.save(**kw),
-            install_change=lambda what, plan_s: self.changes.install(what, plan_s),
-        )
-        self.statefile = StateFile(  # the shared state, saved before every change (the store)
-            spec=self.spec,
-            topo=self.topo,
-            switches={s.name for s in self.spec.switches},
-            store=self.store,
-            jobs=self.jobs,
-            flows=self.flows,
-            failed_switches=self.failed_switches,
-            probe_down=self._probe_down,
-            agents=self.agents,
-            rates=self.rates,
-            planner=lambda: self.planner,  # replaced on a new term
-            register=self.registry.register,
-        )
-        self.changes = ChangeInstaller(  # every change: state saved, flows, base, recorded
-            statefile=self.statefile,
-            installer=self.installer,
-            agents=self.agents,
-            events=self.events,
-            history=self.history,
-            planner=lambda: self.planner,
-            flow_entries=self.flow_entries,
-            desired=self.desired,
-        )
-        self.failures = FailureHandling(  # link and switch failures: replan, save, install
-            spec=self.spec,
-            topo=self.topo,
-            lock=self.lock,
-            failed_switches=self.failed_switches,
-            probe_down=self._probe_down,
-            events=self.events,
-            planner=lambda: self.planner,
-            statefile=self.statefile,
-            install_change=self.changes.install,
-        )
-        self.probing = LinkProbing(  # LLDP link probes while primary; verdicts -> failures
-            spec=self.spec,
-            topo=self.topo,
-            pool=self.pool,
-            lock=self.lock,
-            failed_switches=self.failed_switches,
-            probe_down=self._probe_down,
-            resyncing=self._resyncing,
-            installer=self.installer,
-            failures=self.failures,
-            post=self.post,
-            is_active=lambda: self.active,
-            interval_s=probe_interval_s,
-            misses=probe_misses,
-        )
-        self.switch_events = SwitchEvents(  # connections, arbitration, packet-in; resyncs
-            pool=self.pool,
-            installer=self.installer,
-            reports=self.reports,
-            telemetry=self.telemetry,
-            probing=self.probing,
-            lock=self.lock,
-            events=self.events,
-            post=self.post,
-            failed_switches=self.failed_switches,
-            down_since=self._down_since,
-            resyncing=self._resyncing,
-            backup=self.backup,
-            connect_timeout=self.connect_timeout,
-            switch_dead_s=self.switch_dead_s,
-            election_id=lambda: self.election_id,
-            is_active=lambda: self.active,
-            is_stopping=lambda: self._stopping,
-            take_over=lambda: self.take_over(),
-            check_fence=self.check_fence,
-            ensure_pipeline=self._ensure_pipeline,
-            desired=lambda: self.desired(),
-            fail_switch=self.fail_switch,
-            restore_switch=self.failures.restore_switch,
-        )
-        self.election = Election(  # etcd: a won term -> takeover, a lost lease -> no writes
-            store=self.store,
-            pool=self.pool,
-            installer=self.installer,
-            lock=self.lock,
-            probing=self.probing,
-            agents=self.agents,
-            jobs=self.jobs,
-            startup_jobs=lambda: self.startup_jobs,  # icectl run sets them after __init__
-            takeovers=self.takeovers,
-            fenced=self.fenced,
-            connect_timeout=self.connect_timeout,
-            post=self.post,
-            is_stopping=lambda: self._stopping,
-            reset_shared_state=self._reset_shared_state,
-            set_election_id=self._set_election_id,
-            take_over=lambda: self.take_over(),
-            deactivate=self._deactivate,
-            ensure_job=self.ensure_job,
-            last_resync=lambda: self.last_resync,
-        )
-        self.views = ControllerViews(  # the answers to read commands (icectl, the daemon API)
-            spec=self.spec,
-            topo=self.topo,
-            tags=self.tags,
-            pool=self.pool,
-            lock=self.lock,
-            jobs=self.jobs,
-            flows=self.flows,
-            installer=self.installer,
-            agents=self.agents,
-            history=self.history,
-            failed_switches=self.failed_switches,
-            down_since=self._down_since,
-            store=self.store,
-            takeovers=self.takeovers,
-            fenced=self.fenced,
-            planner=lambda: self.planner,  # replaced on a new term
-            election_id=lambda: self.election_id,
-            is_active=lambda: self.active,
-            state_errors=lambda: self.statefile.errors,
-            links=self.probing.status,
-        )
+        own_collaborators(self, probe_interval_s, probe_misses)
 
     @property
     def options(self) -> FabricOptions:
