@@ -324,7 +324,9 @@ class Planner:
             self.method == "auto" and self._choosing(s.live_rows()) <= self.exact_max_flows
         )
         if use_exact:
-            keep = np.setdiff1d(s.live_rows(), dead_host)
+            # a failure replan moves only the flows that crossed the failure (the others keep
+            # their paths, as the heuristic's); placing a job solves every live flow again
+            keep = rows if replan else np.setdiff1d(s.live_rows(), dead_host)
             try:
                 # HiGHS returns the same optimum every time; only its time limit could make a
                 # loaded machine fall back to the heuristic, so counted planning allows far more

@@ -197,8 +197,14 @@ def test_replan_after_link_and_switch_failure_keeps_flows_on_live_paths(method: 
     used = {lid for f in p.plan().flows for lid in f.links if topo.links[lid].kind == "fabric"}
     victim = sorted(used)[0]
     crossing = {f.flow_id for f in p.plan().flows if victim in f.links or (victim ^ 1) in f.links}
+    before = {f.flow_id: f.path_index for f in p.plan().flows}
     plan = p.replan_after_failure(links=[victim])
     assert crossing <= set(p.changed)
+    # only the flows that crossed the failed link move (the exact solver too: re-solving every
+    # flow moved flows on other leaves onto one uplink, overloading it until new caps came)
+    assert set(p.changed) == crossing
+    assert all(f.path_index == before[f.flow_id] for f in plan.flows if f.flow_id not in crossing)
+    assert p.last_method == method
     assert not plan.unrouted
     _check_consistent(p)
     plan = p.replan_after_failure(switches=["spine2"])
