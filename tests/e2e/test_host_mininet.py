@@ -55,7 +55,9 @@ def test_hosts_run_their_share_report_real_keys_and_finish(
 ) -> None:
     spec, net, sock, topo = fabric
     agents = sock.parent / "icectl-agents.sock"
-    start_at = time.time() + 20
+    # every host must be up (Python start-up, topology, its share of the schedule) before the
+    # common start: 20 s was too little for four hosts at load 12 in a CI run
+    start_at = time.time() + 45
     procs: dict[str, subprocess.Popen[str]] = {}
     try:
         for h in spec.hosts:
