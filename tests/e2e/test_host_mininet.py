@@ -4,7 +4,6 @@ programmed by `icectl run`, report their real keys over the agent channel, and f
 from __future__ import annotations
 
 import json
-import select
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ import pytest
 pytestmark = pytest.mark.e2e
 
 from _mininet import controller, free_port_base, icectl_json, require_mininet  # noqa: E402
+from _output import wait_for_text  # noqa: E402
 
 require_mininet()
 
@@ -55,9 +55,7 @@ def test_hosts_run_their_share_report_real_keys_and_finish(
 ) -> None:
     spec, net, sock, topo = fabric
     agents = sock.parent / "icectl-agents.sock"
-    # every host must be up (Python start-up, topology, its share of the schedule) before the
-    # common start: 20 s was too little for four hosts at load 12 in a CI run
-    start_at = time.time() + 45
+    start_at = time.time() + 20
     procs: dict[str, subprocess.Popen[str]] = {}
     try:
         for h in spec.hosts:
@@ -85,7 +83,7 @@ def test_hosts_run_their_share_report_real_keys_and_finish(
             )
         ready_by = Deadline(start_at - 1 - time.time())
         for p in procs.values():  # every host's socket is open before anyone sends
-            _wait_for_line(p, " ready on ", deadline=ready_by)
+            wait_for_text(p, " ready on ", deadline=ready_by)
         # The controller sees both agents and installs their flows' real keys.
         seen: set[str] = set()
         rows: list[dict[str, Any]] = []
@@ -116,18 +114,3 @@ def test_hosts_run_their_share_report_real_keys_and_finish(
         rx = [(f["psn_gap_losses"], f["out_of_order"]) for f in st["rx"]]
         assert all(r == (0, 0) for r in rx), json.dumps(st, indent=1)
         assert all(f["feedback_received"] > 0 for f in st["tx"])  # ICE feedback from the last hop
-
-
-def _wait_for_line(proc: subprocess.Popen[str], text: str, *, deadline: Deadline) -> None:
-    assert proc.stdout is not None
-    seen: list[str] = []
-    while not deadline.expired:
-        ready, _, _ = select.select([proc.stdout], [], [], 0.1)
-        if ready:
-            line = proc.stdout.readline()
-            if text in line:
-                return
-            seen.append(line)
-            if not line and proc.poll() is not None:
-                break
-    raise AssertionError(f"host not ready in time (exit code {proc.poll()}): {''.join(seen)}")

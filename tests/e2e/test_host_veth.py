@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import shutil
 import subprocess
 import sys
@@ -17,6 +16,8 @@ pytestmark = pytest.mark.e2e
 
 if os.geteuid() != 0 or shutil.which("ip") is None:
     pytest.skip("needs root and the `ip` command for network namespaces", allow_module_level=True)
+
+from _output import wait_for_text  # noqa: E402
 
 from icefabric.target.ports import VethLab  # noqa: E402
 from icefabric.waiting import Deadline  # noqa: E402
@@ -66,17 +67,7 @@ def _host(lab: VethLab, iface: str, ip: str, peer_mac: str, *extra: str) -> list
 
 def _wait_ready(proc: subprocess.Popen[str], timeout: float = 30.0) -> None:
     """Read the host's log until it says its socket is open (deadline, no fixed sleep)."""
-    assert proc.stdout is not None
-    deadline = Deadline(timeout)
-    while not deadline.expired:
-        ready, _, _ = select.select([proc.stdout], [], [], 0.1)
-        if ready:
-            line = proc.stdout.readline()
-            if " ready on " in line:
-                return
-            if not line and proc.poll() is not None:
-                break
-    raise AssertionError(f"receiver not ready within {timeout} s (exit code {proc.poll()})")
+    wait_for_text(proc, " ready on ", deadline=Deadline(timeout))
 
 
 @pytest.mark.parametrize("kind", ["ice", "dcqcn"])
