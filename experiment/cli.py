@@ -79,15 +79,39 @@ def register(verbs: Verbs) -> None:
         "write DIR/matrix.json (busbw / bound median, p10, p90 per cell, the ceiling of each "
         "scheme's paths, the best peer and ICE / best peer; schema in sim/README.md) and "
         "DIR/matrix.png (heatmap, best peer boxed). Engine sim: the fluid simulator's "
-        "scenarios (sim/scenarios.py) at --gpus GPUs.",
+        "scenarios (sim/scenarios.py) at --gpus GPUs. Engine virtual: the scenarios with a "
+        "small packet-level preset, every scheme in one virtual-time run per seed; adds each "
+        "scheme's queue p99 and losses.",
     )
-    mx.add_argument("--engine", choices=("sim",), default="sim", help="default sim")
-    mx.add_argument("--seeds", type=int, default=20, help="seeds 1..N per cell (default 20)")
-    mx.add_argument("--scenarios", default=None, help="comma-separated (default: all seven)")
-    mx.add_argument("--schemes", default=None, help="comma-separated modes (default: eight)")
-    mx.add_argument("--gpus", type=int, default=128, help="GPUs (multiple of 16; default 128)")
     mx.add_argument(
-        "--message-mib", type=int, default=32, help="collective message in MiB (default 32)"
+        "--engine",
+        choices=("sim", "virtual"),
+        default="sim",
+        help="sim (default): the fluid simulator's scenarios at --gpus GPUs; virtual: the "
+        "packet-level presets (collisions=ecmp-collides, incast, background, failure=link-down) "
+        "on embedded ice.p4 switches in virtual time, the ceiling from the simulator on each "
+        "run's paths (experiment/README.md)",
+    )
+    mx.add_argument("--seeds", type=int, default=20, help="seeds 1..N per cell (default 20)")
+    mx.add_argument(
+        "--scenarios",
+        default=None,
+        help="comma-separated (default: all seven in sim, the four with a preset in virtual)",
+    )
+    mx.add_argument(
+        "--schemes",
+        default=None,
+        help="comma-separated modes (default: eight in sim; ecmp+dcqcn, ecmp+hpcc, spray+hpcc, "
+        "ice in virtual)",
+    )
+    mx.add_argument(
+        "--gpus", type=int, default=None, help="GPUs (multiple of 16; default 128; sim only)"
+    )
+    mx.add_argument(
+        "--message-mib",
+        type=int,
+        default=None,
+        help="collective message in MiB (default 32; sim only)",
     )
     mx.add_argument(
         "--workers",
@@ -338,37 +362,62 @@ def _names(text: str | None, default: tuple[str, ...], what: str) -> tuple[str, 
     return names
 
 
-def cmd_experiment_matrix(args: argparse.Namespace) -> int:
-    """icectl experiment matrix: the peers matrix (sim/matrix.py)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
+def _matrix_sizes(args: argparse.Namespace) -> tuple[int, int]:
+    """--gpus and --message-mib (MiB) checked for the engine: the simulator's scale, or none at
+    packet level (the presets fix their fabrics and messages)."""
+    if args.engine == "virtual":
+        for flag, value in (("--gpus", args.gpus), ("--message-mib", args.message_mib)):
+            if value is not None:
+                raise CliError(
+                    f"{flag}: the packet-level matrix (--engine virtual) runs the presets' own "
+                    "fabrics and messages; give it with --engine sim only",
+                    EXIT_USAGE,
+                )
+        return 0, 0
+    gpus = 128 if args.gpus is None else args.gpus
+    mib = 32 if args.message_mib is None else args.message_mib
+    if not 16 <= gpus <= 16384 or gpus % 16:
+        raise CliError(f"--gpus: expected a multiple of 16 in 16..16384, got {gpus}", EXIT_USAGE)
+    if not 1 <= mib <= 4096:
+        raise CliError(f"--message-mib: expected 1..4096, got {mib}", EXIT_USAGE)
     from icefabric.sim.fluid import AUTO_DT_BITS
-    from icefabric.sim.matrix import DEFAULT_SCHEMES, run_matrix, write_matrix
-    from icefabric.sim.scenarios import SCENARIOS, ring_step_cap
-    from icefabric.sim.sweep import SweepError
+    from icefabric.sim.scenarios import ring_step_cap
 
-    scenarios = _names(args.scenarios, tuple(SCENARIOS), "scenarios")
-    schemes = _names(args.schemes, DEFAULT_SCHEMES, "schemes")
-    if not 1 <= args.seeds <= 1000:
-        raise CliError(f"--seeds: expected 1..1000, got {args.seeds}", EXIT_USAGE)
-    if not 16 <= args.gpus <= 16384 or args.gpus % 16:
-        raise CliError(
-            f"--gpus: expected a multiple of 16 in 16..16384, got {args.gpus}", EXIT_USAGE
-        )
-    if not 1 <= args.workers <= 64:
-        raise CliError(f"--workers: expected 1..64, got {args.workers}", EXIT_USAGE)
-    if not 1 <= args.message_mib <= 4096:
-        raise CliError(f"--message-mib: expected 1..4096, got {args.message_mib}", EXIT_USAGE)
-    cap = ring_step_cap(args.gpus, args.message_mib << 20)
+    cap = ring_step_cap(gpus, mib << 20)
     if cap < 1.0:
-        need = math.ceil(args.gpus * AUTO_DT_BITS / 8 / 2**20)
+        need = math.ceil(gpus * AUTO_DT_BITS / 8 / 2**20)
         print(
-            f"icectl experiment matrix: warning: at {args.gpus} GPUs a {args.message_mib} MiB ring "
+            f"icectl experiment matrix: warning: at {gpus} GPUs a {mib} MiB ring "
             f"all-reduce is latency-bound in the simulator (a ring step takes one time step): "
             f"every scheme scores at most {cap:.3f} of the bound; --message-mib {need} or more "
             "lifts that (sim/README.md, the peers matrix)",
             file=sys.stderr,
         )
+    return gpus, mib
+
+
+def cmd_experiment_matrix(args: argparse.Namespace) -> int:
+    """icectl experiment matrix: the peers matrix (sim/matrix.py; at packet level
+    experiment/matrix.py)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from icefabric.experiment.matrix import (
+        DEFAULT_PACKET_SCHEMES,
+        PACKET_PRESETS,
+        run_packet_matrix,
+    )
+    from icefabric.sim.matrix import DEFAULT_SCHEMES, run_matrix, write_matrix
+    from icefabric.sim.scenarios import SCENARIOS
+    from icefabric.sim.sweep import SweepError
+
+    packet = args.engine == "virtual"
+    scenarios = _names(args.scenarios, tuple(PACKET_PRESETS if packet else SCENARIOS), "scenarios")
+    schemes = _names(args.schemes, DEFAULT_PACKET_SCHEMES if packet else DEFAULT_SCHEMES, "schemes")
+    if not 1 <= args.seeds <= 1000:
+        raise CliError(f"--seeds: expected 1..1000, got {args.seeds}", EXIT_USAGE)
+    if not 1 <= args.workers <= 64:
+        raise CliError(f"--workers: expected 1..64, got {args.workers}", EXIT_USAGE)
+    gpus, mib = _matrix_sizes(args)
     # on a terminal a bar; else (stderr to a file or a pipe, where rich's bar shows nothing until
     # the end) one plain line per finished scenario-seed task
     lines = not args.no_progress and not sys.stderr.isatty()
@@ -394,26 +443,29 @@ def cmd_experiment_matrix(args: argparse.Namespace) -> int:
                     flush=True,
                 )
 
+        common: dict[str, Any] = {
+            "scenarios": scenarios,
+            "schemes": schemes,
+            "seeds": args.seeds,
+            "progress": hook,
+            "workers": args.workers,
+            "cluster": args.cluster,
+            "tasks_dir": args.out / "tasks",
+            "resume": args.resume,
+        }
         try:
-            doc = run_matrix(
-                scenarios=scenarios,
-                schemes=schemes,
-                seeds=args.seeds,
-                gpus=args.gpus,
-                message=args.message_mib << 20,
-                progress=hook,
-                workers=args.workers,
-                cluster=args.cluster,
-                tasks_dir=args.out / "tasks",
-                resume=args.resume,
-            )
+            if packet:
+                doc = run_packet_matrix(**common)
+            else:
+                doc = run_matrix(gpus=gpus, message=mib << 20, **common)
         except ValueError as exc:
             raise CliError(f"icectl experiment matrix: {exc}", EXIT_USAGE) from None
         except SweepError as exc:
             raise CliError(f"icectl experiment matrix: {exc}", EXIT_RUNTIME) from None
     doc["command"] = (
-        f"icectl experiment matrix --engine {args.engine} --seeds {args.seeds} --gpus {args.gpus} "
-        f"--message-mib {args.message_mib} --workers {args.workers} --scenarios {','.join(scenarios)} "
+        f"icectl experiment matrix --engine {args.engine} --seeds {args.seeds} "
+        + ("" if packet else f"--gpus {gpus} --message-mib {mib} ")
+        + f"--workers {args.workers} --scenarios {','.join(scenarios)} "
         + (f"--cluster {args.cluster} " if args.cluster else "")
         + f"--schemes {','.join(schemes)}"
     )
@@ -433,5 +485,11 @@ def cmd_experiment_matrix(args: argparse.Namespace) -> int:
             + (f"  ICE {ice['median']:.3f}" if ice else "")
             + f"  ceiling {cell['ceiling']['median']:.3f}"
         )
+        for name, c in cell["schemes"].items():
+            if c.get("losses") or c.get("errors"):
+                con.print(
+                    f"  {name}: {c.get('losses', 0)} packets lost over the seeds"
+                    + (f"; errors: {'; '.join(c['errors'])}" if c.get("errors") else "")
+                )
     con.print(f"wrote {args.out / 'matrix.json'} and matrix.png ({doc['cpu_s']:.0f} CPU s)")
     return EXIT_OK

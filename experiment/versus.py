@@ -14,23 +14,25 @@ import argparse
 import itertools
 import json
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from icefabric.control.ccl.demand import Flow
 from icefabric.control.ccl.job import parse_job
 from icefabric.control.fabric import FabricOptions
 from icefabric.control.topology import Topology
 from icefabric.experiment.options import ice_overhead_for
 from icefabric.experiment.results import mode_paths
-from icefabric.sim.config import config_for
-from icefabric.sim.engine import Simulator
+from icefabric.sim.config import ceiling_config, config_for
+from icefabric.sim.engine import LinkFailure, Simulator
 from icefabric.sim.network import Routes, SimNetwork, route
+from icefabric.sim.scenarios import with_background
 from icefabric.sim.workload import Workload, workload_from_jobs
 from icefabric.topo.spec import Defaults, TopologySpec, parse_topology
-from icefabric.traffic.modes import MODES
+from icefabric.traffic.modes import MODES, get_mode
 
 COMPARED = ("ecmp+dcqcn", "ice")  # modes of traffic/modes.py
 
@@ -87,8 +89,96 @@ def _paths_routes(net: SimNetwork, w: Workload, paths: dict[str, list[str]], sou
     return Routes(path=np.stack(rows), routing="ecmp")
 
 
-def compare(results_path: str | Path) -> dict[str, Any]:
-    """Run the simulator on the experiment of ``results_path``; both sides' figures."""
+@dataclass(frozen=True, slots=True)
+class PacketRun:
+    """What the simulator needs of a packet-level results document."""
+
+    name: str  # the experiment's
+    source: str
+    modes: dict[str, Any]  # mode name -> its results.json entry
+    spec: TopologySpec  # at the run's rates (``_scaled``)
+    job_workload: Workload  # the job alone
+    workload: Workload  # the job, plus the background flows as one unplanned collective
+    failures: tuple[LinkFailure, ...]  # the run's link_down, at the run's (stretched) time
+    scale: float
+    mtu: int
+    control_delay_us: float
+    sample_n: int
+    sample_gap: float
+
+    @property
+    def dt_us(self) -> float:
+        """The simulator's step: two packet times at the fastest link."""
+        return float(2 * self.mtu * 8 / (max(Topology(self.spec).capacity) * 8) * 1e6)
+
+
+def load_run(data: Any, source: str) -> PacketRun:
+    """The simulator's view of results.json ``data`` (read from ``source``)."""
+    try:
+        exp = data["experiment"]
+        modes = {m["mode"]: m for m in data["modes"]}
+        scale = float(exp["rates"]["scale"])
+        mtu = int(exp["rates"]["mtu_bytes"])
+        slices = int(exp.get("slices") or 1)
+        delay = exp["rates"].get("link_delay_us")
+        spec = _scaled(
+            parse_topology(exp["topology"], source),
+            scale,
+            None if delay is None else float(delay),
+        )
+        job = parse_job(exp["job"], source)
+        background = [
+            Flow(
+                flow_id=f"background/{i}",
+                job="background",
+                phase="storage",
+                channel=0,
+                src_host=str(b["src"]),
+                dst_host=str(b["dst"]),
+                src_rank=-1,
+                dst_rank=-1,
+                bytes=float(b["bytes"]),
+            )
+            for i, b in enumerate(exp.get("background") or [])
+        ]
+        down = exp.get("link_down")
+        failures: tuple[LinkFailure, ...] = ()
+        if down:
+            by_nodes = {
+                (ln.src, ln.dst): ln.id for ln in Topology(spec).links if ln.kind == "fabric"
+            }
+            link = by_nodes.get((str(down["a"]), str(down["b"])))
+            if link is None:
+                raise VersusError(
+                    f"{source}: experiment.link_down: no link {down['a']} -> {down['b']}"
+                )
+            # the link stops drain_us after the controller is told; the paths move at once
+            at = (float(down["at_us"]) + float(down.get("drain_us", 0.0))) / scale
+            failures = (LinkFailure(link=link, at_us=at, detect_us=0.0),)
+        job_w = workload_from_jobs([job], slices=slices)
+        return PacketRun(
+            name=str(exp["name"]),
+            source=source,
+            modes=modes,
+            spec=spec,
+            job_workload=job_w,
+            workload=with_background(job_w, background),
+            failures=failures,
+            scale=scale,
+            mtu=mtu,
+            control_delay_us=float(exp["rates"].get("control_delay_us", 0.0)),
+            # results from before the sampling: 1; before the floor: none
+            sample_n=int(exp.get("ice", {}).get("sample_n", 1)),
+            sample_gap=float(exp.get("ice", {}).get("sample_gap", 0.0)),
+        )
+    except (KeyError, TypeError, ValueError) as e:
+        if isinstance(e, VersusError):
+            raise
+        raise VersusError(f"{source}: missing or malformed field {e}") from None
+
+
+def read_run(results_path: str | Path) -> PacketRun:
+    """Read and check a results.json (bounded, a regular file) into a :class:`PacketRun`."""
     source = str(results_path)
     from icefabric.experiment.results import MAX_RESULTS_BYTES
     from icefabric.files import DataFileError, JsonError, parse_json, read_text
@@ -99,52 +189,74 @@ def compare(results_path: str | Path) -> dict[str, Any]:
         raise VersusError(str(e).splitlines()[0]) from None
     except JsonError as e:
         raise VersusError(f"{source}: not valid JSON: {e}") from None
-    try:
-        exp = data["experiment"]
-        modes = {m["mode"]: m for m in data["modes"]}
-        scale = float(exp["rates"]["scale"])
-        mtu = int(exp["rates"]["mtu_bytes"])
-        slices = int(exp.get("slices") or 1)
-        delay = exp["rates"].get("link_delay_us")
-        control_delay = float(exp["rates"].get("control_delay_us", 0.0))
-        sample_n = int(exp.get("ice", {}).get("sample_n", 1))  # results from before the sampling: 1
-        sample_gap = float(exp.get("ice", {}).get("sample_gap", 0.0))  # before the floor: none
-        spec = _scaled(
-            parse_topology(exp["topology"], source),
-            scale,
-            None if delay is None else float(delay),
-        )
-        job = parse_job(exp["job"], source)
-    except (KeyError, TypeError) as e:
-        raise VersusError(f"{source}: missing or malformed field {e}") from None
+    return load_run(data, source)
+
+
+def ceiling(run: PacketRun, mode: str) -> tuple[float, str]:
+    """The ceiling of ``mode``'s paths in ``run``: the simulator with no congestion control at
+    all (``sim.config.ceiling_config``) on the same topology, job, background flows and link
+    failure; busbw / bound of the job, and where the paths came from.
+
+    The paths are the ones the run's switches took (INT, or for a mode without INT the ECMP
+    model the run checked) when the run recorded one for every flow, the mode sends each
+    connection on one path (ECMP, planned) and no link went down; otherwise the simulator's own
+    routing of the mode's balance (spraying's stripes; the paths replanned or re-hashed after a
+    failure), which for ECMP hashes other keys than the run's NICs chose."""
+    m = get_mode(mode)
+    topo = Topology(run.spec)
+    cfg = ceiling_config(m, dt_us=run.dt_us, mtu_bytes=run.mtu, switch_latency_us=0.0)
+    w = run.workload
+    paths, _ = mode_paths(run.modes[mode]) if mode in run.modes else ({}, "")
+    if not run.failures and m.balance in ("ecmp", "planned") and paths:
+        net = SimNetwork(topo)
+        try:
+            routes = _paths_routes(net, w, paths, run.source)
+        except VersusError:
+            routes = None  # a flow without a recorded path: the simulator's routing below
+        if routes is not None:
+            res = Simulator(topo, w, cfg, routes=routes).run()
+            return float(res.collectives[0].busbw_over_bound), "the run's paths"
+    from icefabric.sim.matrix import stripes_for
+    from icefabric.sim.stripes import stripe
+
+    k = stripes_for(m, topo, len(run.failures))
+    res = Simulator(topo, stripe(w, k), cfg, failures=run.failures).run()
+    return float(res.collectives[0].busbw_over_bound), f"simulator's {m.sim_routing} routing"
+
+
+def compare(results_path: str | Path) -> dict[str, Any]:
+    """Run the simulator on the experiment of ``results_path``; both sides' figures."""
+    run = read_run(results_path)
+    source, modes, spec = run.source, run.modes, run.spec
     for m in COMPARED:
         if m not in modes or not modes[m].get("ok"):
             raise VersusError(f"{source}: modes: no successful {m!r} run")
     topo = Topology(spec)
-    w = workload_from_jobs([job], slices=slices)
+    w = run.job_workload
     line = max(topo.capacity) * 8
-    dt = 2 * mtu * 8 / line * 1e6  # two packet times
     # ECN as the controller programs ice.p4 (packets; Pmax = 1 / (mask + 1)), per 100G here
     ecn = FabricOptions()
-    per100 = mtu / 1e3 * 100e9 / line
-    out: dict[str, Any] = {"experiment": exp["name"], "modes": {}}
+    per100 = run.mtu / 1e3 * 100e9 / line
+    out: dict[str, Any] = {"experiment": run.name, "modes": {}}
     for mode in COMPARED:
         routing = MODES[mode].sim_routing
         cfg = config_for(
             MODES[mode],
-            dt_us=dt,
-            mtu_bytes=mtu,
+            dt_us=run.dt_us,
+            mtu_bytes=run.mtu,
             ecn_kmin_kb=ecn.ecn_kmin * per100,
             ecn_kmax_kb=ecn.ecn_kmax * per100,
             ecn_pmax=1.0 / (ecn.ecn_pmax_mask + 1),
             switch_latency_us=0.0,  # virtual-time switches forward in no time
             # caps as the packet level delivered them: one control delay late, stretched by
             # 1 / scale like every time constant, the first ones ahead when the job was known
-            cap_delay_us=control_delay / scale,
+            cap_delay_us=run.control_delay_us / run.scale,
             caps_ahead=bool(modes["ice"].get("engine", {}).get("caps_ahead", True)),
             # ICE's shim, INT records and feedback frames take their share of the fabric links
             wire_overhead=(
-                ice_overhead_for(spec, mtu, sample_n, sample_gap) if MODES[mode].int_on else 0.0
+                ice_overhead_for(spec, run.mtu, run.sample_n, run.sample_gap)
+                if MODES[mode].int_on
+                else 0.0
             ),
         )
         net = SimNetwork(topo)

@@ -96,7 +96,8 @@ def run_seed(
     return out
 
 
-def _dist(xs: Sequence[float]) -> dict[str, float]:
+def distribution(xs: Sequence[float]) -> dict[str, float]:
+    """Median, p10 and p90 (numpy's linear interpolation), 4 decimals."""
     a = np.asarray(xs, dtype=np.float64)
     return {
         "median": round(float(np.median(a)), 4),
@@ -112,21 +113,21 @@ def summarise(per_seed: dict[str, list[dict[str, Any]]], schemes: Sequence[str])
         cell: dict[str, Any] = {"schemes": {}}
         for name in schemes:
             cell["schemes"][name] = {
-                "busbw_over_bound": _dist([r["scheme"][name] for r in runs]),
+                "busbw_over_bound": distribution([r["scheme"][name] for r in runs]),
                 "seeds": len(runs),
-                "ceiling": _dist([r["ceiling"][name] for r in runs]),
+                "ceiling": distribution([r["ceiling"][name] for r in runs]),
             }
-        cell["ceiling"] = _dist([max(r["ceiling"].values()) for r in runs])
+        cell["ceiling"] = distribution([max(r["ceiling"].values()) for r in runs])
         peers = [s for s in schemes if MODES[s].peer]
         if peers:
             best = max(peers, key=lambda s: cell["schemes"][s]["busbw_over_bound"]["median"])
             cell["best_peer"] = best
             if "ice" in schemes:
                 ratio = [r["scheme"]["ice"] / max(r["scheme"][best], 1e-9) for r in runs]
-                cell["ice_over_best_peer_dist"] = _dist(ratio)
+                cell["ice_over_best_peer_dist"] = distribution(ratio)
                 cell["ice_over_best_peer"] = cell["ice_over_best_peer_dist"]["median"]
         if "ice" in schemes and "ecmp+dcqcn" in schemes:
-            cell["ice_over_ecmp_dcqcn"] = _dist(
+            cell["ice_over_ecmp_dcqcn"] = distribution(
                 [r["scheme"]["ice"] / max(r["scheme"]["ecmp+dcqcn"], 1e-9) for r in runs]
             )
         out[sc] = cell
@@ -170,6 +171,45 @@ def run_matrix(
         for sc in scenarios
         for seed in range(1, seeds + 1)
     ]
+    got = collect(
+        run_seed,
+        tasks,
+        progress=progress,
+        workers=workers,
+        cluster=cluster,
+        tasks_dir=tasks_dir,
+        resume=resume,
+    )
+    per_seed: dict[str, list[dict[str, Any]]] = {
+        sc: [got[(sc, seed)] for seed in range(1, seeds + 1)] for sc in scenarios
+    }
+    return {
+        "engine": "sim",
+        "gpus": gpus,
+        "message_bytes": message,
+        "seeds": list(range(1, seeds + 1)),
+        "schemes_order": list(schemes),
+        "cpu_s": round(sum(r["cpu_s"] for r in got.values()), 1),  # every task's own CPU
+        # below 1 the ring scenarios are latency-bound at this size (scenarios.ring_step_cap)
+        "ring_step_cap": round(ring_step_cap(gpus, message), 4),
+        "scenarios": summarise(per_seed, schemes),
+        "per_seed": per_seed,
+    }
+
+
+def collect(
+    run: Callable[..., dict[str, Any]],
+    tasks: Sequence[tuple[Any, ...]],
+    *,
+    progress: Progress | None = None,
+    workers: int = 1,
+    cluster: str | None = None,
+    tasks_dir: Path | None = None,
+    resume: bool = False,
+) -> dict[tuple[str, int], dict[str, Any]]:
+    """``run(*task)`` for every task (a tuple that starts with scenario and seed) as a sweep
+    (``sweep.run_tasks``), each result written to ``tasks_dir`` as it finishes and, with
+    ``resume``, taken from there instead of run again; the results by (scenario, seed)."""
     got: dict[tuple[str, int], dict[str, Any]] = {}
     if tasks_dir is not None and resume:
         for t in tasks:
@@ -191,7 +231,7 @@ def run_matrix(
             progress(len(got), len(tasks), f"{t[0]} seed {t[1]} ({result['cpu_s']:.0f} CPU s)")
 
     run_tasks(
-        run_seed,
+        run,
         todo,
         cluster=cluster,
         workers=workers,
@@ -200,25 +240,20 @@ def run_matrix(
         label="matrix",
         on_done=on_done,
     )
-    per_seed: dict[str, list[dict[str, Any]]] = {
-        sc: [got[(sc, seed)] for seed in range(1, seeds + 1)] for sc in scenarios
-    }
-    return {
-        "engine": "sim",
-        "gpus": gpus,
-        "message_bytes": message,
-        "seeds": list(range(1, seeds + 1)),
-        "schemes_order": list(schemes),
-        "cpu_s": round(sum(r["cpu_s"] for r in got.values()), 1),  # every task's own CPU
-        # below 1 the ring scenarios are latency-bound at this size (scenarios.ring_step_cap)
-        "ring_step_cap": round(ring_step_cap(gpus, message), 4),
-        "scenarios": summarise(per_seed, schemes),
-        "per_seed": per_seed,
-    }
+    return got
 
 
 def _task_key(t: tuple[Any, ...]) -> dict[str, Any]:
-    return {"scenario": t[0], "seed": t[1], "schemes": list(t[2]), "gpus": t[3], "message": t[4]}
+    if len(t) == 5:  # the simulator's: (scenario, seed, schemes, gpus, message)
+        return {
+            "scenario": t[0],
+            "seed": t[1],
+            "schemes": list(t[2]),
+            "gpus": t[3],
+            "message": t[4],
+        }
+    # the packet level's: (scenario, seed, schemes, engine)
+    return {"scenario": t[0], "seed": t[1], "schemes": list(t[2]), "engine": t[3]}
 
 
 def _task_path(tasks_dir: Path, t: tuple[Any, ...]) -> Path:
@@ -309,8 +344,9 @@ def plot_matrix(doc: dict[str, Any], path: Path) -> None:
     ax.set_xticks(range(len(cols)), cols, rotation=35, ha="right")
     ax.set_yticks(range(len(scs)), scs)
     ax.set_title(
-        f"busbw ÷ bound, median of {len(doc['seeds'])} seeds ({doc['engine']}, {doc.get('gpus', '')} GPUs); "
-        "red: best peer",
+        f"busbw ÷ bound, median of {len(doc['seeds'])} seeds ({doc['engine']}, "
+        + (f"{doc['gpus']} GPUs" if "gpus" in doc else "packet-level presets")
+        + "); red: best peer",
         fontsize=9,
     )
     fig.colorbar(im, ax=ax, orientation="horizontal", fraction=0.05, pad=0.25)

@@ -18,7 +18,7 @@ import pytest
 
 from icefabric.experiment.presets import load_preset
 from icefabric.experiment.runner import run_experiment
-from icefabric.experiment.versus import compare
+from icefabric.experiment.versus import ceiling, compare, read_run
 from icefabric.experiment.virtual import VirtualEngine
 
 pytestmark = [pytest.mark.dataplane, pytest.mark.slow]
@@ -38,6 +38,15 @@ def test_simulator_and_packet_level_agree_on_the_demo_preset(
     assert abs(out["ratio_difference"]) <= 0.15, out
     pkt, sim = e["packet_level_busbw_over_bound"], e["sim_busbw_over_bound"]
     assert sim == pytest.approx(pkt, rel=0.10), out
+    # the ceiling of each mode's paths (the simulator, no congestion control, on the paths the
+    # run's switches took): ECMP's busiest links carry 3 ring flows at seed 1 (2/3 of the
+    # bound), 2 at seed 2 (1/2), as issue 19 counted them; the planned paths reach the bound
+    run = read_run(outcome.directory / "results.json")
+    ecmp_ceiling, source = ceiling(run, "ecmp+dcqcn")
+    assert source == "the run's paths"
+    assert ecmp_ceiling == pytest.approx({1: 2 / 3, 2: 1 / 2}[seed], abs=1e-3)
+    assert ceiling(run, "ice")[0] == pytest.approx(1.0, abs=1e-3)
+    assert e["packet_level_busbw_over_bound"] <= ecmp_ceiling
 
 
 def test_simulator_and_packet_level_agree_on_all_to_all(
