@@ -407,7 +407,17 @@ class FluidRun:
         if ice is not None:
             old = (slot + 1) % ds if steps >= ds else 0
             rows = np.flatnonzero(active)
-            if rows.size and steps >= ds:
+            if rows.size and steps >= ds and isinstance(ice, IceArray):
+                ice.on_link_feedback(
+                    rows,
+                    self.t,
+                    self.hop_id if rows.size == self.n_f else self.hop_id[rows],
+                    self.cap_bps,
+                    self.hist_tx[old],
+                    self.hist_q[old],
+                    float(self.hist_t[old]),
+                )
+            elif rows.size and steps >= ds:
                 every = rows.size == self.n_f
                 pr = self.path if every else self.path[rows]
                 re = self.real if every else self.real[rows]

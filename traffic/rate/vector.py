@@ -181,6 +181,10 @@ class IceArray:
         self.prev_tx = np.zeros((n, hops))
         self.prev_ts = np.zeros((n, hops))
         self.prev_q = np.zeros((n, hops))
+        # True: the row's previous record is the last one given to on_link_feedback (kept in
+        # ``_rec``, on the links of ``prev_hop``) and its prev_tx / prev_ts / prev_q are stale
+        self.prev_in_rec = np.zeros(n, dtype=bool)
+        self._rec: tuple[FloatArray, FloatArray, float] | None = None  # (tx, queue, ts) per link
         self.feedbacks = np.zeros(n, dtype=np.int64)
 
     def ceiling(self) -> FloatArray:
@@ -225,10 +229,145 @@ class IceArray:
         [len(rows), hops] with ``hop_id`` < 0 where a path has no such hop."""
         if rows.size == 0:
             return
-        p = self.params
-        t = p.base_rtt_us
+        self._unrecord(self.prev_in_rec)
         # every flow at once (the simulator's usual case): views instead of gathered copies
         sel: IntArray | slice = slice(None) if rows.size == self.n else rows
+        u_max, tau, queued = self._hop_terms(sel, hop_id, link_bps, tx_bytes, ts_us, qdepth_bytes)
+        self._react(rows, now_us, u_max, tau, queued)
+
+    def on_link_feedback(
+        self,
+        rows: IntArray,
+        now_us: float,
+        hop_id: IntArray,
+        link_bps: FloatArray,
+        tx_bytes: FloatArray,
+        qdepth_bytes: FloatArray,
+        ts_us: float,
+    ) -> None:
+        """INT records where every hop is a link of one table (the fluid simulator's): as
+        :meth:`on_feedback` with ``hop_id`` [len(rows), hops] holding link ids (< 0: no such
+        hop) and each present hop's record gathered from the per-link ``link_bps``,
+        ``tx_bytes``, ``qdepth_bytes``, all taken at ``ts_us``; the same state bit for bit
+        (tested), but a row whose previous record was the last call's, on the same links,
+        reads its hops' utilisation from one computation per link instead of one per hop."""
+        if rows.size == 0:
+            return
+        sel: IntArray | slice = slice(None) if rows.size == self.n else rows
+        fresh = self.prev_in_rec[sel].copy()
+        prev_hop = self.prev_hop[sel]
+        for h in range(hop_id.shape[1]):  # column by column: numpy's row reductions are slow
+            fresh &= prev_hop[:, h] == hop_id[:, h]
+        # rows that keep the last record as their previous one: those that get none now, and
+        # those whose links changed (the per-hop arithmetic below takes them)
+        keep = self.prev_in_rec.copy()
+        keep[rows[fresh]] = False
+        self._unrecord(keep)
+        f = np.flatnonzero(fresh)
+        o = np.flatnonzero(~fresh)
+        if f.size == rows.size:
+            u_max, tau, queued = self._link_terms(
+                sel, hop_id, link_bps, tx_bytes, qdepth_bytes, ts_us
+            )
+        else:
+            u_max = np.empty(rows.size)
+            tau = np.empty(rows.size)
+            queued = np.empty(rows.size, dtype=bool)
+            if f.size:
+                u_max[f], tau[f], queued[f] = self._link_terms(
+                    rows[f], hop_id[f], link_bps, tx_bytes, qdepth_bytes, ts_us
+                )
+        if o.size:  # the per-hop arithmetic, on the hop arrays on_feedback would be given
+            ho = hop_id[o]
+            u_max[o], tau[o], queued[o] = self._hop_terms(
+                rows[o],
+                ho,
+                link_bps[ho],
+                tx_bytes[ho],
+                np.where(ho >= 0, ts_us, 0.0),
+                qdepth_bytes[ho],
+            )
+        self.prev_in_rec[sel] = True
+        self._rec = (tx_bytes.copy(), qdepth_bytes.copy(), ts_us)
+        self._react(rows, now_us, u_max, tau, queued)
+
+    def _link_terms(
+        self,
+        sel: IntArray | slice,
+        hop_id: IntArray,
+        link_bps: FloatArray,
+        tx_bytes: FloatArray,
+        qdepth_bytes: FloatArray,
+        ts_us: float,
+    ) -> tuple[FloatArray, FloatArray, BoolArray]:
+        """:meth:`_hop_terms` of rows whose previous record is ``_rec`` on the same links:
+        each link's u and queue term computed once, with the same operands, so the same
+        bits; the most loaded hop is the first of the largest u, as np.argmax (u is never
+        nan: a hop without a comparable record has -1)."""
+        assert self._rec is not None
+        prev_tx, prev_q, prev_ts = self._rec
+        t = self.params.base_rtt_us
+        dt = ts_us - prev_ts
+        nl = link_bps.size
+        ok_l = np.zeros(nl + 1, dtype=bool)  # [-1]: the absent hops' id -1
+        ok_l[:nl] = (link_bps > 0) & (dt > 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tx_bps = (tx_bytes - prev_tx) * 8.0 / (dt * 1e-6)
+            queue = qdepth_bytes if dt >= t else np.minimum(qdepth_bytes, prev_q)
+            q_term = queue * 8.0 / (link_bps * t * 1e-6)
+            u = q_term + tx_bps / link_bps
+        u_l = np.full(nl + 1, -1.0)
+        u_l[:nl] = np.where(ok_l[:nl], u, -1.0)
+        qt_l = np.full(nl + 1, -np.inf)
+        qt_l[:nl] = np.where(ok_l[:nl], q_term, -np.inf)
+        best = hop_id[:, 0].copy()
+        u_max = u_l[best]
+        q_max = qt_l[best]
+        for h in range(1, hop_id.shape[1]):
+            col = hop_id[:, h]
+            v = u_l[col]
+            more = v > u_max
+            best = np.where(more, col, best)
+            u_max = np.where(more, v, u_max)
+            q_max = np.maximum(q_max, qt_l[col])
+        tau: FloatArray = np.where(ok_l[best], dt, t)
+        queued: BoolArray = q_max > self._threshold(sel)
+        return u_max, tau, queued
+
+    def _unrecord(self, rows: BoolArray) -> None:
+        """Write the last link record into prev_tx / prev_ts / prev_q of ``rows`` (a mask),
+        as on_feedback would have stored it."""
+        if self._rec is None or not rows.any():
+            return
+        tx, q, ts = self._rec
+        hop = self.prev_hop[rows]
+        present = hop >= 0
+        self.prev_tx[rows] = np.where(present, tx[hop], 0.0)
+        self.prev_ts[rows] = np.where(present, ts, 0.0)
+        self.prev_q[rows] = np.where(present, q[hop], 0.0)
+        self.prev_in_rec[rows] = False
+
+    def _threshold(self, sel: IntArray | slice) -> FloatArray:
+        """Per row: the queue term over which a row leaves the anchored regime
+        (IceParams.anchor_threshold)."""
+        p = self.params
+        ceiling = np.minimum(p.line_rate_bps, self.cap[sel])
+        burst = p.frame_bytes * 8.0 / (ceiling * p.base_rtt_us * 1e-6)
+        out: FloatArray = np.maximum(p.anchor_queue_bdp, burst)
+        return out
+
+    def _hop_terms(
+        self,
+        sel: IntArray | slice,
+        hop_id: IntArray,
+        link_bps: FloatArray,
+        tx_bytes: FloatArray,
+        ts_us: FloatArray,
+        qdepth_bytes: FloatArray,
+    ) -> tuple[FloatArray, FloatArray, BoolArray]:
+        """Per row: the most loaded hop's u (-1: no hop to compare), the interval tau it
+        covers, and whether a hop's queue stands; each hop's record replaces its previous."""
+        t = self.params.base_rtt_us
         present = hop_id >= 0
         valid = present & (link_bps > 0)
         same = present & (self.prev_hop[sel] == hop_id)
@@ -241,68 +380,87 @@ class IceArray:
             q_term = queue * 8.0 / (link_bps * t * 1e-6)
             u = q_term + tx_bps / link_bps
         u[~ok] = -1.0
-        ceiling = np.minimum(p.line_rate_bps, self.cap[sel])
-        burst = p.frame_bytes * 8.0 / (ceiling * t * 1e-6)  # IceParams.anchor_threshold
-        threshold = np.maximum(p.anchor_queue_bdp, burst)
-        queued_all = np.any(ok & (q_term > threshold[:, None]), axis=1)
+        queued_all: BoolArray = np.any(ok & (q_term > self._threshold(sel)[:, None]), axis=1)
         # remember this record (every present hop; absent hops forget theirs, as the scalar)
         self.prev_hop[sel] = np.where(present, hop_id, -1)
         self.prev_tx[sel] = np.where(present, tx_bytes, 0.0)
         self.prev_ts[sel] = np.where(present, ts_us, 0.0)
         self.prev_q[sel] = np.where(present, qdepth_bytes, 0.0)
         best = np.argmax(u, axis=1)
-        k = np.arange(rows.size)
-        u_max = u[k, best]
+        k = np.arange(u.shape[0])
+        tau: FloatArray = np.where(ok[k, best], dt[k, best], t)
+        u_max: FloatArray = u[k, best]
+        return u_max, tau, queued_all
+
+    def _react(
+        self,
+        rows: IntArray,
+        now_us: float,
+        u_max: FloatArray,
+        tau: FloatArray,
+        queued_all: BoolArray,
+    ) -> None:
+        """HPCC's update (IceRate.on_feedback) of the rows whose record had a hop to compare
+        (every row at once, the simulator's usual case: views, not gathered copies)."""
+        p = self.params
+        t = p.base_rtt_us
         upd = u_max >= 0
-        if not upd.any():
-            return
-        tau = np.where(ok[k, best], dt[k, best], t)
-        r = rows[upd]
-        queued = queued_all[upd]
-        self.feedbacks[r] += 1
-        self.queued[r] = queued
-        tau = np.minimum(tau[upd], t)
-        self.u[r] = (1.0 - tau / t) * self.u[r] + (tau / t) * u_max[upd]
+        if not upd.all():
+            if not upd.any():
+                return
+            rows, u_max, tau, queued_all = rows[upd], u_max[upd], tau[upd], queued_all[upd]
+        r = rows
+        ix: IntArray | slice = slice(None) if r.size == self.n else r
+        queued = queued_all
+        self.feedbacks[ix] += 1
+        self.queued[ix] = queued
+        tau = np.minimum(tau, t)
+        self.u[ix] = (1.0 - tau / t) * self.u[ix] + (tau / t) * u_max
         # anchored rows: stay at the cap as planned, or leave for HPCC's rule on a standing queue
-        was = self.anchored[r]
+        was = self.anchored[ix].copy()
         leave = was & queued
-        self.anchored[r[leave]] = False
-        self.stage[r[leave]] = 0
+        if leave.any():
+            self.anchored[r[leave]] = False
+            self.stage[r[leave]] = 0
         go = ~was | leave
-        r = r[go]
-        queued = queued[go]
-        last = self.last_ref_update[r]
-        update_ref = leave[go] | np.isnan(last) | (now_us - last >= t)
-        ramp = np.isfinite(self.cap[r]) & ~queued if p.anchor else np.zeros(r.size, dtype=bool)
+        if not go.all():
+            r, queued, leave = r[go], queued[go], leave[go]
+            ix = slice(None) if r.size == self.n else r
+        last = self.last_ref_update[ix].copy()
+        update_ref = leave | np.isnan(last) | (now_us - last >= t)
+        cap = self.cap[ix]
+        ramp = np.isfinite(cap) & ~queued if p.anchor else np.zeros(r.size, dtype=bool)
         rtts = np.where(np.isnan(last), 1.0, np.maximum(1.0, (now_us - last) / t))
-        self._compute(r, update_ref, ramp, rtts)
+        self._compute(ix, update_ref, ramp, rtts)
         self.last_ref_update[r[update_ref]] = now_us
         if p.anchor:  # back at the plan's rate with no queue left
-            c = np.minimum(p.line_rate_bps, self.cap[r])
-            back = r[np.isfinite(self.cap[r]) & ~queued & (self.rate[r] >= c)]
+            c = np.minimum(p.line_rate_bps, cap)
+            back = r[np.isfinite(cap) & ~queued & (self.rate[ix] >= c)]
             self.anchored[back] = True
             self.ref[back] = self.rate[back]
             self.stage[back] = 0
 
     def _compute(
-        self, r: IntArray, update_ref: BoolArray, ramp: BoolArray, rtts: FloatArray
+        self, r: IntArray | slice, update_ref: BoolArray, ramp: BoolArray, rtts: FloatArray
     ) -> None:
         p = self.params
         u = self.u[r]
-        c = np.minimum(p.line_rate_bps, self.cap[r])
-        capped = np.isfinite(self.cap[r])
+        cap = self.cap[r]
+        c = np.minimum(p.line_rate_bps, cap)
+        capped = np.isfinite(cap)
         ai = np.where(capped, (1.0 - p.eta) * c, p.ai_rate_bps) if p.derived_ai else p.ai_rate_bps
-        mult = ~ramp & ((u >= p.eta) | (self.stage[r] >= p.max_stage))
+        stage = self.stage[r]
+        ref = self.ref[r]
+        mult = ~ramp & ((u >= p.eta) | (stage >= p.max_stage))
         rate = np.where(
             mult,
-            self.ref[r] / np.maximum(u / p.eta, 1e-9) + ai,
-            self.ref[r] + np.where(ramp, ai * rtts, ai),
+            ref / np.maximum(u / p.eta, 1e-9) + ai,
+            ref + np.where(ramp, ai * rtts, ai),
         )
-        stage = self.stage[r]
         self.stage[r] = np.where(update_ref, np.where(mult | ramp, 0, stage + 1), stage)
         rate = np.minimum(np.maximum(rate, p.min_rate_bps), c)
         self.rate[r] = rate
-        self.ref[r] = np.where(update_ref, rate, self.ref[r])
+        self.ref[r] = np.where(update_ref, rate, ref)
 
 
 class RateObjects:

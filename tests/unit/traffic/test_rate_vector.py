@@ -153,3 +153,65 @@ def test_ice_array_equals_scalar(seed: int, max_queue: int, variant: dict[str, A
         # (records T or more apart leave the anchored regime on one record over the threshold)
         assert anchored_seen > 250 and switches > 50, (anchored_seen, switches)
         assert held > 5, held  # caps arriving while a queue stands
+
+
+@pytest.mark.parametrize(("seed", "variant"), [(1, {}), (2, {"frame_bytes": 2_000}), (3, {})])
+def test_ice_array_link_records_equal_hop_records(seed: int, variant: dict[str, Any]) -> None:
+    """on_link_feedback (the simulator's per-link records) leaves the same state, bit for bit,
+    as on_feedback given the same records gathered per hop: rows getting records every call,
+    skipping calls, changing links, reset to a new QP's state, and under caps."""
+    rng = np.random.default_rng(seed)
+    n, hops, nl = 40, 5, 23
+    params = IceParams(**variant).scaled(100e9, base_rtt_us=8.0)
+    pristine = IceArray(n, hops, params)
+    a = IceArray(n, hops, params)  # hop records
+    b = IceArray(n, hops, params)  # link records
+    paths = rng.integers(0, nl, size=(n, hops))
+    paths[rng.random((n, hops)) < 0.2] = -1  # absent hops
+    tx = np.zeros(nl)
+    bps = np.where(rng.random(nl) < 0.1, 0.0, rng.choice([100e9, 400e9], size=nl))
+    now = 0.0
+    fresh_calls = 0
+    for step in range(600):
+        now += float(rng.choice([0.0, rng.uniform(0.5, 12.0)], p=[0.02, 0.98]))
+        tx = tx + rng.integers(0, 150_000, size=nl)
+        q = np.where(rng.random(nl) < 0.5, 0.0, rng.integers(0, 60_000, size=nl).astype(float))
+        ev = rng.random()
+        if ev < 0.05:  # links change for some rows
+            r = rng.choice(n, size=3, replace=False)
+            paths[r, rng.integers(0, hops)] = rng.integers(-1, nl, size=3)
+        elif ev < 0.08:  # some rows start over as new QPs (sim/window.py reset_rows)
+            r = np.sort(rng.choice(n, size=4, replace=False))
+            for arr in (a, b):
+                for name, val in vars(arr).items():
+                    if isinstance(val, np.ndarray) and val.shape[:1] == (n,):
+                        val[r] = getattr(pristine, name)[r]
+        elif ev < 0.12:
+            caps = np.where(rng.random(n) < 0.3, np.inf, rng.uniform(5e9, 120e9, size=n))
+            a.set_caps(caps)
+            b.set_caps(caps)
+        rows = (
+            np.arange(n)
+            if rng.random() < 0.6
+            else np.sort(rng.choice(n, size=int(rng.integers(1, n)), replace=False))
+        )
+        hop = paths[rows]
+        present = hop >= 0
+        ts = now - 0.25
+        a.on_feedback(rows, now, hop, bps[hop], tx[hop], np.where(present, ts, 0.0), q[hop])
+        fresh_calls += int(b.prev_in_rec[rows].sum())
+        b.on_link_feedback(rows, now, hop, bps, tx, q, ts)
+        for name in (
+            "rate",
+            "ref",
+            "u",
+            "stage",
+            "anchored",
+            "queued",
+            "last_ref_update",
+            "feedbacks",
+            "cap",
+        ):
+            assert np.array_equal(getattr(a, name), getattr(b, name), equal_nan=True), (step, name)
+    assert fresh_calls > 5000  # most records took the per-link path
+    assert int(a.feedbacks.sum()) > 5000 and a.anchored.any()
