@@ -266,6 +266,22 @@ class AgentHub:
                     log.warning("%s: caps not saved: %s", reason, exc)
             return sent
 
+    def lower_first(self, reason: str) -> int:
+        """Make-before-break, before a change's moved flows are written: every cap the new
+        plan lowers (or gives to a flow that had none) is pushed now, no cap is raised or
+        released (:func:`lowered_caps`); :meth:`reallocate` after the writes pushes the rest.
+        So a flow that a replan moves onto a shared link is slowed before (or, with a
+        failure's urgent moves, as) it gets there, never after the writes; the hosts pushed
+        to."""
+        ctx = self.ctx
+        with ctx.lock:
+            if not ctx.is_active() or self.server is None:
+                return 0
+            rates = ctx.rates.compute(
+                ctx.plan(), self.active_flows(), reason=f"{reason} (lowered before the writes)"
+            )
+            return self.push(lowered_caps(self.pushed, self.caps_by_host(rates)))
+
     def planned_path(self, flow_id: str) -> tuple[str, ...] | None:
         """The switches of a flow's planned path (telemetry checks reports against it)."""
         return self.planned_nodes.get(flow_id)
@@ -390,3 +406,19 @@ class AgentHub:
                 "recomputed": ctx.rates.count,
                 "history": [a.to_dict() for a in list(ctx.rates.history)[-10:]],
             }
+
+
+def lowered_caps(
+    pushed: Mapping[str, Mapping[FlowKey, float]], new: Mapping[str, Mapping[FlowKey, float]]
+) -> dict[str, dict[FlowKey, float]]:
+    """Each host's cap set with only the decreases of ``new`` applied to what was ``pushed``:
+    a cap that goes down takes its new value, a flow without a cap gets its new one (a cap
+    where there was none only lowers), a cap that goes up or is released keeps its old
+    value (SWAN's order: rates down, paths moved, rates up)."""
+    out: dict[str, dict[FlowKey, float]] = {}
+    for host in sorted(set(pushed) | set(new)):
+        mine = dict(pushed.get(host, {}))
+        for key, bps in new.get(host, {}).items():
+            mine[key] = min(mine[key], bps) if key in mine else bps
+        out[host] = mine
+    return out

@@ -1,5 +1,6 @@
-"""One change installed: after the planner changed, the state first, then the moved flows,
-then the rest of base forwarding; recorded in the history and the event log, caps after.
+"""One change installed: after the planner changed, the state first, the caps the change
+lowers next (make-before-break: :meth:`AgentHub.lower_first`), then the moved flows, then the
+rest of base forwarding; recorded in the history and the event log, the other caps after.
 
 :class:`ChangeInstaller` is the install path every change takes (a job added or removed, a
 link or switch failed or back): handed the shared state, the installer, the agent hub, the
@@ -54,9 +55,13 @@ class ChangeInstaller:
 
     def install(self, what: str, plan_s: float) -> ChangeReport:
         """After the planner changed: the state written first (StateWriteError, nothing
-        written to a switch, when it cannot be), then the planned flows, then the rest of
-        base forwarding."""
+        written to a switch, when it cannot be), then the caps that go down pushed to the
+        agents, then the planned flows, then the rest of base forwarding, then every cap."""
         self.statefile.save()  # before any switch sees the change: the file never lags behind
+        try:  # make-before-break: the caps that go down reach the agents before the writes
+            self.agents.lower_first(what)
+        except Exception:  # the change goes on; the caps follow after the writes
+            log.exception("%s: lowering the caps before the writes failed", what)
         t1 = time.perf_counter()
         plan = self.planner().plan()
         written = self.installer.apply(self.flow_entries(plan), tables=FLOW_TABLES)

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from icefabric.control.agents.client import AgentClient, Backoff
+from icefabric.control.agents.hub import lowered_caps
 from icefabric.control.agents.protocol import FlowReport
 from icefabric.control.controller import Controller
 from icefabric.control.daemon.api import RequestError
@@ -267,6 +268,52 @@ def test_rates_follow_failures_and_telemetry_above_target(ctl: Controller) -> No
         assert "above target" in ctl.rates.history[-1].reason
     finally:
         h3.client.close()
+
+
+def test_a_replan_pushes_the_lowered_caps_before_it_writes_the_moved_flows(
+    ctl: Controller, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Make-before-break: a change's caps that go down leave for the agents before the
+    switches get the moved flows; the raised ones after the writes (lowered_caps)."""
+    ctl.add_job(FANIN)
+    h3 = Agent(ctl, "h3")
+    try:
+        half = 0.95 * 100 * G / 2
+        assert _until(lambda: (h3.last() or {}).get(_planned(ctl, F3)) == pytest.approx(half))
+        order: list[str] = []
+        apply, push = ctl.installer.apply, ctl.agents.push
+
+        def writes(*a: Any, **k: Any) -> int:
+            order.append("write")
+            return apply(*a, **k)
+
+        def pushes(caps: Any) -> int:
+            order.append("push")
+            return push(caps)
+
+        monkeypatch.setattr(ctl.installer, "apply", writes)
+        monkeypatch.setattr(ctl.agents, "push", pushes)
+        ctl.fail_link("leaf2", "spine1")
+        assert order[0] == "push" and "write" in order and order[-1] == "push", order
+        assert order.index("write") < len(order) - 1
+    finally:
+        h3.client.close()
+
+
+def test_lowered_caps_take_the_decreases_only() -> None:
+    """SWAN's order as data: down at once, a new cap where there was none, up and released
+    caps keep their old value until the writes are done."""
+    k = [
+        FlowKey(src_ip="10.0.1.1", dst_ip="10.0.3.1", udp_sport=50000 + i, dst_qp=i)
+        for i in range(5)
+    ]
+    pushed = {"h1": {k[0]: 40 * G, k[1]: 40 * G, k[2]: 40 * G}, "h2": {k[4]: 10 * G}}
+    new = {"h1": {k[0]: 20 * G, k[1]: 60 * G, k[3]: 30 * G}, "h3": {k[4]: 5 * G}}
+    assert lowered_caps(pushed, new) == {
+        "h1": {k[0]: 20 * G, k[1]: 40 * G, k[2]: 40 * G, k[3]: 30 * G},
+        "h2": {k[4]: 10 * G},  # released in the new set: kept until after the writes
+        "h3": {k[4]: 5 * G},  # a host never pushed to: its new caps (all lower than none)
+    }
 
 
 def _planned(ctl: Controller, fid: str) -> FlowKey:
