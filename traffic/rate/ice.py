@@ -38,6 +38,23 @@ geometrically on a link the plan fills) and is anchored again once there.  A cap
 while its last record showed a standing queue does not lift the flow (caps come a control delay
 after the change they answer, e.g. a replan that already moved paths): the rate is only pulled
 down to a lower cap, and the ramp takes it to the cap once the queue is gone.
+**A path move (make-before-break at the end side).**  A failure replan moves paths at once
+(the link is going away), while the new caps reach the agents one control delay later: a
+planned flow can run on its new path at a cap computed for the old one.  The record that
+first names a hop its previous record did not have at that place tells the flow its path
+moved; then (capped flows under the anchor only; an uncapped flow keeps HPCC's rule, which
+only primes a new hop):
+
+* the new hop's own queue counts at once, and a standing one (over the anchored regime's
+  threshold) with the port at its line rate, ``u = q x 8 / (B T) + 1`` (the tx rate needs
+  two records of the hop, but a port with a standing queue sends at its line rate): the flow
+  leaves its cap in that record, where it used to wait for a second record of the new hop;
+* the cap it holds is stale (*moved*): it stays the ceiling, but the flow follows HPCC's
+  rule below it (eta's headroom, no ramp to the cap, not anchored there) until the
+  controller's next cap set arrives; that set answers the move and anchors the flow again,
+  even with the same value (a cap set sent before the move and still in flight would be
+  taken too: the channel carries no plan generation).
+
 R_AI of a capped flow is derived from the plan: HPCC bounds the additive steps of the N flows on
 a link by its headroom, N x W_AI <= (1 - eta) B; the plan's caps of a link's flows sum to at
 most B, so W_AI = (1 - eta) x cap meets the bound for every flow without guessing N, and HPCC's
@@ -156,6 +173,7 @@ class IceRate:
         self._stage = 0
         self._anchored = False  # at the cap, as planned (module docstring)
         self._queued = False  # the last record showed a standing queue (over the threshold)
+        self._moved = False  # a capped flow's path moved since its cap came (module docstring)
         self._last_ref_update_us: float | None = None
         self._prev: dict[int, HopSample] = {}  # hop index -> previous record of that hop
         self.feedbacks = 0
@@ -177,9 +195,10 @@ class IceRate:
         the current rate.  The cap it already has changes nothing (the regime stays)."""
         if cap_bps is not None and not cap_bps > 0:
             raise ValueError(f"IceRate.set_cap: cap must be > 0 or None, got {cap_bps!r}")
-        if cap_bps == self._cap:
+        if cap_bps == self._cap and not self._moved:
             return  # the same cap again (a controller re-sends whole cap sets): no news
         self._cap = cap_bps
+        self._moved = False  # the controller's cap set after the move: it answers the move
         ceiling = self._ceiling()
         # a cap never lifts a flow over a queue that stands (its last record): the flow is only
         # pulled down to it and returns to it by the ramp once the queue is gone
@@ -206,6 +225,10 @@ class IceRate:
         tau = t
         queued = False  # a hop's queue stood over both records (above anchor_threshold)
         threshold = p.anchor_threshold(self._ceiling())
+        # a planned flow's path moved (a hop its previous record did not have at that place):
+        # its cap was computed for the old path (module docstring, "make-before-break")
+        planned = p.anchor and self._cap is not None
+        had_record = bool(self._prev)
         for i, hop in enumerate(hops):
             prev = self._prev.get(i)
             self._prev[i] = hop
@@ -213,7 +236,18 @@ class IceRate:
                 self.ignored_hops += 1
                 continue
             if prev is None or prev.switch_id != hop.switch_id or prev.port != hop.port:
-                continue  # first record of this hop: nothing to compare with
+                if not (planned and had_record):
+                    continue  # first record of this hop: nothing to compare with
+                self._moved = True
+                # the new hop's own queue is a sample; its tx rate needs two records, but a
+                # port with a standing queue sends at its line rate
+                q_term = hop.qdepth_bytes * 8.0 / (hop.link_bps * t * 1e-6)
+                if q_term > threshold:
+                    queued = True
+                    if q_term + 1.0 > u_max:
+                        u_max = q_term + 1.0
+                        tau = t
+                continue
             dt = hop.ts_us - prev.ts_us
             if dt <= 0:
                 continue
@@ -253,14 +287,15 @@ class IceRate:
                 update_ref = sent_us >= last
             else:
                 update_ref = now_us - last >= t
-        # a capped flow whose queue is gone ramps back to its cap by W_AI per RTT elapsed
-        ramp = p.anchor and self._cap is not None and not queued
+        # a capped flow whose queue is gone ramps back to its cap by W_AI per RTT elapsed; one
+        # whose path moved follows HPCC's rule below its cap until the controller's next caps
+        ramp = p.anchor and self._cap is not None and not queued and not self._moved
         last = self._last_ref_update_us
         rtts = 1.0 if last is None else max(1.0, (now_us - last) / t)
         self._compute(update_ref, ramp=ramp, rtts=rtts)
         if update_ref:
             self._last_ref_update_us = now_us
-        if p.anchor and self._cap is not None and not queued and self._rate >= self._ceiling():
+        if ramp and self._rate >= self._ceiling():
             self._anchored = True  # back at the plan's rate with no queue left
             self._ref = self._rate
             self._stage = 0
@@ -293,6 +328,12 @@ class IceRate:
     def queued(self) -> bool:
         """Whether the last record showed a standing queue (a cap then does not lift the flow)."""
         return self._queued
+
+    @property
+    def moved(self) -> bool:
+        """Whether a capped flow's path moved since its cap came (it then holds HPCC's rule below
+        the cap until the controller's next cap set)."""
+        return self._moved
 
     # ---- internals --------------------------------------------------------------------------
     def _ceiling(self) -> float:

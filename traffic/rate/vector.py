@@ -176,6 +176,7 @@ class IceArray:
         self.stage = np.zeros(n, dtype=np.int64)
         self.anchored = np.zeros(n, dtype=bool)
         self.queued = np.zeros(n, dtype=bool)  # the last record showed a standing queue
+        self.moved = np.zeros(n, dtype=bool)  # a capped flow's path moved since its cap came
         self.last_ref_update = np.full(n, np.nan)
         self.prev_hop = np.full((n, hops), -1, dtype=np.int64)  # (switch, port) as one id
         self.prev_tx = np.zeros((n, hops))
@@ -204,9 +205,11 @@ class IceArray:
         r = np.arange(self.n) if rows is None else rows
         if np.any(~(caps > 0)):
             raise ValueError("IceArray.set_caps: caps must be > 0 (inf for none)")
-        changed = self.cap[r] != caps  # the cap a row already has changes nothing
+        # the cap a row already has changes nothing, unless its path moved since (IceRate)
+        changed = (self.cap[r] != caps) | self.moved[r]
         r = r[changed]
         self.cap[r] = np.broadcast_to(caps, changed.shape)[changed]
+        self.moved[r] = False
         c = np.minimum(self.params.line_rate_bps, self.cap[r])
         # a cap never lifts a flow over a standing queue (IceRate.set_cap)
         anchored = np.isfinite(self.cap[r]) & self.params.anchor & ~self.queued[r]
@@ -380,7 +383,21 @@ class IceArray:
             q_term = queue * 8.0 / (link_bps * t * 1e-6)
             u = q_term + tx_bps / link_bps
         u[~ok] = -1.0
-        queued_all: BoolArray = np.any(ok & (q_term > self._threshold(sel)[:, None]), axis=1)
+        threshold = self._threshold(sel)[:, None]
+        queued_all: BoolArray = np.any(ok & (q_term > threshold), axis=1)
+        # a planned flow's path moved: its new hops' own queues count, a standing one with the
+        # port at its line rate (IceRate.on_feedback); rows on the same links never get here
+        # from on_link_feedback, so its per-link path needs no such rule
+        planned = np.isfinite(self.cap[sel]) & self.params.anchor
+        planned &= np.any(self.prev_hop[sel] >= 0, axis=1)
+        new = valid & ~same & planned[:, None]
+        if new.any():
+            with np.errstate(divide="ignore", invalid="ignore"):
+                q_new = qdepth_bytes * 8.0 / (link_bps * t * 1e-6)
+            new_queued = new & (q_new > threshold)
+            u = np.where(new_queued, q_new + 1.0, u)
+            queued_all |= np.any(new_queued, axis=1)
+            self.moved[sel] = self.moved[sel] | np.any(new, axis=1)
         # remember this record (every present hop; absent hops forget theirs, as the scalar)
         self.prev_hop[sel] = np.where(present, hop_id, -1)
         self.prev_tx[sel] = np.where(present, tx_bytes, 0.0)
@@ -388,7 +405,7 @@ class IceArray:
         self.prev_q[sel] = np.where(present, qdepth_bytes, 0.0)
         best = np.argmax(u, axis=1)
         k = np.arange(u.shape[0])
-        tau: FloatArray = np.where(ok[k, best], dt[k, best], t)
+        tau: FloatArray = np.where(ok[k, best], dt[k, best], t)  # (a new hop: a whole T)
         u_max: FloatArray = u[k, best]
         return u_max, tau, queued_all
 
@@ -429,13 +446,18 @@ class IceArray:
         last = self.last_ref_update[ix].copy()
         update_ref = leave | np.isnan(last) | (now_us - last >= t)
         cap = self.cap[ix]
-        ramp = np.isfinite(cap) & ~queued if p.anchor else np.zeros(r.size, dtype=bool)
+        # a moved row follows HPCC's rule below its stale cap until its next caps (IceRate)
+        ramp = (
+            np.isfinite(cap) & ~queued & ~self.moved[ix]
+            if p.anchor
+            else np.zeros(r.size, dtype=bool)
+        )
         rtts = np.where(np.isnan(last), 1.0, np.maximum(1.0, (now_us - last) / t))
         self._compute(ix, update_ref, ramp, rtts)
         self.last_ref_update[r[update_ref]] = now_us
         if p.anchor:  # back at the plan's rate with no queue left
             c = np.minimum(p.line_rate_bps, cap)
-            back = r[np.isfinite(cap) & ~queued & (self.rate[ix] >= c)]
+            back = r[ramp & (self.rate[ix] >= c)]
             self.anchored[back] = True
             self.ref[back] = self.rate[back]
             self.stage[back] = 0

@@ -312,6 +312,91 @@ def test_a_cap_does_not_lift_a_flow_over_a_standing_queue() -> None:
     assert not f.anchored and f.rate_bps() == low
 
 
+def test_a_planned_flow_whose_path_moved_reads_the_new_hops_queue_at_once() -> None:
+    """A failure replan moves a capped flow onto another uplink (a hop of its record names
+    another switch and port) one control delay before the new caps can arrive: the first
+    record on the new path counts that hop's own queue, a standing one with the port at its
+    line rate (u = q / BDP + 1), and the flow leaves its cap in that record; before this rule
+    the new hop was only primed and the flow stayed at its old cap for another record."""
+    bdp = LINE * T * 1e-6 / 8  # 125 KB
+    r = _ice()
+    r.set_cap(50e9)
+    ts, tx = 0.0, 0
+    r.on_feedback(ts, [_hop(tx, ts, switch=1, port=3), _hop(0, ts, switch=5, port=2)])
+    ts += T
+    tx += _bytes_at(0.5, T)
+    r.on_feedback(ts, [_hop(tx, ts, switch=1, port=3), _hop(tx, ts, switch=5, port=2)])
+    assert r.anchored and not r.moved
+    # moved: uplink port 4 to spine 6, whose queue already holds 0.5 BDP
+    ts += T
+    r.on_feedback(
+        ts, [_hop(0, ts, q=int(0.5 * bdp), switch=1, port=4), _hop(0, ts, switch=6, port=2)]
+    )
+    assert r.moved and r.queued and not r.anchored
+    assert r.utilisation == pytest.approx(1.5)
+    assert r.rate_bps() == pytest.approx(50e9 / (1.5 / 0.95) + 0.05 * 50e9)
+    # a move onto hops without a standing queue keeps the plan's rate (the cap stays the
+    # ceiling; nothing says the new path is short of it)
+    c = _ice()
+    c.set_cap(50e9)
+    c.on_feedback(0.0, [_hop(0, 0.0, switch=1, port=3)])
+    c.on_feedback(T, [_hop(0, T, q=int(0.05 * bdp), switch=1, port=4)])
+    assert c.moved and c.anchored and c.rate_bps() == 50e9
+    # an uncapped flow (HPCC as published, the peers' rule) only primes a new hop
+    h = _ice()
+    h.on_feedback(0.0, [_hop(0, 0.0, switch=1, port=3)])
+    h.on_feedback(T, [_hop(0, T, q=int(0.5 * bdp), switch=1, port=4)])
+    assert not h.moved and h.feedbacks == 0 and h.rate_bps() == LINE
+    # nor does a planned flow's very first record count as a move
+    f = _ice()
+    f.set_cap(50e9)
+    f.on_feedback(0.0, [_hop(0, 0.0, q=int(0.5 * bdp), switch=1, port=4)])
+    assert not f.moved and f.anchored and f.feedbacks == 0
+
+
+def test_a_moved_flow_does_not_return_to_its_old_cap_until_the_next_caps() -> None:
+    """The cap a moved flow holds was computed for its old path: once the new hop's queue is
+    gone it follows HPCC's rule below that cap (eta's headroom, no ramp to the cap, never
+    anchored there) until the controller's next cap set, which anchors it again even when the
+    cap is the same value (the cap set that answers the move)."""
+    bdp = LINE * T * 1e-6 / 8
+    r = _ice()
+    r.set_cap(50e9)
+    ts = 0.0
+    r.on_feedback(ts, [_hop(0, ts, switch=1, port=3)])
+    ts += T
+    r.on_feedback(ts, [_hop(0, ts, q=int(1.0 * bdp))])  # moved to port 1, queued
+    assert r.moved and not r.anchored
+    tx = 0
+    for _ in range(60):  # the new hop runs at 40 % with no queue: HPCC's increase, not the ramp
+        ts, tx = _record(r, 0.4, ts, tx, q=0)
+        assert not r.anchored
+    assert r.rate_bps() == 50e9  # (HPCC's rule may reach the old cap: its ceiling)
+    assert not r.anchored and r.moved
+    # without the move the same flow ramps to its cap and is anchored there
+    s = _ice()
+    s.set_cap(50e9)
+    s.on_feedback(0.0, [_hop(0, 0.0)])
+    ts, tx = _record(s, 1.0, 0.0, 0, q=int(1.0 * bdp))
+    assert not s.anchored and not s.moved
+    for _ in range(60):
+        ts, tx = _record(s, 0.4, ts, tx, q=0)
+        if s.anchored:
+            break
+    assert s.anchored
+    # the controller's next cap set answers the move: the same value anchors it again
+    r.set_cap(50e9)
+    assert r.anchored and not r.moved and r.rate_bps() == 50e9
+    # a lower cap after a move with the queue still standing pulls it down, not anchored
+    q = _ice()
+    q.set_cap(50e9)
+    q.on_feedback(0.0, [_hop(0, 0.0, switch=1, port=3)])
+    q.on_feedback(T, [_hop(0, T, q=int(1.0 * bdp), switch=1, port=4)])
+    high = q.rate_bps()
+    q.set_cap(25e9)
+    assert not q.moved and not q.anchored and q.rate_bps() == min(high, 25e9)
+
+
 def test_the_anchored_regime_tolerates_a_frame_per_planned_flow_of_the_hop() -> None:
     """A cap of B / 10 means about 10 planned flows on the bottleneck hop, each of which may
     have a frame arrive at once: 10 frames queued stay anchored (though over 10 % of the

@@ -89,7 +89,7 @@ def test_ice_array_equals_scalar(seed: int, max_queue: int, variant: dict[str, A
     paths = [[rng.randrange(3) for _ in range(hops)] for _ in range(N)]
     lengths = [rng.choice([2, 4]) for _ in range(N)]
     now = 0.0
-    anchored_seen = switches = held = 0
+    anchored_seen = switches = held = moved_seen = 0
     before = [False] * N
     for step in range(1500):
         now += rng.uniform(0.5, 6.0)
@@ -116,7 +116,10 @@ def test_ice_array_equals_scalar(seed: int, max_queue: int, variant: dict[str, A
         ts = np.zeros((len(rows), hops))
         q = np.zeros((len(rows), hops))
         for k, r in enumerate(rows):
-            if rng.random() < 0.05:  # a path change: another switch at some hop
+            # a path change: another switch at some hop (1 % of records: a capped flow whose
+            # path moved stays off its cap until its next cap, so moves must leave room for
+            # the anchored regime; path lengths changing below move paths too)
+            if rng.random() < 0.01:
                 paths[r][rng.randrange(hops)] = rng.randrange(3)
             if rng.random() < 0.05:
                 lengths[r] = rng.choice([2, 4])
@@ -145,7 +148,9 @@ def test_ice_array_equals_scalar(seed: int, max_queue: int, variant: dict[str, A
             assert _close(s.utilisation, arr.u[i])
             assert s.anchored == arr.anchored[i], (step, i)
             assert s.queued == arr.queued[i], (step, i)
+            assert s.moved == arr.moved[i], (step, i)
         anchored_seen += sum(s.anchored for s in scalars)
+        moved_seen += sum(s.moved for s in scalars)
         switches += sum(s.anchored != a for s, a in zip(scalars, before, strict=True))
         before = [s.anchored for s in scalars]
     assert sum(s.feedbacks for s in scalars) > 1000
@@ -153,6 +158,7 @@ def test_ice_array_equals_scalar(seed: int, max_queue: int, variant: dict[str, A
         # (records T or more apart leave the anchored regime on one record over the threshold)
         assert anchored_seen > 250 and switches > 50, (anchored_seen, switches)
         assert held > 5, held  # caps arriving while a queue stands
+        assert moved_seen > 100, moved_seen  # path moves of capped flows, and caps after them
 
 
 @pytest.mark.parametrize(("seed", "variant"), [(1, {}), (2, {"frame_bytes": 2_000}), (3, {})])
@@ -208,6 +214,7 @@ def test_ice_array_link_records_equal_hop_records(seed: int, variant: dict[str, 
             "stage",
             "anchored",
             "queued",
+            "moved",
             "last_ref_update",
             "feedbacks",
             "cap",
