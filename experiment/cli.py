@@ -135,7 +135,9 @@ def register(verbs: Verbs) -> None:
         "--resume",
         action="store_true",
         help="take the tasks in DIR/tasks/ that an earlier run with the same --gpus, "
-        "--message-mib and --schemes finished instead of running them again",
+        "--message-mib and --schemes finished instead of running them again (--engine sim "
+        "without --cluster: also the finished runs of a task left unfinished, kept in "
+        "DIR/tasks/*.partial.json)",
     )
     mx.add_argument(
         "--no-progress",

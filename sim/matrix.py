@@ -72,28 +72,87 @@ def _score(case: ScenarioCase, cfg: Any, work: Workload) -> float:
 
 
 def run_seed(
-    scenario: str, seed: int, schemes: Sequence[str], gpus: int, message: int
+    scenario: str,
+    seed: int,
+    schemes: Sequence[str],
+    gpus: int,
+    message: int,
+    partial: str | None = None,
 ) -> dict[str, Any]:
     """One scenario at one seed: every scheme's score and the ceiling of its paths (and the
-    CPU seconds it took, ``cpu_s``)."""
+    CPU seconds it took, ``cpu_s``).
+
+    ``partial``: a file where the scores found so far are kept as each run ends, and taken
+    from first when it holds this task's (a stopped task goes on from its last finished run;
+    the scores come back from JSON bit for bit, ``cpu_s`` adds the earlier runs' CPU)."""
     cpu0 = time.process_time()
+    key = {
+        "scenario": scenario,
+        "seed": seed,
+        "schemes": list(schemes),
+        "gpus": gpus,
+        "message": message,
+    }
+    done = _read_partial(partial, key)
     case = build(scenario, gpus, seed, message)
     topo = Topology(case.spec)
     out: dict[str, Any] = {"scheme": {}, "ceiling": {}}
-    ceilings: dict[tuple[str, int], float] = {}
+    scores: dict[str, float] = done["scheme"]
+    ceilings: dict[str, float] = done["ceilings"]  # by paths: "routing/stripes"
     striped: dict[int, Workload] = {}  # the workload over k QPs, built once per k
+
+    def work(k: int) -> Workload:
+        if k not in striped:
+            striped[k] = stripe(case.workload, k)
+        return striped[k]
+
     for name in schemes:
         m = get_mode(name)
         k = stripes_for(m, topo, len(case.failures))
-        if k not in striped:
-            striped[k] = stripe(case.workload, k)
-        out["scheme"][name] = _score(case, config_for(m, seed=seed), striped[k])
-        key = (m.sim_routing, k)
-        if key not in ceilings:
-            ceilings[key] = _score(case, ceiling_config(m, seed=seed), striped[k])
-        out["ceiling"][name] = ceilings[key]
-    out["cpu_s"] = round(time.process_time() - cpu0, 2)
+        paths = f"{m.sim_routing}/{k}"
+        if name not in scores:
+            scores[name] = _score(case, config_for(m, seed=seed), work(k))
+            _write_partial(partial, key, done, cpu0)
+        if paths not in ceilings:
+            ceilings[paths] = _score(case, ceiling_config(m, seed=seed), work(k))
+            _write_partial(partial, key, done, cpu0)
+        out["scheme"][name] = scores[name]
+        out["ceiling"][name] = ceilings[paths]
+    out["cpu_s"] = round(done["cpu_s"] + time.process_time() - cpu0, 2)
     return out
+
+
+def _read_partial(partial: str | None, key: dict[str, Any]) -> dict[str, Any]:
+    """The runs of task ``key`` done so far, kept in ``partial`` (none: a fresh start)."""
+    from icefabric.files import DataFileError, JsonError, parse_json, read_text
+
+    fresh: dict[str, Any] = {"scheme": {}, "ceilings": {}, "cpu_s": 0.0}
+    p = Path(partial) if partial is not None else None
+    if p is None or not p.is_file() or p.is_symlink():
+        return fresh
+    try:
+        doc = parse_json(read_text(p, what="a matrix task's partial results"))
+    except (DataFileError, JsonError):
+        return fresh
+    if not isinstance(doc, dict) or doc.get("task") != key:
+        return fresh
+    got = {k: doc.get(k) for k in fresh}
+    if not (isinstance(got["scheme"], dict) and isinstance(got["ceilings"], dict)):
+        return fresh
+    if not isinstance(got["cpu_s"], int | float):
+        return fresh
+    return got
+
+
+def _write_partial(
+    partial: str | None, key: dict[str, Any], done: dict[str, Any], cpu0: float
+) -> None:
+    if partial is None:
+        return
+    doc = {**done, "task": key, "cpu_s": done["cpu_s"] + time.process_time() - cpu0}
+    path = Path(partial)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_output(path, json.dumps(doc) + "\n")
 
 
 def distribution(xs: Sequence[float]) -> dict[str, float]:
@@ -153,9 +212,11 @@ def run_matrix(
     same either way); the matrix.json doc.
 
     ``tasks_dir``: each finished task's result is written there at once
-    (``SCENARIO-seedN.json``, with the GPUs, message and schemes it ran with); ``resume`` takes
-    the ones there that match instead of running them again (a stopped run goes on where it
-    stopped; more seeds add to fewer)."""
+    (``SCENARIO-seedN.json``, with the GPUs, message and schemes it ran with), and, without
+    ``cluster``, each task's finished runs as they end (``SCENARIO-seedN.partial.json``,
+    removed when the matrix is done); ``resume`` takes the ones there that match instead of
+    running them again (a stopped run goes on where it stopped, inside a task from its last
+    finished run; more seeds add to fewer)."""
     for s in scenarios:
         if s not in SCENARIOS:
             raise ValueError(f"scenarios: expected names from {', '.join(SCENARIOS)}, got {s!r}")
@@ -166,8 +227,21 @@ def run_matrix(
         raise ValueError(f"seeds: expected >= 1, got {seeds}")
     if workers < 1:
         raise ValueError(f"workers: expected >= 1, got {workers}")
+    # each task keeps its finished runs in tasks/SCENARIO-seedN.partial.json (not on a user's
+    # cluster, whose workers may not share this directory)
+    parts = {
+        (sc, seed): str(tasks_dir / f"{sc}-seed{seed}.partial.json")
+        if tasks_dir is not None and cluster is None
+        else None
+        for sc in scenarios
+        for seed in range(1, seeds + 1)
+    }
+    if not resume:  # a fresh run takes no earlier run's partial results
+        for part in parts.values():
+            if part is not None:
+                Path(part).unlink(missing_ok=True)
     tasks = [
-        (sc, seed, tuple(schemes), gpus, message)
+        (sc, seed, tuple(schemes), gpus, message, parts[(sc, seed)])
         for sc in scenarios
         for seed in range(1, seeds + 1)
     ]
@@ -180,6 +254,9 @@ def run_matrix(
         tasks_dir=tasks_dir,
         resume=resume,
     )
+    for part in parts.values():  # every task's result is in its own file now
+        if part is not None:
+            Path(part).unlink(missing_ok=True)
     per_seed: dict[str, list[dict[str, Any]]] = {
         sc: [got[(sc, seed)] for seed in range(1, seeds + 1)] for sc in scenarios
     }
@@ -244,7 +321,7 @@ def collect(
 
 
 def _task_key(t: tuple[Any, ...]) -> dict[str, Any]:
-    if len(t) == 5:  # the simulator's: (scenario, seed, schemes, gpus, message)
+    if len(t) >= 5:  # the simulator's: (scenario, seed, schemes, gpus, message, partial)
         return {
             "scenario": t[0],
             "seed": t[1],

@@ -67,3 +67,45 @@ def test_matrix_resume_takes_the_finished_tasks(
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("matrix: ")]
     assert err[-2].startswith("matrix: 0/1 tasks, starting, "), err
     assert json.loads(task.read_text())["task"]["message"] == 8 << 20
+
+
+def test_a_stopped_task_goes_on_from_its_last_finished_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """run_seed keeps each finished run in its partial file and takes them from there when run
+    again: a task stopped after its first scheme runs only the rest, with the same scores as
+    an uninterrupted run; another task's partial file is not taken."""
+    from icefabric.sim import matrix
+
+    schemes = ("ecmp+dcqcn", "ice")
+    whole = matrix.run_seed("collisions", 1, schemes, 32, 7 << 20)
+    part = tmp_path / "collisions-seed1.partial.json"
+    runs: list[str] = []
+    score = matrix._score
+
+    def counted(case, cfg, work):  # type: ignore[no-untyped-def]
+        runs.append(cfg.control)
+        if len(runs) == 3:  # ecmp+dcqcn, its ceiling, then stop in ice's run
+            raise KeyboardInterrupt
+        return score(case, cfg, work)
+
+    monkeypatch.setattr(matrix, "_score", counted)
+    with pytest.raises(KeyboardInterrupt):
+        matrix.run_seed("collisions", 1, schemes, 32, 7 << 20, str(part))
+    kept = json.loads(part.read_text())
+    assert kept["task"]["scenario"] == "collisions" and kept["cpu_s"] > 0
+    assert list(kept["scheme"]) == ["ecmp+dcqcn"] and len(kept["ceilings"]) == 1
+    runs.clear()
+
+    def logged(case, cfg, work):  # type: ignore[no-untyped-def]
+        runs.append(cfg.control)
+        return score(case, cfg, work)
+
+    monkeypatch.setattr(matrix, "_score", logged)
+    again = matrix.run_seed("collisions", 1, schemes, 32, 7 << 20, str(part))
+    assert runs == ["ice", "none"]  # ICE and the ceiling of its paths only
+    assert again["scheme"] == whole["scheme"] and again["ceiling"] == whole["ceiling"]
+    assert again["cpu_s"] >= kept["cpu_s"]
+    runs.clear()  # another seed's task: the file is not its own, everything runs
+    matrix.run_seed("collisions", 2, schemes, 32, 7 << 20, str(part))
+    assert len(runs) == 4
