@@ -6,10 +6,12 @@ preset: its topology, job, unplanned background flows and link failure, every sc
 topology, job, seed and code path in every mode except what the mode changes). A scheme that
 fails, or a run that loses packets, is counted and shown, never dropped: a failed mode scores 0.
 
-The **ceiling** of each scheme is the simulator with no congestion control on that run's paths
-(``experiment.versus.ceiling``: the paths the switches took for ECMP and planned paths when no
-link went down; else the simulator's own routing of the scheme's balance, so for spraying its
-stripes and after a failure the re-hashed or replanned paths). The document has the simulator
+The **ceiling** of each scheme is the best any rate allocation could do on that run's paths
+(``experiment.versus.ceiling`` -> ``sim/bound.py``: the job's bytes over the busiest link, the
+background deferred, a linear programme around a link failure) on the paths the switches took
+for ECMP and planned paths when no link went down; else on the simulator's own routing of the
+scheme's balance (spraying's stripes, which also bound flowlet switching; after a failure the
+re-hashed or replanned paths). The document has the simulator
 matrix's schema (sim/matrix.py; ``engine`` is ``virtual``, ``presets`` names each scenario's
 preset) plus, per scheme, ``queue_p99`` (packets, median [p10, p90]), ``losses`` (drops + PSN
 gaps over every seed) and ``errors``; per seed, ``ceiling_paths`` says where each ceiling's
@@ -100,8 +102,10 @@ def run_packet_matrix(
         raise ValueError(f"seeds: expected >= 1, got {seeds}")
     if workers < 1:
         raise ValueError(f"workers: expected >= 1, got {workers}")
+    # seed by seed, so a stopped run has every scenario at its first seeds (--resume, or a
+    # smaller --seeds, then summarises them)
     tasks = [
-        (sc, seed, tuple(schemes), "virtual") for sc in scenarios for seed in range(1, seeds + 1)
+        (sc, seed, tuple(schemes), "virtual") for seed in range(1, seeds + 1) for sc in scenarios
     ]
     got = collect(
         run_seed,

@@ -26,7 +26,8 @@ from icefabric.control.fabric import FabricOptions
 from icefabric.control.topology import Topology
 from icefabric.experiment.options import ice_overhead_for
 from icefabric.experiment.results import mode_paths
-from icefabric.sim.config import ceiling_config, config_for
+from icefabric.sim.bound import paths_ceiling, routes_ceiling
+from icefabric.sim.config import config_for
 from icefabric.sim.engine import LinkFailure, Simulator
 from icefabric.sim.network import Routes, SimNetwork, route
 from icefabric.sim.scenarios import with_background
@@ -193,35 +194,35 @@ def read_run(results_path: str | Path) -> PacketRun:
 
 
 def ceiling(run: PacketRun, mode: str) -> tuple[float, str]:
-    """The ceiling of ``mode``'s paths in ``run``: the simulator with no congestion control at
-    all (``sim.config.ceiling_config``) on the same topology, job, background flows and link
-    failure; busbw / bound of the job, and where the paths came from.
+    """The ceiling of ``mode``'s paths in ``run`` (``sim/bound.py``: the best any rate
+    allocation could do on them, the run's background deferred) for the job; busbw / bound, and
+    where the paths came from.
 
     The paths are the ones the run's switches took (INT, or for a mode without INT the ECMP
     model the run checked) when the run recorded one for every flow, the mode sends each
     connection on one path (ECMP, planned) and no link went down; otherwise the simulator's own
-    routing of the mode's balance (spraying's stripes; the paths replanned or re-hashed after a
-    failure), which for ECMP hashes other keys than the run's NICs chose."""
+    routing of the mode's balance (spraying's stripes; flowlet switching bounded by spraying's
+    stripes; the paths replanned or re-hashed after a failure), which for ECMP hashes other
+    keys than the run's NICs chose."""
     m = get_mode(mode)
     topo = Topology(run.spec)
-    cfg = ceiling_config(m, dt_us=run.dt_us, mtu_bytes=run.mtu, switch_latency_us=0.0)
     w = run.workload
     paths, _ = mode_paths(run.modes[mode]) if mode in run.modes else ({}, "")
     if not run.failures and m.balance in ("ecmp", "planned") and paths:
-        net = SimNetwork(topo)
         try:
-            routes = _paths_routes(net, w, paths, run.source)
+            routes = _paths_routes(SimNetwork(topo), w, paths, run.source)
         except VersusError:
             routes = None  # a flow without a recorded path: the simulator's routing below
         if routes is not None:
-            res = Simulator(topo, w, cfg, routes=routes).run()
-            return float(res.collectives[0].busbw_over_bound), "the run's paths"
-    from icefabric.sim.matrix import stripes_for
+            return routes_ceiling(topo, w, routes.path, (0,)), "the run's paths"
+    from icefabric.sim.matrix import ceiling_mode, stripes_for
     from icefabric.sim.stripes import stripe
 
-    k = stripes_for(m, topo, len(run.failures))
-    res = Simulator(topo, stripe(w, k), cfg, failures=run.failures).run()
-    return float(res.collectives[0].busbw_over_bound), f"simulator's {m.sim_routing} routing"
+    cm = ceiling_mode(m)
+    k = stripes_for(cm, topo, len(run.failures))
+    cfg = config_for(cm, dt_us=run.dt_us, mtu_bytes=run.mtu)
+    value = paths_ceiling(topo, stripe(w, k), cfg, (0,), run.failures)
+    return value, f"simulator's {cm.sim_routing} routing"
 
 
 def compare(results_path: str | Path) -> dict[str, Any]:

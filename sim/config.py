@@ -157,9 +157,11 @@ def config_for(mode: Mode, /, **overrides: Any) -> SimConfig:
     return SimConfig(**kw)
 
 
-def ceiling_config(mode: Mode, /, **overrides: Any) -> SimConfig:
+def uncontrolled_config(mode: Mode, /, **overrides: Any) -> SimConfig:
     """``mode``'s paths with no congestion control at all: no end-host control, no caps, no
-    PFC (the best any congestion control could do on those paths)."""
+    PFC; every flow at line rate, links shared in FIFO proportion. No bound: rate-controlled
+    flows can do better than this, and line-rate background takes more of a shared link than
+    any congestion control gives it; the ceiling of a set of paths is ``sim/bound.py``."""
     return config_for(
         mode,
         **{
@@ -167,6 +169,6 @@ def ceiling_config(mode: Mode, /, **overrides: Any) -> SimConfig:
             "control": "none",
             "caps": False,
             "pfc": False,
-            "mode": f"{mode.name}:ceiling",
+            "mode": f"{mode.name}:uncontrolled",
         },
     )

@@ -1,8 +1,8 @@
 """The peers matrix in the simulator: schemes (traffic/modes.py) x scenarios (scenarios.py) x seeds.
 
 For every scenario and seed the scenario is built once; every scheme runs on it, and so does the
-**ceiling** of every distinct set of paths the schemes used (the same routing and QP striping with
-no congestion control at all: ``sim.config.ceiling_config``). A cell is the median of the seeds
+**ceiling** of every distinct set of paths the schemes used (the same routing and QP striping:
+the best any rate allocation could do on those paths, ``sim/bound.py``). A cell is the median of the seeds
 with p10 and p90 (numpy's linear interpolation); ICE ÷ best peer is computed per seed against the
 peer with the best median, and reported as its median, p10 and p90.
 
@@ -32,7 +32,8 @@ import numpy as np
 
 from icefabric.control.topology import Topology
 from icefabric.files import write_output
-from icefabric.sim.config import ceiling_config, config_for
+from icefabric.sim.bound import paths_ceiling
+from icefabric.sim.config import config_for
 from icefabric.sim.engine import Simulator
 from icefabric.sim.scenarios import SCENARIOS, ScenarioCase, build, ring_step_cap
 from icefabric.sim.stripes import spray_stripes, stripe
@@ -51,7 +52,9 @@ DEFAULT_SCHEMES = (
     "ice",
 )
 DEFAULT_MESSAGE = 32 << 20
+CEILING = "paths-bound"  # sim/bound.py; the earlier tasks ran the paths with no control
 Progress = Callable[[int, int, str], None]  # (done, total, what)
+Upgrade = Callable[[tuple[Any, ...], dict[str, Any]], dict[str, Any]]  # (task, old result)
 
 
 def stripes_for(mode: Mode, topo: Topology, failures: int) -> int:
@@ -71,6 +74,12 @@ def _score(case: ScenarioCase, cfg: Any, work: Workload) -> float:
     return float(np.mean([res.collectives[i].busbw_over_bound for i in case.measured]))
 
 
+def ceiling_mode(mode: Mode) -> Mode:
+    """The mode whose paths bound ``mode``'s: itself, or spraying's stripes for flowlet
+    switching, whose paths move in the run (``sim/bound.py``)."""
+    return get_mode("spray+hpcc") if mode.balance == "flowlet" else mode
+
+
 def run_seed(
     scenario: str,
     seed: int,
@@ -79,8 +88,9 @@ def run_seed(
     message: int,
     partial: str | None = None,
 ) -> dict[str, Any]:
-    """One scenario at one seed: every scheme's score and the ceiling of its paths (and the
-    CPU seconds it took, ``cpu_s``).
+    """One scenario at one seed: every scheme's score and the ceiling of its paths
+    (``sim/bound.py``: the best any rate allocation could do on them), and the CPU seconds it
+    took, ``cpu_s``.
 
     ``partial``: a file where the scores found so far are kept as each run ends, and taken
     from first when it holds this task's (a stopped task goes on from its last finished run;
@@ -96,29 +106,61 @@ def run_seed(
     done = _read_partial(partial, key)
     case = build(scenario, gpus, seed, message)
     topo = Topology(case.spec)
-    out: dict[str, Any] = {"scheme": {}, "ceiling": {}}
+    striped = _Striped(case.workload)
     scores: dict[str, float] = done["scheme"]
-    ceilings: dict[str, float] = done["ceilings"]  # by paths: "routing/stripes"
-    striped: dict[int, Workload] = {}  # the workload over k QPs, built once per k
-
-    def work(k: int) -> Workload:
-        if k not in striped:
-            striped[k] = stripe(case.workload, k)
-        return striped[k]
-
     for name in schemes:
         m = get_mode(name)
         k = stripes_for(m, topo, len(case.failures))
-        paths = f"{m.sim_routing}/{k}"
         if name not in scores:
-            scores[name] = _score(case, config_for(m, seed=seed), work(k))
+            scores[name] = _score(case, config_for(m, seed=seed), striped(k))
             _write_partial(partial, key, done, cpu0)
-        if paths not in ceilings:
-            ceilings[paths] = _score(case, ceiling_config(m, seed=seed), work(k))
-            _write_partial(partial, key, done, cpu0)
-        out["scheme"][name] = scores[name]
-        out["ceiling"][name] = ceilings[paths]
+    out: dict[str, Any] = {"scheme": {name: scores[name] for name in schemes}}
+    out["ceiling"] = _ceilings(case, topo, schemes, seed, striped)
     out["cpu_s"] = round(done["cpu_s"] + time.process_time() - cpu0, 2)
+    return out
+
+
+def upgrade_ceilings(task: tuple[Any, ...], result: dict[str, Any]) -> dict[str, Any]:
+    """A task result of the ceiling's earlier definition (the paths run with no control) with
+    its ceilings computed again as ``sim/bound.py`` has them (seconds; the schemes' scores are
+    the same runs and are kept)."""
+    scenario, seed, schemes, gpus, message = task[:5]
+    cpu0 = time.process_time()
+    case = build(scenario, gpus, seed, message)
+    topo = Topology(case.spec)
+    ceil = _ceilings(case, topo, schemes, seed, _Striped(case.workload))
+    cpu = round(float(result.get("cpu_s", 0.0)) + time.process_time() - cpu0, 2)
+    return {**result, "ceiling": ceil, "cpu_s": cpu}
+
+
+class _Striped:
+    """The workload over k QPs, built once per k."""
+
+    def __init__(self, w: Workload) -> None:
+        self.w = w
+        self.by_k: dict[int, Workload] = {}
+
+    def __call__(self, k: int) -> Workload:
+        if k not in self.by_k:
+            self.by_k[k] = stripe(self.w, k)
+        return self.by_k[k]
+
+
+def _ceilings(
+    case: ScenarioCase, topo: Topology, schemes: Sequence[str], seed: int, striped: _Striped
+) -> dict[str, float]:
+    """Each scheme's ceiling, computed once per distinct set of paths (routing x stripes)."""
+    out: dict[str, float] = {}
+    by_paths: dict[tuple[str, int], float] = {}
+    for name in schemes:
+        cm = ceiling_mode(get_mode(name))
+        k = stripes_for(cm, topo, len(case.failures))
+        key = (cm.sim_routing, k)
+        if key not in by_paths:
+            cfg = config_for(cm, seed=seed)
+            value = paths_ceiling(topo, striped(k), cfg, case.measured, case.failures)
+            by_paths[key] = round(value, 6)
+        out[name] = by_paths[key]
     return out
 
 
@@ -126,7 +168,7 @@ def _read_partial(partial: str | None, key: dict[str, Any]) -> dict[str, Any]:
     """The runs of task ``key`` done so far, kept in ``partial`` (none: a fresh start)."""
     from icefabric.files import DataFileError, JsonError, parse_json, read_text
 
-    fresh: dict[str, Any] = {"scheme": {}, "ceilings": {}, "cpu_s": 0.0}
+    fresh: dict[str, Any] = {"scheme": {}, "cpu_s": 0.0}
     p = Path(partial) if partial is not None else None
     if p is None or not p.is_file() or p.is_symlink():
         return fresh
@@ -137,7 +179,7 @@ def _read_partial(partial: str | None, key: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(doc, dict) or doc.get("task") != key:
         return fresh
     got = {k: doc.get(k) for k in fresh}
-    if not (isinstance(got["scheme"], dict) and isinstance(got["ceilings"], dict)):
+    if not isinstance(got["scheme"], dict):
         return fresh
     if not isinstance(got["cpu_s"], int | float):
         return fresh
@@ -253,6 +295,7 @@ def run_matrix(
         cluster=cluster,
         tasks_dir=tasks_dir,
         resume=resume,
+        upgrade=upgrade_ceilings,
     )
     for part in parts.values():  # every task's result is in its own file now
         if part is not None:
@@ -283,6 +326,7 @@ def collect(
     cluster: str | None = None,
     tasks_dir: Path | None = None,
     resume: bool = False,
+    upgrade: Upgrade | None = None,
 ) -> dict[tuple[str, int], dict[str, Any]]:
     """``run(*task)`` for every task (a tuple that starts with scenario and seed) as a sweep
     (``sweep.run_tasks``), each result written to ``tasks_dir`` as it finishes and, with
@@ -290,7 +334,7 @@ def collect(
     got: dict[tuple[str, int], dict[str, Any]] = {}
     if tasks_dir is not None and resume:
         for t in tasks:
-            earlier = _read_task(tasks_dir, t)
+            earlier = _read_task(tasks_dir, t, upgrade)
             if earlier is not None:
                 got[(t[0], t[1])] = earlier
     todo = [t for t in tasks if (t[0], t[1]) not in got]
@@ -328,9 +372,16 @@ def _task_key(t: tuple[Any, ...]) -> dict[str, Any]:
             "schemes": list(t[2]),
             "gpus": t[3],
             "message": t[4],
+            "ceiling": CEILING,  # tasks of an earlier ceiling: upgrade_ceilings
         }
     # the packet level's: (scenario, seed, schemes, engine)
-    return {"scenario": t[0], "seed": t[1], "schemes": list(t[2]), "engine": t[3]}
+    return {
+        "scenario": t[0],
+        "seed": t[1],
+        "schemes": list(t[2]),
+        "engine": t[3],
+        "ceiling": CEILING,
+    }
 
 
 def _task_path(tasks_dir: Path, t: tuple[Any, ...]) -> Path:
@@ -343,8 +394,11 @@ def _write_task(tasks_dir: Path, t: tuple[Any, ...], result: dict[str, Any]) -> 
     write_output(_task_path(tasks_dir, t), json.dumps(doc) + "\n")
 
 
-def _read_task(tasks_dir: Path, t: tuple[Any, ...]) -> dict[str, Any] | None:
-    """An earlier run's result of task ``t`` (None: none there, or one of another task)."""
+def _read_task(
+    tasks_dir: Path, t: tuple[Any, ...], upgrade: Upgrade | None = None
+) -> dict[str, Any] | None:
+    """An earlier run's result of task ``t`` (None: none there, or one of another task); one
+    written before the ceiling's definition changed goes through ``upgrade`` (None: run again)."""
     from icefabric.files import DataFileError, JsonError, parse_json, read_text
 
     p = _task_path(tasks_dir, t)
@@ -354,10 +408,18 @@ def _read_task(tasks_dir: Path, t: tuple[Any, ...]) -> dict[str, Any] | None:
         doc = parse_json(read_text(p, what="a matrix task"))
     except (DataFileError, JsonError):
         return None
-    if not isinstance(doc, dict) or doc.get("task") != _task_key(t):
+    if not isinstance(doc, dict) or not isinstance(doc.get("result"), dict):
         return None
-    result = doc.get("result")
-    return result if isinstance(result, dict) else None
+    key = _task_key(t)
+    result: dict[str, Any] = doc["result"]
+    if doc.get("task") == key:
+        return result
+    legacy = {k: v for k, v in key.items() if k != "ceiling"}
+    if upgrade is not None and doc.get("task") == legacy:  # the same runs, the old ceiling
+        new = upgrade(t, result)
+        _write_task(tasks_dir, t, new)  # under the current key from now on
+        return new
+    return None
 
 
 def write_matrix(doc: dict[str, Any], out: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from icefabric.experiment.config import ExperimentError, packet_modes, parse_experiment
-from icefabric.sim.config import ceiling_config, config_for
+from icefabric.sim.config import config_for, uncontrolled_config
 from icefabric.traffic.modes import MODES, Mode, ModeError, get_mode, modes_for
 
 
@@ -26,7 +26,7 @@ def test_switch_and_sim_views_of_a_mode() -> None:
     assert (cfg.routing, cfg.control, cfg.pfc, cfg.use_caps) == ("ecmp", "none", True, False)
     cfg = config_for(get_mode("ice"), seed=3)
     assert (cfg.routing, cfg.control, cfg.use_caps, cfg.seed) == ("ice", "ice", True, 3)
-    ceil = ceiling_config(get_mode("ice"))
+    ceil = uncontrolled_config(get_mode("ice"))
     assert (ceil.routing, ceil.control, ceil.use_caps, ceil.pfc) == ("ice", "none", False, False)
 
 

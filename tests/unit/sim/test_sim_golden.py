@@ -10,7 +10,7 @@ moved.
 
 The cases: the seven scenarios of ``sim/scenarios.py`` at 32 GPUs, 8 MiB, seed 3, under ECMP +
 DCQCN (ECN marks, CNPs), ECMP + PFC (pauses), E-ECMP 4 QPs and spraying (stripes), flowlet
-(moves), ICE (INT feedback, caps), two ceilings where congestion control matters, ICE with a wire
+(moves), ICE (INT feedback, caps), two runs with no congestion control where it matters, ICE with a wire
 overhead; a windowed all-to-all and a tree all-reduce (16 ranks) under four modes.
 
 The hashes were recorded on main at 1106176 (before ``Simulator.run`` became ``fluid.FluidRun``);
@@ -36,7 +36,7 @@ import pytest
 
 from icefabric.control.ccl.job import parse_job
 from icefabric.control.topology import Topology
-from icefabric.sim.config import SimConfig, ceiling_config, config_for
+from icefabric.sim.config import SimConfig, config_for, uncontrolled_config
 from icefabric.sim.engine import LinkFailure, Simulator
 from icefabric.sim.matrix import stripes_for
 from icefabric.sim.results import SimResult
@@ -100,12 +100,12 @@ GOLDEN = {
     "incast/spray+hpcc": "7535d9b01053d493",
     "incast/ice": "36a66973c22be857",
     "background/ecmp+dcqcn": "4798ad67e03d63d2",
-    "background/ecmp+dcqcn:ceiling": "c857c95602939360",
+    "background/ecmp+dcqcn:uncontrolled": "c857c95602939360",
     "background/ecmp+pfc": "73204677c21ae4e9",
     "background/eecmp4+dcqcn": "c585cd0ff9d32153",
     "background/flowlet+hpcc": "403c8867072801be",
     "background/spray+hpcc": "2e0d805ab87a7818",
-    "background/spray+hpcc:ceiling": "f22a56bf504188a2",
+    "background/spray+hpcc:uncontrolled": "f22a56bf504188a2",
     "background/ice": "379f3af4e155800f",
     "background/ice+wire": "0bea19f940e73745",
     "failure/ecmp+dcqcn": "6b15d3a98d08f29a",
@@ -116,20 +116,20 @@ GOLDEN = {
     "failure/ice": "cd5503f07a82f4f2",
     "failure/ice+wire": "0e21b610620ccec8",
     "oversubscribed/ecmp+dcqcn": "bfa2bdacbc63ec2b",
-    "oversubscribed/ecmp+dcqcn:ceiling": "6ea5172d800490e9",
+    "oversubscribed/ecmp+dcqcn:uncontrolled": "6ea5172d800490e9",
     "oversubscribed/ecmp+pfc": "6ea5172d800490e9",
     "oversubscribed/eecmp4+dcqcn": "9b7a016f8ea9d8bd",
     "oversubscribed/flowlet+hpcc": "aef6c3ffee71f87c",
     "oversubscribed/spray+hpcc": "a7669c5178420225",
-    "oversubscribed/spray+hpcc:ceiling": "a7669c5178420225",
+    "oversubscribed/spray+hpcc:uncontrolled": "a7669c5178420225",
     "oversubscribed/ice": "6a00944596e19597",
     "mixed-nics/ecmp+dcqcn": "8a5270805f10c5f9",
-    "mixed-nics/ecmp+dcqcn:ceiling": "bc968bfdeeb13cfd",
+    "mixed-nics/ecmp+dcqcn:uncontrolled": "bc968bfdeeb13cfd",
     "mixed-nics/ecmp+pfc": "bc968bfdeeb13cfd",
     "mixed-nics/eecmp4+dcqcn": "306b2b8ff3fee684",
     "mixed-nics/flowlet+hpcc": "06a0c36a17c41b46",
     "mixed-nics/spray+hpcc": "2e1ada28a046cc05",
-    "mixed-nics/spray+hpcc:ceiling": "477317dc48a5f915",
+    "mixed-nics/spray+hpcc:uncontrolled": "477317dc48a5f915",
     "mixed-nics/ice": "7c379bd2194ca6fd",
     "all-to-all-ring/ecmp+dcqcn": "3c54d28840a0c5d7",
     "all-to-all-ring/ecmp+pfc": "3c54d28840a0c5d7",
@@ -168,8 +168,8 @@ def cases() -> Iterator[Case]:
             w = stripe(case.workload, stripes_for(m, topo, len(case.failures)))
             yield f"{sc}/{name}", case.spec, w, config_for(m, seed=SEED), case.failures
             if name in CEILINGS and sc in CONGESTED:
-                cfg = ceiling_config(m, seed=SEED)
-                yield f"{sc}/{name}:ceiling", case.spec, w, cfg, case.failures
+                cfg = uncontrolled_config(m, seed=SEED)
+                yield f"{sc}/{name}:uncontrolled", case.spec, w, cfg, case.failures
         if sc not in WIRE:
             continue
         cfg = config_for(get_mode("ice"), seed=SEED, wire_overhead=0.03)
