@@ -88,7 +88,8 @@ def register(verbs: Verbs) -> None:
         choices=("sim", "virtual"),
         default="sim",
         help="sim (default): the fluid simulator's scenarios at --gpus GPUs; virtual: the "
-        "packet-level presets (collisions=ecmp-collides, incast, background, failure=link-down) "
+        "packet-level presets (collisions=ecmp-collides, two-jobs, incast, background, "
+        "failure=link-down) "
         "on embedded ice.p4 switches in virtual time, the ceiling from the simulator on each "
         "run's paths (experiment/README.md)",
     )
@@ -96,7 +97,7 @@ def register(verbs: Verbs) -> None:
     mx.add_argument(
         "--scenarios",
         default=None,
-        help="comma-separated (default: all seven in sim, the four with a preset in virtual)",
+        help="comma-separated (default: all seven in sim, the five with a preset in virtual)",
     )
     mx.add_argument(
         "--schemes",
@@ -299,7 +300,8 @@ def cmd_experiment_list(args: argparse.Namespace) -> int:
                 "topology": e.topology.name,
                 "hosts": len(e.topology.hosts),
                 "workload": f"{ph.collective} {ph.algorithm}".strip()
-                + (f" (+{len(e.job.phases) - 1} phases)" if len(e.job.phases) > 1 else ""),
+                + (f" (+{len(e.job.phases) - 1} phases)" if len(e.job.phases) > 1 else "")
+                + (f" (+{len(e.more_jobs)} jobs)" if e.more_jobs else ""),
                 "ranks": len(e.job.ranks),
                 "message": ph.message_bytes,
                 "modes": list(e.modes),

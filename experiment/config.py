@@ -1,6 +1,6 @@
 """The experiment file: topology + workload + modes + seed + link rates, validated on load.
 
-Format (traffic/README.md, "Experiment files", is the reference)::
+Format (experiment/README.md, "Experiment files", is the reference)::
 
     name: ecmp-collides               # required: letters, digits, _ . -
     description: free text            # optional
@@ -35,6 +35,12 @@ Format (traffic/README.md, "Experiment files", is the reference)::
                                       # (traffic/README.md);
                                       # the defaults; anchor false: HPCC's rule on caps that
                                       # fill links to 95 % (the rule before the anchoring)
+    jobs:                             # optional (engine virtual): more jobs sharing the fabric
+      - {collective: all-reduce, hosts: [h3, h6], name: job-b}   # (at most 7), each a mapping
+                                      # like workload (job / nccl_log / collective, slices) with
+                                      # its own name;
+                                      # they start with the workload, are planned and capped like
+                                      # it, and the score is the mean of every job's busbw ÷ bound
     background:                       # optional: flows the controller does not know (engine
       - {src: h3, dst: h9, bytes: 8MiB}   # virtual): posted when the job starts, never
                                       # planned or capped (ice.p4's flowlet / ECMP places them)
@@ -146,6 +152,7 @@ def parse_experiment(
         "ice",
         "background",
         "link_down",
+        "jobs",
     }
     for k in data:
         if k not in allowed:
@@ -188,6 +195,9 @@ def parse_experiment(
     link_down = _link_down(data.get("link_down"), topo, err)
     if (background or link_down) and engine != "virtual":
         err("engine", "background and link_down run on engine virtual only")
+    more_jobs = _more_jobs(data.get("jobs", []), job, topo, base, err, ref)
+    if more_jobs and engine != "virtual":
+        err("engine", "jobs (more than one job) run on engine virtual only")
     if errs or topo is None or job is None:
         raise ExperimentError(errs or [f"{source}: (top level): incomplete experiment"])
     return Experiment(
@@ -207,6 +217,7 @@ def parse_experiment(
         ice=ice,
         background=background,
         link_down=link_down,
+        more_jobs=more_jobs,
     )
 
 
@@ -258,8 +269,48 @@ _WORKLOAD_KEYS = {
 }
 
 
+MAX_JOBS = 8  # jobs in one experiment, the workload's included
+
+
+def _more_jobs(
+    raw: Any,
+    first: JobSpec | None,
+    topo: TopologySpec | None,
+    base: Path | None,
+    err: Any,
+    ref: str | None,
+) -> tuple[tuple[JobSpec, int], ...]:
+    """The ``jobs`` list: each entry a workload mapping, as (job, slices)."""
+    if not isinstance(raw, list) or len(raw) > MAX_JOBS - 1:
+        err("jobs", f"expected a list of at most {MAX_JOBS - 1} workload mappings")
+        return ()
+    out: list[tuple[JobSpec, int]] = []
+    names = [first.name] if first is not None else []
+    for i, entry in enumerate(raw):
+        key = f"jobs[{i}]"
+
+        def sub(k: str, msg: str, key: str = key) -> None:
+            err(key + k[len("workload") :] if k.startswith("workload") else k, msg)
+
+        job, slices = _workload(entry, topo, base, sub, ref, key=key)
+        if job is None:
+            continue
+        if job.name in names:
+            err(f"{key}.name", f"job name {job.name!r} is taken: every job needs its own name")
+            continue
+        names.append(job.name)
+        out.append((job, slices))
+    return tuple(out)
+
+
 def _workload(
-    raw: Any, topo: TopologySpec | None, base: Path | None, err: Any, ref: str | None = None
+    raw: Any,
+    topo: TopologySpec | None,
+    base: Path | None,
+    err: Any,
+    ref: str | None = None,
+    *,
+    key: str = "workload",
 ) -> tuple[JobSpec | None, int]:
     if not isinstance(raw, Mapping):
         err("workload", "expected a mapping with job, nccl_log or collective")
@@ -285,11 +336,11 @@ def _workload(
             if isinstance(v, str):
                 job = load_job(_resolve(v, base), referenced_from=ref)
             else:
-                job = parse_job(v, source="workload.job")
+                job = parse_job(v, source=f"{key}.job")
         elif given[0] == "nccl_log":
             job = _from_nccl_log(raw["nccl_log"], base, err, ref)
         else:
-            job = _shorthand(raw, topo, err)
+            job = _shorthand(raw, topo, err, key)
     except JobError as e:
         for line in e.errors:
             err(f"workload.{given[0]}", line)
@@ -343,7 +394,9 @@ def _from_nccl_log(v: Any, base: Path | None, err: Any, ref: str | None) -> JobS
         return None
 
 
-def _shorthand(raw: Mapping[str, Any], topo: TopologySpec | None, err: Any) -> JobSpec | None:
+def _shorthand(
+    raw: Mapping[str, Any], topo: TopologySpec | None, err: Any, key: str = "workload"
+) -> JobSpec | None:
     hosts_raw = raw.get("hosts", "interleaved")
     if topo is None:
         return None
@@ -369,7 +422,7 @@ def _shorthand(raw: Mapping[str, Any], topo: TopologySpec | None, err: Any) -> J
         phase["algorithm"] = raw["algorithm"]
     return parse_job(
         {"name": raw.get("name", "job"), "hosts": hosts, "phases": [phase]},
-        source="workload",
+        source=key,
     )
 
 

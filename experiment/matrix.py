@@ -1,7 +1,7 @@
 """The peers matrix at packet level: ``icectl experiment matrix --engine virtual``.
 
 The simulator's scenarios (sim/scenarios.py) that have a small packet-level preset run as that
-preset: its topology, job, unplanned background flows and link failure, every scheme in one
+preset: its topology, job(s), unplanned background flows and link failure, every scheme in one
 ``icectl experiment run`` per seed (ice.p4 on embedded switches in virtual time; the same
 topology, job, seed and code path in every mode except what the mode changes). A scheme that
 fails, or a run that loses packets, is counted and shown, never dropped: a failed mode scores 0.
@@ -29,9 +29,10 @@ from icefabric.sim.matrix import Progress, collect, distribution, summarise
 from icefabric.traffic.modes import get_mode
 
 # scenario of the simulator's matrix -> the packet-level preset that plays it (small fabrics);
-# (b) two jobs, (f) oversubscription and (g) mixed NICs have no packet-level preset
+# (f) oversubscription and (g) mixed NICs have no packet-level preset
 PACKET_PRESETS = {
     "collisions": "ecmp-collides",
+    "two-jobs": "two-jobs",
     "incast": "incast",
     "background": "background",
     "failure": "link-down",

@@ -151,6 +151,13 @@ def measure(obs: Observed, schedule: Schedule, spec: TopologySpec, scale: float)
     done = ex.done and obs.ok
     busbw = _gbps(total_busbytes, total_time) if done else None
     bound_busbw = _gbps(total_busbytes, total_bound) if done and total_bound else None
+    over = busbw / bound_busbw if busbw and bound_busbw else None
+    per_job = _per_job(phases, schedule) if done else {}
+    if len(per_job) > 1:  # jobs side by side: each job's figures, the run's are their means
+        busbw = sum(j["busbw_gbps"] for j in per_job.values()) / len(per_job)
+        bound_busbw = sum(j["bound_busbw_gbps"] for j in per_job.values()) / len(per_job)
+        over = sum(j["busbw_over_bound"] for j in per_job.values()) / len(per_job)
+        total_bound = max(j["bound_us"] for j in per_job.values())
     flows = ex.flow_times()
     t0 = min(ex.posted_us.values(), default=0.0)
     fct = {f: round(t1 - t0, 3) for f, (_p, t1) in sorted(flows.items())}
@@ -182,7 +189,8 @@ def measure(obs: Observed, schedule: Schedule, spec: TopologySpec, scale: float)
         "busbw_gbps": round(busbw, 6) if busbw is not None else None,
         "busbw_gbps_full": round(busbw / scale, 3) if busbw is not None else None,
         "bound_busbw_gbps": round(bound_busbw, 6) if bound_busbw is not None else None,
-        "busbw_over_bound": round(busbw / bound_busbw, 6) if busbw and bound_busbw else None,
+        "busbw_over_bound": round(over, 6) if over else None,
+        **({"jobs": per_job} if len(per_job) > 1 else {}),
         "phases": phases,
         "flows": {
             "count": len(fct),
@@ -220,6 +228,28 @@ def measure(obs: Observed, schedule: Schedule, spec: TopologySpec, scale: float)
         "paths": {f: list(p) for f, p in sorted(obs.paths.items())},
         "engine": dict(sorted(obs.extra.items())),
     }
+
+
+def _per_job(phases: list[dict[str, Any]], schedule: Schedule) -> dict[str, dict[str, float]]:
+    """Per job of ``schedule`` (its phases as ``measure`` reports them, all finished): busbw
+    and its bound over the job's phases, their ratio, the job's time and bound."""
+    sums: dict[str, list[float]] = {}  # job -> [bus bytes, time, bound]
+    for ph, row in zip(schedule.phases, phases, strict=True):
+        acc = sums.setdefault(ph.job, [0.0, 0.0, 0.0])
+        acc[0] += ph.message_bytes * ph.busbw_factor
+        acc[1] += float(row["time_us"] or 0.0)
+        acc[2] += float(row["bound_us"] or 0.0)
+    out = {}
+    for job, (busbytes, t, b) in sums.items():
+        bw, bound = _gbps(busbytes, t), _gbps(busbytes, b)
+        out[job] = {
+            "busbw_gbps": round(bw, 6),
+            "bound_busbw_gbps": round(bound, 6),
+            "busbw_over_bound": round(bw / bound, 6) if bw and bound else 0.0,
+            "time_us": round(t, 3),
+            "bound_us": round(b, 3),
+        }
+    return out
 
 
 def wire_overhead(obs: Observed, spec: TopologySpec) -> float | None:

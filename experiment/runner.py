@@ -19,7 +19,12 @@ from typing import Any, Protocol
 from icefabric.experiment import measures, results
 from icefabric.experiment.config import Experiment, Mode
 from icefabric.traffic.modes import get_mode
-from icefabric.traffic.workload import Schedule, build_schedule, check_against_demand
+from icefabric.traffic.workload import (
+    Schedule,
+    build_schedule,
+    check_against_demand,
+    merge_schedules,
+)
 
 log = logging.getLogger(__name__)
 
@@ -69,10 +74,14 @@ def run_experiment(
     plot: bool = True,
 ) -> Outcome:
     """Run every mode; write results.json (and comparison.png) under ``out_base`` if given."""
-    schedule = build_schedule(exp.job, slices=exp.slices)
-    bad = check_against_demand(schedule, exp.job)
-    if bad:  # the hosts would send other flows than the controller plans
-        raise RuntimeError(f"{exp.name}: schedule and planned demand disagree: {bad[:3]}")
+    schedules = []
+    for job, slices in exp.jobs:
+        one = build_schedule(job, slices=slices)
+        bad = check_against_demand(one, job)
+        if bad:  # the hosts would send other flows than the controller plans
+            raise RuntimeError(f"{exp.name}: schedule and planned demand disagree: {bad[:3]}")
+        schedules.append(one)
+    schedule = merge_schedules(schedules)  # several jobs: side by side from the same start
     eng = engine if engine is not None else make_engine(exp)
     started = time.time()
     mode_docs = []

@@ -131,6 +131,13 @@ class Experiment:
 
     background: tuple[Background, ...] = ()
     link_down: LinkDown | None = None
+    # more jobs sharing the fabric (config key ``jobs``): (job, slices) each, started with ``job``
+    more_jobs: tuple[tuple[JobSpec, int], ...] = ()
+
+    @property
+    def jobs(self) -> tuple[tuple[JobSpec, int], ...]:
+        """Every job of the experiment with its slices, ``job`` first."""
+        return ((self.job, self.slices), *self.more_jobs)
 
     def to_dict(self) -> dict[str, Any]:
         """The normalised config (what results.json records)."""
@@ -154,6 +161,11 @@ class Experiment:
             "limits": {"virtual_ms": self.limits.virtual_ms, "wall_s": self.limits.wall_s},
             "ice": self.ice.to_dict(),
             "background": [{"src": b.src, "dst": b.dst, "bytes": b.bytes} for b in self.background],
+            **(
+                {"jobs": [{"job": j.to_dict(), "slices": k} for j, k in self.more_jobs]}
+                if self.more_jobs
+                else {}
+            ),
             "link_down": None
             if self.link_down is None
             else {

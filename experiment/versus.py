@@ -98,8 +98,9 @@ class PacketRun:
     source: str
     modes: dict[str, Any]  # mode name -> its results.json entry
     spec: TopologySpec  # at the run's rates (``_scaled``)
-    job_workload: Workload  # the job alone
-    workload: Workload  # the job, plus the background flows as one unplanned collective
+    job_workload: Workload  # the job (every job of the run) alone
+    measured: tuple[int, ...]  # the collectives scored: each job's first
+    workload: Workload  # the job(s), plus the background flows as one unplanned collective
     failures: tuple[LinkFailure, ...]  # the run's link_down, at the run's (stretched) time
     scale: float
     mtu: int
@@ -127,7 +128,8 @@ def load_run(data: Any, source: str) -> PacketRun:
             scale,
             None if delay is None else float(delay),
         )
-        job = parse_job(exp["job"], source)
+        jobs = [parse_job(exp["job"], source)]
+        jobs += [parse_job(j["job"], source) for j in exp.get("jobs") or []]
         background = [
             Flow(
                 flow_id=f"background/{i}",
@@ -156,13 +158,17 @@ def load_run(data: Any, source: str) -> PacketRun:
             # the link stops drain_us after the controller is told; the paths move at once
             at = (float(down["at_us"]) + float(down.get("drain_us", 0.0))) / scale
             failures = (LinkFailure(link=link, at_us=at, detect_us=0.0),)
-        job_w = workload_from_jobs([job], slices=slices)
+        job_w = workload_from_jobs(jobs, slices=slices)
+        firsts = [0]  # each job's first collective: the jobs' scores
+        for j in jobs[:-1]:
+            firsts.append(firsts[-1] + len(j.phases))
         return PacketRun(
             name=str(exp["name"]),
             source=source,
             modes=modes,
             spec=spec,
             job_workload=job_w,
+            measured=tuple(firsts),
             workload=with_background(job_w, background),
             failures=failures,
             scale=scale,
@@ -214,14 +220,14 @@ def ceiling(run: PacketRun, mode: str) -> tuple[float, str]:
         except VersusError:
             routes = None  # a flow without a recorded path: the simulator's routing below
         if routes is not None:
-            return routes_ceiling(topo, w, routes.path, (0,)), "the run's paths"
+            return routes_ceiling(topo, w, routes.path, run.measured), "the run's paths"
     from icefabric.sim.matrix import ceiling_mode, stripes_for
     from icefabric.sim.stripes import stripe
 
     cm = ceiling_mode(m)
     k = stripes_for(cm, topo, len(run.failures))
     cfg = config_for(cm, dt_us=run.dt_us, mtu_bytes=run.mtu)
-    value = paths_ceiling(topo, stripe(w, k), cfg, (0,), run.failures)
+    value = paths_ceiling(topo, stripe(w, k), cfg, run.measured, run.failures)
     return value, f"simulator's {cm.sim_routing} routing"
 
 
@@ -271,7 +277,9 @@ def compare(results_path: str | Path) -> dict[str, Any]:
         res = Simulator(topo, w, cfg, routes=routes).run()
         out["modes"][mode] = {
             "packet_level_busbw_over_bound": modes[mode]["busbw_over_bound"],
-            "sim_busbw_over_bound": res.collectives[0].busbw_over_bound,
+            "sim_busbw_over_bound": float(
+                np.mean([res.collectives[i].busbw_over_bound for i in run.measured])
+            ),
             "packet_level_completion_us": modes[mode]["completion_us"],
             "sim_completion_us": res.completion_us,
         }

@@ -102,9 +102,10 @@ class VirtualEngine:
         keys: dict[str, Any] = {}
         for fid in schedule.flow_bytes():  # every network flow is one QP, opened up front
             m = next(x for x in schedule.messages if x.flow_id == fid)
-            keys[fid] = fab.open_flow(m.src_host, m.dst_host, job=schedule.job, flow_id=fid)
+            keys[fid] = fab.open_flow(m.src_host, m.dst_host, job=m.job, flow_id=fid)
         if mode.planned:
-            ctl.add_job(exp.job)
+            for job, _ in exp.jobs:
+                ctl.add_job(job)
             install_real_keys(ctl, fab)
         delay = exp.rates.run_control_delay_us()
         # background flows: opened after the controller learnt the job's keys, so it never
@@ -280,7 +281,8 @@ def ecmp_model_check(
     topo = Topology(exp.topology)
     flows = [
         replace(f, udp_sport=keys[f.flow_id].udp_sport, qp=keys[f.flow_id].dst_qp)
-        for f in demand_from_job(exp.job)
+        for job, _ in exp.jobs
+        for f in demand_from_job(job)
         if f.flow_id in keys
     ]
     for i, bg in enumerate(exp.background):  # background flows cross the links too

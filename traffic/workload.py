@@ -36,8 +36,8 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from icefabric.control.ccl.demand import default_tree, demand_from_job
@@ -74,6 +74,7 @@ class Message:
     dst_host: str
     nbytes: int
     deps: tuple[int, ...]  # ids of messages that must have arrived before this one is posted
+    job: str = ""  # the job it belongs to (a schedule of several jobs: merge_schedules)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -89,11 +90,13 @@ class SchedulePhase:
     busbw_factor: float
     first: int  # message ids first .. last - 1
     last: int
+    job: str = ""  # the job it belongs to
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Schedule:
-    """Every message of one job with its dependencies, phase by phase."""
+    """Every message of one job (or of several running side by side: :func:`merge_schedules`)
+    with its dependencies, phase by phase."""
 
     job: str
     messages: tuple[Message, ...]
@@ -174,6 +177,7 @@ class _Builder:
                     dst_host=hd,
                     nbytes=size,
                     deps=d,
+                    job=self.job.name,
                 )
             )
             ids.append(mid)
@@ -299,6 +303,7 @@ def build_schedule(job: JobSpec, *, slices: int = 1) -> Schedule:
                 busbw_factor=busbw_factor(ph.collective, max(n, 2)),
                 first=first,
                 last=last,
+                job=job.name,
             )
         )
         into: dict[str, list[int]] = {}
@@ -306,6 +311,43 @@ def build_schedule(job: JobSpec, *, slices: int = 1) -> Schedule:
             into.setdefault(m.dst_host, []).append(m.id)
         b.barrier = {h: tuple(ids) for h, ids in into.items()}
     return Schedule(job=job.name, messages=tuple(b.messages), phases=tuple(phases))
+
+
+def merge_schedules(schedules: Sequence[Schedule]) -> Schedule:
+    """Several jobs' schedules as one, running side by side from the same start: the messages
+    renumbered in order (dependencies with them; no job waits for another), every phase named
+    ``JOB/PHASE`` so that phases of different jobs stay apart, the job ``A+B``.  One schedule
+    is returned as it is.  ValueError when two jobs share a name."""
+    if len(schedules) == 1:
+        return schedules[0]
+    names = [s.job for s in schedules]
+    if len(set(names)) != len(names) or not names:
+        raise ValueError(f"jobs: expected distinct job names, got {names}")
+    messages: list[Message] = []
+    phases: list[SchedulePhase] = []
+    for s in schedules:
+        base = len(messages)
+        messages.extend(
+            replace(
+                m,
+                id=m.id + base,
+                phase=f"{s.job}/{m.phase}",
+                deps=tuple(d + base for d in m.deps),
+                job=m.job or s.job,
+            )
+            for m in s.messages
+        )
+        phases.extend(
+            replace(
+                p,
+                name=f"{s.job}/{p.name}",
+                first=p.first + base,
+                last=p.last + base,
+                job=p.job or s.job,
+            )
+            for p in s.phases
+        )
+    return Schedule(job="+".join(names), messages=tuple(messages), phases=tuple(phases))
 
 
 def check_against_demand(schedule: Schedule, job: JobSpec) -> list[str]:

@@ -94,7 +94,7 @@ def test_a_failed_scheme_scores_zero_and_is_named(
     [
         (["--gpus", "128"], "--gpus: the packet-level matrix (--engine virtual) runs the presets'"),
         (["--message-mib", "64"], "--message-mib: the packet-level matrix"),
-        (["--scenarios", "two-jobs"], "scenarios: expected names from collisions, incast, "),
+        (["--scenarios", "mixed-nics"], "scenarios: expected names from collisions, two-jobs, "),
         (["--schemes", "ecmp+pfc"], "schemes: ecmp+pfc does not run at packet level"),
     ],
 )
