@@ -59,7 +59,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from icefabric.control.ccl.job import JobError, JobSpec, load_job, parse_job, parse_size
+from icefabric.control.ccl.job import parse_size
+from icefabric.experiment.jobs_config import more_jobs, resolve, workload
 from icefabric.experiment.spec import (  # re-exported: the experiment as data
     _DEF_LIMITS,
     _DEF_RATES,
@@ -115,16 +116,6 @@ def load_experiment(path: str | Path) -> Experiment:
     return parse_experiment(data, source=source, base=Path(path).resolve().parent)
 
 
-def _resolve(value: str, base: Path | None) -> Path:
-    p = Path(value)
-    if p.is_absolute():
-        return p
-    for root in (base, ROOT):
-        if root is not None and (root / p).exists():
-            return root / p
-    return (base or ROOT) / p
-
-
 def parse_experiment(
     data: Any, *, source: str = "<experiment>", base: Path | None = None
 ) -> Experiment:
@@ -172,7 +163,7 @@ def parse_experiment(
     # another user's experiment must not read, or quote, a file that user could not).
     ref = source if base is not None else None
     topo = _topology(data.get("topology"), base, err, ref)
-    job, slices = _workload(data.get("workload"), topo, base, err, ref)
+    job, slices = workload(data.get("workload"), topo, base, err, ref)
     modes = _modes(data.get("modes", list(DEFAULT_MODES)), err)
     seed = data.get("seed", 1)
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
@@ -195,8 +186,8 @@ def parse_experiment(
     link_down = _link_down(data.get("link_down"), topo, err)
     if (background or link_down) and engine != "virtual":
         err("engine", "background and link_down run on engine virtual only")
-    more_jobs = _more_jobs(data.get("jobs", []), job, topo, base, err, ref)
-    if more_jobs and engine != "virtual":
+    extra_jobs = more_jobs(data.get("jobs", []), job, topo, base, err, ref)
+    if extra_jobs and engine != "virtual":
         err("engine", "jobs (more than one job) run on engine virtual only")
     if errs or topo is None or job is None:
         raise ExperimentError(errs or [f"{source}: (top level): incomplete experiment"])
@@ -217,7 +208,7 @@ def parse_experiment(
         ice=ice,
         background=background,
         link_down=link_down,
-        more_jobs=more_jobs,
+        more_jobs=extra_jobs,
     )
 
 
@@ -237,7 +228,7 @@ def _topology(raw: Any, base: Path | None, err: Any, ref: str | None) -> Topolog
             if not isinstance(value, str):
                 err("topology.file", f"expected a path, got {value!r}")
                 return None
-            return load_topology(_resolve(value, base), referenced_from=ref)
+            return load_topology(resolve(value, base), referenced_from=ref)
         if not isinstance(value, Mapping):
             err(f"topology.{kind}", "expected a mapping of generator arguments")
             return None
@@ -254,176 +245,6 @@ def _topology(raw: Any, base: Path | None, err: Any, ref: str | None) -> Topolog
     except (TypeError, ValueError) as e:
         err(f"topology.{kind}", str(e))
     return None
-
-
-_WORKLOAD_KEYS = {
-    "job",
-    "nccl_log",
-    "collective",
-    "algorithm",
-    "channels",
-    "message_bytes",
-    "hosts",
-    "slices",
-    "name",
-}
-
-
-MAX_JOBS = 8  # jobs in one experiment, the workload's included
-
-
-def _more_jobs(
-    raw: Any,
-    first: JobSpec | None,
-    topo: TopologySpec | None,
-    base: Path | None,
-    err: Any,
-    ref: str | None,
-) -> tuple[tuple[JobSpec, int], ...]:
-    """The ``jobs`` list: each entry a workload mapping, as (job, slices)."""
-    if not isinstance(raw, list) or len(raw) > MAX_JOBS - 1:
-        err("jobs", f"expected a list of at most {MAX_JOBS - 1} workload mappings")
-        return ()
-    out: list[tuple[JobSpec, int]] = []
-    names = [first.name] if first is not None else []
-    for i, entry in enumerate(raw):
-        key = f"jobs[{i}]"
-
-        def sub(k: str, msg: str, key: str = key) -> None:
-            err(key + k[len("workload") :] if k.startswith("workload") else k, msg)
-
-        job, slices = _workload(entry, topo, base, sub, ref, key=key)
-        if job is None:
-            continue
-        if job.name in names:
-            err(f"{key}.name", f"job name {job.name!r} is taken: every job needs its own name")
-            continue
-        names.append(job.name)
-        out.append((job, slices))
-    return tuple(out)
-
-
-def _workload(
-    raw: Any,
-    topo: TopologySpec | None,
-    base: Path | None,
-    err: Any,
-    ref: str | None = None,
-    *,
-    key: str = "workload",
-) -> tuple[JobSpec | None, int]:
-    if not isinstance(raw, Mapping):
-        err("workload", "expected a mapping with job, nccl_log or collective")
-        return None, 1
-    for k in raw:
-        if k not in _WORKLOAD_KEYS:
-            err(
-                f"workload.{k}",
-                f"unknown key (expected one of {', '.join(sorted(_WORKLOAD_KEYS))})",
-            )
-    slices = raw.get("slices", 1)
-    if isinstance(slices, bool) or not isinstance(slices, int) or not 1 <= slices <= 64:
-        err("workload.slices", f"expected an integer 1..64, got {slices!r}")
-        slices = 1
-    given = [k for k in ("job", "nccl_log", "collective") if k in raw]
-    if len(given) != 1:
-        err("workload", f"expected exactly one of job, nccl_log, collective; got {given or 'none'}")
-        return None, slices
-    job: JobSpec | None = None
-    try:
-        if given[0] == "job":
-            v = raw["job"]
-            if isinstance(v, str):
-                job = load_job(_resolve(v, base), referenced_from=ref)
-            else:
-                job = parse_job(v, source=f"{key}.job")
-        elif given[0] == "nccl_log":
-            job = _from_nccl_log(raw["nccl_log"], base, err, ref)
-        else:
-            job = _shorthand(raw, topo, err, key)
-    except JobError as e:
-        for line in e.errors:
-            err(f"workload.{given[0]}", line)
-        return None, slices
-    if job is not None and topo is not None:
-        known = {h.name for h in topo.hosts}
-        for r in job.ranks:
-            if r.host not in known:
-                err(
-                    f"workload.{given[0]}",
-                    f"rank {r.rank}: no host {r.host!r} in topology {topo.name!r}",
-                )
-    return job, slices
-
-
-def _from_nccl_log(v: Any, base: Path | None, err: Any, ref: str | None) -> JobSpec | None:
-    from icefabric.control.ccl.nccl_log import load_nccl_log, to_job
-
-    if not isinstance(v, Mapping) or not isinstance(v.get("file"), str):
-        err("workload.nccl_log", "expected {file: PATH, collective, message_bytes, host_map}")
-        return None
-    allowed = {"file", "collective", "algorithm", "message_bytes", "host_map", "name"}
-    for k in v:
-        if k not in allowed:
-            err(
-                f"workload.nccl_log.{k}",
-                f"unknown key (expected one of {', '.join(sorted(allowed))})",
-            )
-    try:
-        size = parse_size(v.get("message_bytes", "8MiB"))
-    except ValueError as e:
-        err("workload.nccl_log.message_bytes", str(e))
-        return None
-    hm = v.get("host_map", {})
-    if not isinstance(hm, Mapping):
-        err("workload.nccl_log.host_map", "expected {log host: topology host}")
-        return None
-    path = _resolve(v["file"], base)
-    try:
-        parsed = load_nccl_log(path, referenced_from=ref)
-        return to_job(
-            parsed,
-            name=str(v.get("name", path.stem.replace("_", "-")))[:64],
-            collective=str(v.get("collective", "all-reduce")),
-            algorithm=v.get("algorithm"),
-            message_bytes=size,
-            host_map={str(a): str(b) for a, b in hm.items()},
-        )
-    except (OSError, ValueError) as e:
-        err("workload.nccl_log.file", str(e).splitlines()[0] if str(e) else type(e).__name__)
-        return None
-
-
-def _shorthand(
-    raw: Mapping[str, Any], topo: TopologySpec | None, err: Any, key: str = "workload"
-) -> JobSpec | None:
-    hosts_raw = raw.get("hosts", "interleaved")
-    if topo is None:
-        return None
-    if hosts_raw == "interleaved":
-        hosts = interleaved_hosts(topo)
-    elif hosts_raw == "all":
-        hosts = [h.name for h in topo.hosts]
-    elif isinstance(hosts_raw, list) and all(isinstance(h, str) for h in hosts_raw):
-        hosts = list(hosts_raw)
-    else:
-        err(
-            "workload.hosts",
-            f"expected interleaved, all or a list of host names, got {hosts_raw!r}",
-        )
-        return None
-    phase: dict[str, Any] = {
-        "name": str(raw["collective"]).replace("_", "-"),
-        "collective": raw["collective"],
-        "channels": raw.get("channels", 1),
-        "message_bytes": raw.get("message_bytes", "8MiB"),
-    }
-    if "algorithm" in raw:
-        phase["algorithm"] = raw["algorithm"]
-    return parse_job(
-        {"name": raw.get("name", "job"), "hosts": hosts, "phases": [phase]},
-        source=key,
-    )
 
 
 def _modes(raw: Any, err: Any) -> tuple[str, ...]:
