@@ -72,6 +72,15 @@ def register(verbs: Verbs) -> None:
     ls = esub.add_parser("list", help="the built-in presets")
     add_json(ls)
     ls.set_defaults(func=cmd_experiment_list)
+    _add_matrix(esub, add_json)
+    show = esub.add_parser("show", help="print a results directory's comparison")
+    show.add_argument("dir", metavar="DIR", help="results/<name>-<time>/ (or its results.json)")
+    add_json(show)
+    show.set_defaults(func=cmd_experiment_show)
+
+
+def _add_matrix(esub: Any, add_json: Any) -> None:
+    """``icectl experiment matrix``'s options."""
     mx = esub.add_parser(
         "matrix",
         help="schemes x scenarios x seeds: DIR/matrix.json and DIR/matrix.png",
@@ -115,6 +124,26 @@ def register(verbs: Verbs) -> None:
         help="collective message in MiB (default 32; sim only)",
     )
     mx.add_argument(
+        "--channels",
+        type=int,
+        default=None,
+        help="NCCL channels of every ring (default 8; sim only)",
+    )
+    mx.add_argument(
+        "--placement",
+        default=None,
+        help="ranks on hosts: scattered (default: a seeded shuffle), packed (host order, leaf "
+        "after leaf) or interleaved (round robin over the leaves); sim only",
+    )
+    mx.add_argument(
+        "--sweep",
+        default=None,
+        metavar="PARAM=V1,V2,...",
+        help="one matrix per value of message-mib, channels or placement (sim only): "
+        "DIR/PARAM-VALUE/ each, and DIR/sweep.json with ICE / best peer per value and scenario "
+        "(sim/README.md, sweeps)",
+    )
+    mx.add_argument(
         "--workers",
         type=int,
         default=1,
@@ -147,10 +176,6 @@ def register(verbs: Verbs) -> None:
     )
     add_json(mx)
     mx.set_defaults(func=cmd_experiment_matrix)
-    show = esub.add_parser("show", help="print a results directory's comparison")
-    show.add_argument("dir", metavar="DIR", help="results/<name>-<time>/ (or its results.json)")
-    add_json(show)
-    show.set_defaults(func=cmd_experiment_show)
 
 
 def load_for_run(args: argparse.Namespace) -> Any:
@@ -366,15 +391,55 @@ def _names(text: str | None, default: tuple[str, ...], what: str) -> tuple[str, 
     return names
 
 
+def _layout(args: argparse.Namespace) -> Any:
+    """--channels and --placement as a scenarios.Layout (ValueError naming the bad one)."""
+    from icefabric.sim.scenarios import DEFAULT_LAYOUT, Layout
+
+    return Layout(
+        channels=DEFAULT_LAYOUT.channels if args.channels is None else args.channels,
+        placement=DEFAULT_LAYOUT.placement if args.placement is None else args.placement,
+    )
+
+
+def _sweep(args: argparse.Namespace, gpus: int, mib: int, common: dict[str, Any]) -> int:
+    """``matrix --sweep``: one matrix per value (sim/matrix_sweep.py), DIR/sweep.json."""
+    from icefabric.sim.matrix_sweep import parse_sweep, run_sweep, sweep_markdown, write_sweep
+
+    param, values = parse_sweep(args.sweep)
+    kw = {k: v for k, v in common.items() if k != "tasks_dir"}
+    doc = run_sweep(
+        param, values, out=args.out, gpus=gpus, message=mib << 20, layout=_layout(args), **kw
+    )
+    doc["command"] = (
+        f"icectl experiment matrix --engine sim --sweep {args.sweep} --seeds {args.seeds} "
+        f"--gpus {gpus} --message-mib {mib} --channels {doc['channels']} "
+        f"--placement {doc['placement']} --workers {args.workers} "
+        f"--scenarios {','.join(common['scenarios'])} --schemes {','.join(common['schemes'])}"
+    )
+    write_sweep(doc, args.out)
+    if args.json:
+        render.emit_json(doc)
+        return EXIT_OK
+    print(sweep_markdown(doc), end="")
+    print(f"wrote {args.out / 'sweep.json'} and a matrix per value ({doc['cpu_s']:.0f} CPU s)")
+    return EXIT_OK
+
+
 def _matrix_sizes(args: argparse.Namespace) -> tuple[int, int]:
     """--gpus and --message-mib (MiB) checked for the engine: the simulator's scale, or none at
     packet level (the presets fix their fabrics and messages)."""
     if args.engine == "virtual":
-        for flag, value in (("--gpus", args.gpus), ("--message-mib", args.message_mib)):
+        for flag, value in (
+            ("--gpus", args.gpus),
+            ("--message-mib", args.message_mib),
+            ("--channels", args.channels),
+            ("--placement", args.placement),
+            ("--sweep", args.sweep),
+        ):
             if value is not None:
                 raise CliError(
                     f"{flag}: the packet-level matrix (--engine virtual) runs the presets' own "
-                    "fabrics and messages; give it with --engine sim only",
+                    "fabrics, jobs and messages; give it with --engine sim only",
                     EXIT_USAGE,
                 )
         return 0, 0
@@ -460,15 +525,22 @@ def cmd_experiment_matrix(args: argparse.Namespace) -> int:
         try:
             if packet:
                 doc = run_packet_matrix(**common)
+            elif args.sweep:
+                return _sweep(args, gpus, mib, common)
             else:
-                doc = run_matrix(gpus=gpus, message=mib << 20, **common)
+                doc = run_matrix(gpus=gpus, message=mib << 20, layout=_layout(args), **common)
         except ValueError as exc:
             raise CliError(f"icectl experiment matrix: {exc}", EXIT_USAGE) from None
         except SweepError as exc:
             raise CliError(f"icectl experiment matrix: {exc}", EXIT_RUNTIME) from None
     doc["command"] = (
         f"icectl experiment matrix --engine {args.engine} --seeds {args.seeds} "
-        + ("" if packet else f"--gpus {gpus} --message-mib {mib} ")
+        + (
+            ""
+            if packet
+            else f"--gpus {gpus} --message-mib {mib} --channels {doc['channels']} "
+            f"--placement {doc['placement']} "
+        )
         + f"--workers {args.workers} --scenarios {','.join(scenarios)} "
         + (f"--cluster {args.cluster} " if args.cluster else "")
         + f"--schemes {','.join(schemes)}"

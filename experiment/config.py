@@ -75,7 +75,6 @@ from icefabric.experiment.spec import (  # re-exported: the experiment as data
     Limits,
     LinkDown,
     Rates,
-    interleaved_hosts,
     packet_modes,
     run_topology,
 )
@@ -101,7 +100,6 @@ __all__ = [
     "LinkDown",
     "Mode",
     "Rates",
-    "interleaved_hosts",
     "packet_modes",
     "run_topology",
 ]

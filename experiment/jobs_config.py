@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from icefabric.control.ccl.job import JobError, JobSpec, load_job, parse_job, parse_size
-from icefabric.experiment.spec import ROOT, interleaved_hosts
+from icefabric.experiment.spec import ROOT
 from icefabric.topo.spec import TopologySpec
 
 
@@ -173,7 +173,7 @@ def _shorthand(
     if topo is None:
         return None
     if hosts_raw == "interleaved":
-        hosts = interleaved_hosts(topo)
+        hosts = topo.interleaved_hosts()
     elif hosts_raw == "all":
         hosts = [h.name for h in topo.hosts]
     elif isinstance(hosts_raw, list) and all(isinstance(h, str) for h in hosts_raw):

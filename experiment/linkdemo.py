@@ -58,9 +58,7 @@ def ring_job(hosts: Sequence[str], *, channels: int, name: str = "allreduce") ->
 def interleaved_hosts(topo: Topology) -> list[str]:
     """Hosts ordered so that every ring neighbour sits on another leaf (all traffic crosses
     the spines): first host of every leaf, then the second of every leaf, ..."""
-    from icefabric.experiment.config import interleaved_hosts as by_spec
-
-    return by_spec(topo.spec)
+    return topo.spec.interleaved_hosts()
 
 
 @dataclass(slots=True)

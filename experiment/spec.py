@@ -177,17 +177,6 @@ class Experiment:
         }
 
 
-def interleaved_hosts(spec: TopologySpec) -> list[str]:
-    """Hosts ordered so that ring neighbours sit on different leaves: the first host of every
-    leaf, then the second of every leaf, ... (all ring traffic crosses the spines)."""
-    leaves = list(dict.fromkeys(h.leaf for h in spec.hosts))
-    per_leaf = [[h.name for h in spec.hosts if h.leaf == leaf] for leaf in leaves]
-    out: list[str] = []
-    for i in range(max((len(x) for x in per_leaf), default=0)):
-        out.extend(x[i] for x in per_leaf if i < len(x))
-    return out
-
-
 def run_topology(exp: Experiment) -> TopologySpec:
     """The topology as an engine runs it: links without a delay get ``rates.link_delay_us``,
     and every delay is stretched by 1/scale like the other time constants (1 us at 100 Gbit/s

@@ -20,7 +20,6 @@ peer with the best median, and reported as its median, p10 and p90.
 
 from __future__ import annotations
 
-import io
 import json
 import sys
 import time
@@ -35,7 +34,15 @@ from icefabric.files import write_output
 from icefabric.sim.bound import paths_ceiling
 from icefabric.sim.config import config_for
 from icefabric.sim.engine import Simulator
-from icefabric.sim.scenarios import SCENARIOS, ScenarioCase, build, ring_step_cap
+from icefabric.sim.matrix_report import markdown, markdown_spread, plot_matrix
+from icefabric.sim.scenarios import (
+    DEFAULT_LAYOUT,
+    SCENARIOS,
+    Layout,
+    ScenarioCase,
+    build,
+    ring_step_cap,
+)
 from icefabric.sim.stripes import spray_stripes, stripe
 from icefabric.sim.sweep import run_tasks
 from icefabric.sim.workload import Workload
@@ -87,8 +94,9 @@ def run_seed(
     gpus: int,
     message: int,
     partial: str | None = None,
+    layout: Layout = DEFAULT_LAYOUT,
 ) -> dict[str, Any]:
-    """One scenario at one seed: every scheme's score and the ceiling of its paths
+    """One scenario at one seed (and ``layout``): every scheme's score and the ceiling of its paths
     (``sim/bound.py``: the best any rate allocation could do on them), and the CPU seconds it
     took, ``cpu_s``.
 
@@ -102,9 +110,10 @@ def run_seed(
         "schemes": list(schemes),
         "gpus": gpus,
         "message": message,
+        **_layout_key(layout),
     }
     done = _read_partial(partial, key)
-    case = build(scenario, gpus, seed, message)
+    case = build(scenario, gpus, seed, message, layout)
     topo = Topology(case.spec)
     striped = _Striped(case.workload)
     scores: dict[str, float] = done["scheme"]
@@ -126,11 +135,22 @@ def upgrade_ceilings(task: tuple[Any, ...], result: dict[str, Any]) -> dict[str,
     the same runs and are kept)."""
     scenario, seed, schemes, gpus, message = task[:5]
     cpu0 = time.process_time()
-    case = build(scenario, gpus, seed, message)
+    case = build(scenario, gpus, seed, message, task[6] if len(task) > 6 else DEFAULT_LAYOUT)
     topo = Topology(case.spec)
     ceil = _ceilings(case, topo, schemes, seed, _Striped(case.workload))
     cpu = round(float(result.get("cpu_s", 0.0)) + time.process_time() - cpu0, 2)
     return {**result, "ceiling": ceil, "cpu_s": cpu}
+
+
+def _layout_key(layout: Layout) -> dict[str, Any]:
+    """A task's layout fields, only where they differ from the default (so that the task
+    files of matrices made before there was a layout still match)."""
+    out: dict[str, Any] = {}
+    if layout.channels != DEFAULT_LAYOUT.channels:
+        out["channels"] = layout.channels
+    if layout.placement != DEFAULT_LAYOUT.placement:
+        out["placement"] = layout.placement
+    return out
 
 
 class _Striped:
@@ -247,6 +267,7 @@ def run_matrix(
     cluster: str | None = None,
     tasks_dir: Path | None = None,
     resume: bool = False,
+    layout: Layout = DEFAULT_LAYOUT,
 ) -> dict[str, Any]:
     """Run the matrix as a sweep of scenario-seed tasks (``sweep.run_tasks``): in this process
     with ``workers`` 1 and no ``cluster``, else on a local Dask cluster of ``workers`` processes
@@ -283,7 +304,7 @@ def run_matrix(
             if part is not None:
                 Path(part).unlink(missing_ok=True)
     tasks = [
-        (sc, seed, tuple(schemes), gpus, message, parts[(sc, seed)])
+        (sc, seed, tuple(schemes), gpus, message, parts[(sc, seed)], layout)
         for sc in scenarios
         for seed in range(1, seeds + 1)
     ]
@@ -307,11 +328,13 @@ def run_matrix(
         "engine": "sim",
         "gpus": gpus,
         "message_bytes": message,
+        "channels": layout.channels,
+        "placement": layout.placement,
         "seeds": list(range(1, seeds + 1)),
         "schemes_order": list(schemes),
         "cpu_s": round(sum(r["cpu_s"] for r in got.values()), 1),  # every task's own CPU
         # below 1 the ring scenarios are latency-bound at this size (scenarios.ring_step_cap)
-        "ring_step_cap": round(ring_step_cap(gpus, message), 4),
+        "ring_step_cap": round(ring_step_cap(gpus, message, channels=layout.channels), 4),
         "scenarios": summarise(per_seed, schemes),
         "per_seed": per_seed,
     }
@@ -365,13 +388,14 @@ def collect(
 
 
 def _task_key(t: tuple[Any, ...]) -> dict[str, Any]:
-    if len(t) >= 5:  # the simulator's: (scenario, seed, schemes, gpus, message, partial)
+    if len(t) >= 5:  # the simulator's: (scenario, seed, schemes, gpus, message, partial, layout)
         return {
             "scenario": t[0],
             "seed": t[1],
             "schemes": list(t[2]),
             "gpus": t[3],
             "message": t[4],
+            **_layout_key(t[6] if len(t) > 6 else DEFAULT_LAYOUT),
             "ceiling": CEILING,  # tasks of an earlier ceiling: upgrade_ceilings
         }
     # the packet level's: (scenario, seed, schemes, engine)
@@ -428,119 +452,6 @@ def write_matrix(doc: dict[str, Any], out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     write_output(out / "matrix.json", json.dumps(doc, indent=1) + "\n")
     plot_matrix(doc, out / "matrix.png")
-
-
-def plot_matrix(doc: dict[str, Any], path: Path) -> None:
-    """A heatmap: scenarios x schemes (median busbw ÷ bound), the best peer boxed, ICE ÷ best
-    peer (median [p10, p90]) at the end of each row."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.patches import Rectangle
-
-    scs = list(doc["scenarios"])
-    schemes = list(doc.get("schemes_order") or next(iter(doc["scenarios"].values()))["schemes"])
-    cols = [*schemes, "ceiling"]
-    grid = np.array(
-        [
-            [
-                doc["scenarios"][sc]["schemes"][s]["busbw_over_bound"]["median"]
-                if s != "ceiling"
-                else doc["scenarios"][sc]["ceiling"]["median"]
-                for s in cols
-            ]
-            for sc in scs
-        ]
-    )
-    fig, ax = plt.subplots(figsize=(1.1 * len(cols) + 4, 0.6 * len(scs) + 2.6))
-    im = ax.imshow(grid, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
-    for i, sc in enumerate(scs):
-        cell = doc["scenarios"][sc]
-        for j, _ in enumerate(cols):
-            ax.text(
-                j,
-                i,
-                f"{grid[i, j]:.2f}",
-                ha="center",
-                va="center",
-                color="white" if grid[i, j] < 0.6 else "black",
-                fontsize=8,
-            )
-        best = cell.get("best_peer")
-        if best in cols:
-            j = cols.index(best)
-            ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec="red", lw=2))
-        d = cell.get("ice_over_best_peer_dist")
-        if d:
-            ax.text(
-                len(cols) - 0.3,
-                i,
-                f"ICE÷best {d['median']:.2f} [{d['p10']:.2f}, {d['p90']:.2f}]",
-                va="center",
-                fontsize=8,
-            )
-    ax.set_xticks(range(len(cols)), cols, rotation=35, ha="right")
-    ax.set_yticks(range(len(scs)), scs)
-    ax.set_title(
-        f"busbw ÷ bound, median of {len(doc['seeds'])} seeds ({doc['engine']}, "
-        + (f"{doc['gpus']} GPUs" if "gpus" in doc else "packet-level presets")
-        + "); red: best peer",
-        fontsize=9,
-    )
-    fig.colorbar(im, ax=ax, orientation="horizontal", fraction=0.05, pad=0.25)
-    fig.tight_layout()
-    png = io.BytesIO()
-    fig.savefig(png, format="png", dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    write_output(path, png.getvalue())
-
-
-def markdown(doc: dict[str, Any]) -> str:
-    """The matrix as Markdown: per scenario ICE ÷ best peer (median [p10, p90]), ICE ÷ ECMP +
-    DCQCN, then every scheme's median busbw ÷ bound and the ceiling."""
-    schemes = list(doc["schemes_order"])
-    head = ["scenario", "best peer", "ICE ÷ best peer", "ICE ÷ ECMP+DCQCN", *schemes, "ceiling"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for sc, cell in doc["scenarios"].items():
-        d = cell.get("ice_over_best_peer_dist")
-        e = cell.get("ice_over_ecmp_dcqcn")
-        row = [
-            sc,
-            cell.get("best_peer", "-"),
-            f"{d['median']:.2f} [{d['p10']:.2f}, {d['p90']:.2f}]" if d else "-",
-            f"{e['median']:.2f} [{e['p10']:.2f}, {e['p90']:.2f}]" if e else "-",
-            *(f"{cell['schemes'][s]['busbw_over_bound']['median']:.3f}" for s in schemes),
-            f"{cell['ceiling']['median']:.3f}",
-        ]
-        lines.append("| " + " | ".join(row) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def markdown_spread(doc: dict[str, Any]) -> str:
-    """The matrix as Markdown, one row per scheme (then the ceiling, the best peer and ICE ÷
-    best peer), one column per scenario: median [p10, p90] over the seeds."""
-    scs = list(doc["scenarios"])
-    cells = doc["scenarios"]
-
-    def fmt(d: dict[str, float], digits: int = 3) -> str:
-        return f"{d['median']:.{digits}f} [{d['p10']:.{digits}f}, {d['p90']:.{digits}f}]"
-
-    lines = ["| scheme | " + " | ".join(scs) + " |", "|" + "---|" * (len(scs) + 1)]
-    for s in doc["schemes_order"]:
-        row = [fmt(cells[sc]["schemes"][s]["busbw_over_bound"]) for sc in scs]
-        lines.append(f"| {s} | " + " | ".join(row) + " |")
-    lines.append("| ceiling | " + " | ".join(fmt(cells[sc]["ceiling"]) for sc in scs) + " |")
-    lines.append(
-        "| best peer | " + " | ".join(cells[sc].get("best_peer", "-") for sc in scs) + " |"
-    )
-    for key, label in (
-        ("ice_over_best_peer_dist", "ICE ÷ best peer"),
-        ("ice_over_ecmp_dcqcn", "ICE ÷ ECMP+DCQCN"),
-    ):
-        row = [fmt(cells[sc][key], 2) if key in cells[sc] else "-" for sc in scs]
-        lines.append(f"| {label} | " + " | ".join(row) + " |")
-    return "\n".join(lines) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

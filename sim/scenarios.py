@@ -1,8 +1,10 @@
 """The scenarios of the peers matrix, at simulator scale (128-1,024 GPUs): one builder each.
 
 Every scenario is a 400G leaf-spine (16 hosts per leaf, 8 spines: 1:1 unless it says otherwise,
-one GPU per NIC) and jobs whose ranks a scheduler scattered over it (seeded shuffle); the seed
-also draws the background pairs and which link fails. The score is the busbw ÷ non-blocking
+one GPU per NIC) and jobs whose ranks a scheduler scattered over it (seeded shuffle; or, with a
+:class:`Layout`, packed in host order or interleaved over the leaves); the seed also draws the
+background pairs among the hosts the job left and which link fails (the same link in every
+placement). The score is the busbw ÷ non-blocking
 bound (``sim/results.py``) of the measured jobs' collectives, averaged over them.
 
 * ``collisions`` (a): one ring all-reduce (8 channels) over every GPU: ECMP's hash collisions.
@@ -44,6 +46,36 @@ CHANNELS = 8
 EP_GROUP = 16  # MoE expert-parallel group (incast: 15 senders per receiver)
 DETECT_US = 200.0  # link down -> new paths installed (the same for every mode)
 FAIL_AT = 0.2  # of the collective's ideal time
+
+
+PLACEMENTS = ("scattered", "packed", "interleaved")
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class Layout:
+    """How a scenario's jobs are laid out (what the matrix sweeps besides the message size).
+
+    ``channels``: NCCL channels of every ring (one flow per channel and ring neighbour pair;
+    ``incast``'s all-to-all keeps one flow per rank pair). ``placement``: which host each rank
+    gets: ``scattered`` (a seeded shuffle: a scheduler that placed the job on whatever was
+    free), ``packed`` (host order, leaf after leaf: NCCL's ring over a job packed onto
+    consecutive hosts, most ring neighbours under one leaf) or ``interleaved`` (round robin over
+    the leaves: every ring neighbour on another leaf, all traffic crosses the spines, as a
+    rail-aligned ring does across rails)."""
+
+    channels: int = CHANNELS
+    placement: str = "scattered"
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.channels <= 64:
+            raise ValueError(f"channels: expected 1..64, got {self.channels}")
+        if self.placement not in PLACEMENTS:
+            raise ValueError(
+                f"placement: expected one of {', '.join(PLACEMENTS)}, got {self.placement!r}"
+            )
+
+
+DEFAULT_LAYOUT = Layout()
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)
@@ -88,8 +120,17 @@ def _ring(name: str, hosts: list[str], message: int, channels: int = CHANNELS) -
     )
 
 
-def _shuffled(spec: TopologySpec, rng: np.random.Generator) -> list[str]:
-    return [spec.hosts[i].name for i in rng.permutation(len(spec.hosts))]
+def _placed(spec: TopologySpec, rng: np.random.Generator, layout: Layout) -> list[str]:
+    """The hosts in rank order for ``layout.placement``; the shuffle is drawn from ``rng`` in
+    every placement, so that the seed's later draws (the failing link) are the same whatever
+    the placement.  (Packed, the hosts a job leaves free are whole leaves: ``background``'s
+    storage flows then run between those leaves only, away from the job's links.)"""
+    shuffled = [spec.hosts[i].name for i in rng.permutation(len(spec.hosts))]
+    if layout.placement == "packed":
+        return [h.name for h in spec.hosts]
+    if layout.placement == "interleaved":
+        return spec.interleaved_hosts()
+    return shuffled
 
 
 def _ideal_us(message: int, ranks: int, gbps: float) -> float:
@@ -119,29 +160,32 @@ def ring_step_cap(
     return channels * slice_bytes * 8 / dt_s / (gbps * 1e9)
 
 
-def collisions(gpus: int, seed: int, message: int) -> ScenarioCase:
+def collisions(gpus: int, seed: int, message: int, layout: Layout = DEFAULT_LAYOUT) -> ScenarioCase:
     """(a) one ring all-reduce over every GPU."""
     spec = _fabric(gpus)
-    hosts = _shuffled(spec, np.random.default_rng(seed))
-    w = workload_from_jobs([_ring("job", hosts, message)])
+    hosts = _placed(spec, np.random.default_rng(seed), layout)
+    w = workload_from_jobs([_ring("job", hosts, message, layout.channels)])
     return ScenarioCase(name="collisions", spec=spec, workload=w, measured=(0,))
 
 
-def two_jobs(gpus: int, seed: int, message: int) -> ScenarioCase:
+def two_jobs(gpus: int, seed: int, message: int, layout: Layout = DEFAULT_LAYOUT) -> ScenarioCase:
     """(b) two ring all-reduces over half the GPUs each."""
     spec = _fabric(gpus)
-    hosts = _shuffled(spec, np.random.default_rng(seed))
+    hosts = _placed(spec, np.random.default_rng(seed), layout)
     half = len(hosts) // 2
-    jobs = [_ring("job-a", hosts[:half], message), _ring("job-b", hosts[half:], message)]
+    jobs = [
+        _ring("job-a", hosts[:half], message, layout.channels),
+        _ring("job-b", hosts[half:], message, layout.channels),
+    ]
     return ScenarioCase(
         name="two-jobs", spec=spec, workload=workload_from_jobs(jobs), measured=(0, 1)
     )
 
 
-def incast(gpus: int, seed: int, message: int) -> ScenarioCase:
+def incast(gpus: int, seed: int, message: int, layout: Layout = DEFAULT_LAYOUT) -> ScenarioCase:
     """(c) MoE all-to-all in expert-parallel groups of ``EP_GROUP`` GPUs, all at once."""
     spec = _fabric(gpus)
-    hosts = _shuffled(spec, np.random.default_rng(seed))
+    hosts = _placed(spec, np.random.default_rng(seed), layout)
     jobs = [
         parse_job(
             {
@@ -200,11 +244,11 @@ def with_background(w: Workload, flows: list[Flow]) -> Workload:
     )
 
 
-def background(gpus: int, seed: int, message: int) -> ScenarioCase:
+def background(gpus: int, seed: int, message: int, layout: Layout = DEFAULT_LAYOUT) -> ScenarioCase:
     """(d) a ring all-reduce over 3/4 of the hosts and unplanned storage flows among the rest."""
     spec = _fabric(gpus)
     rng = np.random.default_rng(seed)
-    hosts = _shuffled(spec, rng)
+    hosts = _placed(spec, rng, layout)
     n_job = len(hosts) * 3 // 4
     job_hosts, others = hosts[:n_job], hosts[n_job:]
     leaf = {h.name: h.leaf for h in spec.hosts}
@@ -228,7 +272,9 @@ def background(gpus: int, seed: int, message: int) -> ScenarioCase:
                 bytes=volume,
             )
         )
-    w = with_background(workload_from_jobs([_ring("job", job_hosts, message)]), flows)
+    w = with_background(
+        workload_from_jobs([_ring("job", job_hosts, message, layout.channels)]), flows
+    )
     return ScenarioCase(
         name="background",
         spec=spec,
@@ -238,16 +284,16 @@ def background(gpus: int, seed: int, message: int) -> ScenarioCase:
     )
 
 
-def failure(gpus: int, seed: int, message: int) -> ScenarioCase:
+def failure(gpus: int, seed: int, message: int, layout: Layout = DEFAULT_LAYOUT) -> ScenarioCase:
     """(e) a ring all-reduce; one leaf-spine link the job's leaves use fails mid-collective."""
     spec = _fabric(gpus)
     rng = np.random.default_rng(seed)
-    hosts = _shuffled(spec, rng)
+    hosts = _placed(spec, rng, layout)
     topo = Topology(spec)
     ups = [ln.id for ln in topo.links if ln.kind == "fabric" and ln.src.startswith("leaf")]
     link = ups[int(rng.integers(len(ups)))]
     at = FAIL_AT * _ideal_us(message, len(hosts), NIC_GBPS)
-    w = workload_from_jobs([_ring("job", hosts, message)])
+    w = workload_from_jobs([_ring("job", hosts, message, layout.channels)])
     return ScenarioCase(
         name="failure",
         spec=spec,
@@ -258,15 +304,17 @@ def failure(gpus: int, seed: int, message: int) -> ScenarioCase:
     )
 
 
-def oversubscribed(gpus: int, seed: int, message: int) -> ScenarioCase:
+def oversubscribed(
+    gpus: int, seed: int, message: int, layout: Layout = DEFAULT_LAYOUT
+) -> ScenarioCase:
     """(f) a ring all-reduce on a 2:1 oversubscribed leaf-spine."""
     spec = _fabric(gpus, oversubscription=2.0)
-    hosts = _shuffled(spec, np.random.default_rng(seed))
-    w = workload_from_jobs([_ring("job", hosts, message)])
+    hosts = _placed(spec, np.random.default_rng(seed), layout)
+    w = workload_from_jobs([_ring("job", hosts, message, layout.channels)])
     return ScenarioCase(name="oversubscribed", spec=spec, workload=w, measured=(0,))
 
 
-def mixed_nics(gpus: int, seed: int, message: int) -> ScenarioCase:
+def mixed_nics(gpus: int, seed: int, message: int, layout: Layout = DEFAULT_LAYOUT) -> ScenarioCase:
     """(g) a ring all-reduce where half the hosts (seeded) have 200G NICs."""
     base = _fabric(gpus)
     rng = np.random.default_rng(seed)
@@ -277,12 +325,12 @@ def mixed_nics(gpus: int, seed: int, message: int) -> ScenarioCase:
             replace(h, rate_gbps=NIC_GBPS / 2) if i in slow else h for i, h in enumerate(base.hosts)
         ),
     )
-    hosts = _shuffled(spec, rng)
-    w = workload_from_jobs([_ring("job", hosts, message)])
+    hosts = _placed(spec, rng, layout)
+    w = workload_from_jobs([_ring("job", hosts, message, layout.channels)])
     return ScenarioCase(name="mixed-nics", spec=spec, workload=w, measured=(0,))
 
 
-SCENARIOS: dict[str, Callable[[int, int, int], ScenarioCase]] = {
+SCENARIOS: dict[str, Callable[[int, int, int, Layout], ScenarioCase]] = {
     "collisions": collisions,
     "two-jobs": two_jobs,
     "incast": incast,
@@ -293,7 +341,9 @@ SCENARIOS: dict[str, Callable[[int, int, int], ScenarioCase]] = {
 }
 
 
-def build(name: str, gpus: int, seed: int, message: int) -> ScenarioCase:
+def build(
+    name: str, gpus: int, seed: int, message: int, layout: Layout = DEFAULT_LAYOUT
+) -> ScenarioCase:
     """Scenario ``name`` at ``gpus`` GPUs and ``seed`` (a one-line error for an unknown name)."""
     try:
         fn = SCENARIOS[name]
@@ -301,4 +351,4 @@ def build(name: str, gpus: int, seed: int, message: int) -> ScenarioCase:
         raise ValueError(
             f"scenario: expected one of {', '.join(SCENARIOS)}, got {name!r}"
         ) from None
-    return fn(gpus, seed, message)
+    return fn(gpus, seed, message, layout)

@@ -143,6 +143,17 @@ class TopologySpec:
         """The rate of ``host``'s access link in Gbit/s, defaults applied."""
         return host.rate_gbps if host.rate_gbps is not None else self.defaults.host_rate_gbps
 
+    def interleaved_hosts(self) -> list[str]:
+        """Host names ordered so that ring neighbours sit on different leaves: the first host
+        of every leaf, then the second of every leaf, ... (all ring traffic crosses the
+        spines)."""
+        leaves = list(dict.fromkeys(h.leaf for h in self.hosts))
+        per_leaf = [[h.name for h in self.hosts if h.leaf == leaf] for leaf in leaves]
+        out: list[str] = []
+        for i in range(max((len(x) for x in per_leaf), default=0)):
+            out.extend(x[i] for x in per_leaf if i < len(x))
+        return out
+
     def to_dict(self) -> dict[str, Any]:
         """The spec as plain data (the file format of topo/README.md)."""
         d = self.defaults

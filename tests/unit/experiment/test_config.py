@@ -10,7 +10,6 @@ import yaml
 from icefabric.experiment.config import (
     ExperimentError,
     IceKnobs,
-    interleaved_hosts,
     load_experiment,
     parse_experiment,
 )
@@ -55,7 +54,7 @@ def test_defaults_and_round_trip() -> None:
     exp = parse_experiment(GOOD)
     assert exp.modes == ("ecmp+dcqcn", "ice") and exp.seed == 1
     assert exp.rates.scale == 0.001 and exp.rates.mtu_bytes == 4096
-    assert interleaved_hosts(exp.topology) == [r.host for r in exp.job.ranks]
+    assert exp.topology.interleaved_hosts() == [r.host for r in exp.job.ranks]
     again = parse_experiment({**GOOD, "workload": {"job": exp.to_dict()["job"]}})
     assert again.job == exp.job
 
