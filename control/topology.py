@@ -177,11 +177,17 @@ class Topology:
 
     # ------------------------------------------------------------------ failures
 
+    @staticmethod
+    def both_directions(lid: int) -> list[int]:
+        """The two directed link ids of the link that holds directed link ``lid`` (a link's
+        directions are ids 2k and 2k + 1)."""
+        return [lid & ~1, lid | 1]
+
     def fail_link(self, lid: int) -> list[int]:
         """Mark both directions of the link holding directed link ``lid`` down; returns them."""
         if not 0 <= lid < len(self.links):
             raise TopologyError(f"no link id {lid} (0..{len(self.links) - 1})")
-        pair = [lid & ~1, lid | 1]
+        pair = self.both_directions(lid)
         self.failed[pair] = True
         log.info("link down: %s", self.link_name(lid & ~1))
         return pair

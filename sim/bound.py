@@ -73,7 +73,7 @@ def routes_ceiling(
     """:func:`paths_ceiling` on given paths: ``path`` per row (``sim.network`` aligned rows, the
     pad id ``topo``'s link count) and, with a ``failure``, the rows' paths ``after`` it."""
     cap = np.append(topo.capacity, np.inf)  # bytes/s per link id; the pad is inf
-    dead = [failure.link & ~1, failure.link | 1] if failure is not None else []
+    dead = Topology.both_directions(failure.link) if failure is not None else []
     out = []
     for g in measured:
         rows = np.flatnonzero(work.group == g)

@@ -15,13 +15,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from icefabric.control.controller.statefile import StateFile, StateWriteError
-from icefabric.control.topology import TopologyError
+from icefabric.control.topology import Topology, TopologyError
 
 if TYPE_CHECKING:
     from icefabric.control.controller.eventlog import EventLog
     from icefabric.control.install import ChangeReport
     from icefabric.control.planner.planner import Planner
-    from icefabric.control.topology import Topology
     from icefabric.topo.spec import TopologySpec
 
 
@@ -134,6 +133,6 @@ class FailureHandling:
             if by_probes:
                 self.probe_down.discard(lid & ~1)
             self.events.record("link_up", what, link=self.topo.link_name(lid))
-            self.planner().restore([lid & ~1, lid | 1])
+            self.planner().restore(Topology.both_directions(lid))
 
         return self._change(what, mutate)
