@@ -51,6 +51,9 @@ class _Control:
         default_factory=dict
     )
     instances: dict[str, str] = field(default_factory=dict)  # instance name -> control type
+    # @name annotations of actions and tables: local name -> the annotation's name (relative to
+    # the control instance, or absolute when it starts with '.', as P4Runtime names it).
+    names: dict[str, str] = field(default_factory=dict)
 
 
 class ApiError(ValueError):
@@ -219,16 +222,20 @@ class _Reader:
         while not self.at("}"):
             if self.tok.kind == "eof":
                 raise self.fail("'}'")
-            self.annotations()
+            annos = self.annotations()
             if self.at("action"):
                 self.pos += 1
                 name = self.ident()
                 ctl.actions[name] = self.params(self.skip_balanced())
                 self.skip_balanced()  # body
+                if annos.get("name"):
+                    ctl.names[name] = annos["name"]
             elif self.at("table"):
                 self.pos += 1
                 name = self.ident()
                 ctl.tables[name] = self.table_body()
+                if annos.get("name"):
+                    ctl.names[name] = annos["name"]
             elif self.at("apply"):
                 self.pos += 1
                 self.skip_balanced()
@@ -281,16 +288,21 @@ class _Reader:
         if depth > 16:
             raise ApiError(f"control instances nested deeper than 16 at {prefix}")
         ctl = self.controls[ctype]
+
+        def qualified(local: str) -> str:
+            name = ctl.names.get(local, local)
+            return name[1:] if name.startswith(".") else f"{prefix}.{name}"
+
         for tname, (keys, acts) in ctl.tables.items():
             full: list[str] = []
             for a in acts:
                 if a in ctl.actions:
-                    full.append(f"{prefix}.{a}")
-                    api.actions[f"{prefix}.{a}"] = ctl.actions[a]
+                    full.append(qualified(a))
+                    api.actions[qualified(a)] = ctl.actions[a]
                 else:  # a top-level action (NoAction)
                     full.append(a)
                     api.actions.setdefault(a, ())
-            api.tables[f"{prefix}.{tname}"] = Table(keys, frozenset(full))
+            api.tables[qualified(tname)] = Table(keys, frozenset(full))
         for inst, child in ctl.instances.items():
             if child in self.controls:
                 self.collect(child, f"{prefix}.{inst}", api, depth + 1)
