@@ -27,7 +27,7 @@
 #include "common/control/arp.p4"
 #include "v1model/control/load_balance.p4"
 #include "v1model/control/int_sampler.p4"
-#include "common/control/path_select.p4"
+#include "v1model/control/path_select.p4"
 #include "common/control/tag_switch.p4"
 #include "common/control/routing.p4"
 #include "v1model/control/last_hop.p4"

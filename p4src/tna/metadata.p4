@@ -71,6 +71,18 @@ header ipv4_option_word_t {
 }
 #define IPV4_OPTION_WORDS 10
 
+// How many INT records the ingress parser accepts (and the last hop strips), and so how many a
+// packet may carry: each hop pushes its own only while fewer than ICE_TNA_INT_MAX_HOPS - 1 are
+// there (IntTelemetry), as v1model does with INT_MAX_HOPS (5: a three-tier Clos).  Tofino 1
+// takes 3, a leaf-spine fabric's (two records reach the last leaf): its PHV has no room for five
+// records of 36 bytes beside the rest of the program.  A packet arriving with more is dropped as a
+// parser error; on a longer path the records stop growing after the second hop.
+#if __TARGET_TOFINO__ == 2
+#define ICE_TNA_INT_MAX_HOPS INT_MAX_HOPS
+#else
+#define ICE_TNA_INT_MAX_HOPS 3
+#endif
+
 // Ingress headers, in ingress deparse order.
 struct ice_ingress_headers_t {
     ice_bridged_md_t        bridged;
@@ -79,21 +91,11 @@ struct ice_ingress_headers_t {
     ethernet_t              ethernet;
     arp_t                   arp;
     ice_shim_t              ice_shim;
-    int_hop_t[INT_MAX_HOPS] int_hops;
+    int_hop_t[ICE_TNA_INT_MAX_HOPS] int_hops;
     ipv4_t                  ipv4;
     ipv4_option_word_t[IPV4_OPTION_WORDS] ipv4_options;
     udp_t                   udp;
     bth_t                   bth;
-}
-
-// A nanosecond timestamp turned into microseconds without a divider (IceIngress.take_time_*):
-// ns >> 10 and three shifted copies of it (each from a hash unit), summed in two steps.
-// Tofino runs one operation per field per stage, so each step is an action of its own.
-struct ice_time_parts_t {
-    bit<32> t0;     // ns >> 10
-    bit<32> t6;     // ns >> 16  (t0 >> 6)
-    bit<32> t7;     // ns >> 17  (t0 >> 7)
-    bit<32> t11;    // ns >> 21  (t0 >> 11)
 }
 
 // path_kind and int_enabled laid out as in the shim's first byte, so that TagSwitch's
@@ -122,14 +124,11 @@ struct ice_ingress_metadata_t {
     QueueId_t     control_qid;
     QueueId_t     feedback_qid;
     // Flow and time.
-    bit<32>       flow_slot;
-    bit<32>       now_us;
-    bit<32>       flowlet_cutoff_us;
-    ice_time_parts_t time;
-    // IPv4 length checks: ihl zero-extended (a shift needs its operand alone in a container of
-    // the result's size), header bytes (ihl * 4), bytes left after the header.
-    bit<16>       ipv4_ihl;
-    bit<16>       ipv4_hdr_bytes;
+    bit<12>       flow_slot;            // FLOW_STATE_SLOTS cells
+    bit<32>       now_ticks;            // 1.024 us ticks (IceIngress.take_time)
+    bit<32>       flowlet_cutoff;       // now_ticks - flowlet_timeout_us
+    // IPv4 length checks: header bytes, bytes left after the header, and the two verdicts.
+    bit<16>       ipv4_hdr_bytes;       // ihl * 4, set by the parser (parse_ipv4_ihl_*)
     bit<16>       ipv4_payload_bytes;
     bit<16>       ipv4_short;           // hdr bytes |-| total_len: non-zero when too short
     bit<16>       udp_excess;           // udp.length |-| payload bytes: non-zero when too long
@@ -146,15 +145,21 @@ struct ice_ingress_metadata_t {
     bit<1>        int_enabled;
     path_tag_t    path_tag;
     bit<2>        path_kind;
+    path_tag_t    planned_tag;          // PathLookups: flow_path's entry
+    bool          planned_hit;
     bool          dst_leaf_hit;
     leaf_id_t     dst_leaf;
     bit<8>        path_bucket;
+    bit<8>        flowlet_new_bucket;   // the bucket a new flowlet takes (IceIngress)
     bit<24>       int_sample_mask;
     bit<24>       int_sample_psn;       // (psn ^ (psn >> 6)) & int_sample_mask
     bit<32>       int_sample_gap_us;
-    bit<32>       int_sample_cutoff_us;  // now - gap: a slot sampled at or before it is due
-    bool          routed;
-    bool          strip_shim;
+    bit<32>       int_sample_cutoff;    // now_ticks - gap: a slot sampled at or before it is due
+    bit<2>        route_kind;           // RouteLookup: ipv4_route's entry (ROUTE_*)
+    port_id_t     route_port;
+    mac_addr_t    route_src_mac;
+    mac_addr_t    route_dst_mac;
+    bool          strip_shim;           // TagSwitch's; IceIngress tests end_path and the shim itself
     // Last-hop mirror.
     MirrorId_t    mirror_session;
     ice_mirror_md_t mirror_md;
@@ -193,6 +198,17 @@ struct ice_egress_headers_t {
     int_hop_t               new_hop;
     int_hop_t[ICE_TNA_EGRESS_RECORDS] int_hops;
     ipv4_t                  ipv4;
+}
+
+// The egress clock: a nanosecond timestamp turned into microseconds without a divider
+// (IntTelemetry.take_time_*): ns >> 10 and three shifted copies of it (each from a hash unit),
+// summed in two steps.  Tofino runs one operation per field per stage, so each step is an action
+// of its own.
+struct ice_time_parts_t {
+    bit<32> t0;     // ns >> 10
+    bit<32> t6;     // ns >> 16  (t0 >> 6)
+    bit<32> t7;     // ns >> 17  (t0 >> 7)
+    bit<32> t11;    // ns >> 21  (t0 >> 11)
 }
 
 struct ice_egress_metadata_t {

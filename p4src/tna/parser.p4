@@ -39,17 +39,22 @@ parser IceTnaIngressParser(packet_in pkt,
         md.int_enabled = 0;
         md.path_tag = 0;
         md.path_kind = PATH_KIND_PLANNED;
+        md.planned_tag = 0;
+        md.planned_hit = false;
         md.dst_leaf_hit = false;
         md.dst_leaf = 0;
         md.path_bucket = 0;
         md.int_sample_mask = 0;
         md.int_sample_gap_us = 0;
-        md.int_sample_cutoff_us = 0;
-        md.routed = false;
+        md.int_sample_cutoff = 0;
+        md.route_kind = 0;
+        md.route_port = 0;
+        md.route_src_mac = 0;
+        md.route_dst_mac = 0;
         md.strip_shim = false;
         md.mirror_session = 0;
-        md.now_us = 0;
-        md.flowlet_cutoff_us = 0;
+        md.now_ticks = 0;
+        md.flowlet_cutoff = 0;
         md.feedback_every_n_minus_1 = 0;
         md.mirror_md.setInvalid();
         transition select(ig_intr_md.ingress_port) {
@@ -83,8 +88,8 @@ parser IceTnaIngressParser(packet_in pkt,
         transition select(hdr.ice_shim.version, hdr.ice_shim.orig_ether_type,
                           hdr.ice_shim.int_hop_count) {
             (ICE_VERSION, ETHERTYPE_IPV4, 0): parse_ipv4;
-            (ICE_VERSION, ETHERTYPE_IPV4, 1 .. INT_MAX_HOPS): parse_int_1;
-            default: malformed;   // bad version, inner type, or more than INT_MAX_HOPS records
+            (ICE_VERSION, ETHERTYPE_IPV4, 1 .. ICE_TNA_INT_MAX_HOPS): parse_int_1;
+            default: malformed;   // bad version, inner type, or more than ICE_TNA_INT_MAX_HOPS records
         }
     }
 
@@ -107,6 +112,12 @@ parser IceTnaIngressParser(packet_in pkt,
         }
     }
 
+#if ICE_TNA_INT_MAX_HOPS == 3
+    state parse_int_3 {
+        pkt.extract(hdr.int_hops[2]);
+        transition parse_ipv4;
+    }
+#else
     state parse_int_3 {
         pkt.extract(hdr.int_hops[2]);
         transition select(hdr.ice_shim.int_hop_count) {
@@ -127,6 +138,7 @@ parser IceTnaIngressParser(packet_in pkt,
         pkt.extract(hdr.int_hops[4]);
         transition parse_ipv4;
     }
+#endif
 
     state parse_ipv4 {
         pkt.extract(hdr.ipv4);
@@ -136,11 +148,77 @@ parser IceTnaIngressParser(packet_in pkt,
         // the next and reads ihl at a negative offset: "Shifting extract to negative position").
         option_words.set(hdr.ipv4.ihl, 15, 0, 3, 8w251);
         transition select(hdr.ipv4.version, hdr.ipv4.ihl) {
-            (4, 5): parse_ipv4_done;
-            (4, 0 .. 4): malformed;
-            (4, _): parse_ipv4_option_word;
+            (4, 5): parse_ipv4_ihl_5;
+            (4, 6): parse_ipv4_ihl_6;
+            (4, 7): parse_ipv4_ihl_7;
+            (4, 8): parse_ipv4_ihl_8;
+            (4, 9): parse_ipv4_ihl_9;
+            (4, 10): parse_ipv4_ihl_10;
+            (4, 11): parse_ipv4_ihl_11;
+            (4, 12): parse_ipv4_ihl_12;
+            (4, 13): parse_ipv4_ihl_13;
+            (4, 14): parse_ipv4_ihl_14;
+            (4, 15): parse_ipv4_ihl_15;
             default: malformed;
         }
+    }
+
+    // The header's length in bytes (ihl * 4) as a constant per ihl: the parser writes
+    // constants for nothing, where the ingress would spend a stage on the shift before the
+    // length checks, which every forwarding decision waits for.
+    state parse_ipv4_ihl_5 {
+        md.ipv4_hdr_bytes = 20;
+        transition parse_ipv4_done;
+    }
+
+    state parse_ipv4_ihl_6 {
+        md.ipv4_hdr_bytes = 24;
+        transition parse_ipv4_option_word;
+    }
+
+    state parse_ipv4_ihl_7 {
+        md.ipv4_hdr_bytes = 28;
+        transition parse_ipv4_option_word;
+    }
+
+    state parse_ipv4_ihl_8 {
+        md.ipv4_hdr_bytes = 32;
+        transition parse_ipv4_option_word;
+    }
+
+    state parse_ipv4_ihl_9 {
+        md.ipv4_hdr_bytes = 36;
+        transition parse_ipv4_option_word;
+    }
+
+    state parse_ipv4_ihl_10 {
+        md.ipv4_hdr_bytes = 40;
+        transition parse_ipv4_option_word;
+    }
+
+    state parse_ipv4_ihl_11 {
+        md.ipv4_hdr_bytes = 44;
+        transition parse_ipv4_option_word;
+    }
+
+    state parse_ipv4_ihl_12 {
+        md.ipv4_hdr_bytes = 48;
+        transition parse_ipv4_option_word;
+    }
+
+    state parse_ipv4_ihl_13 {
+        md.ipv4_hdr_bytes = 52;
+        transition parse_ipv4_option_word;
+    }
+
+    state parse_ipv4_ihl_14 {
+        md.ipv4_hdr_bytes = 56;
+        transition parse_ipv4_option_word;
+    }
+
+    state parse_ipv4_ihl_15 {
+        md.ipv4_hdr_bytes = 60;
+        transition parse_ipv4_option_word;
     }
 
     state parse_ipv4_option_word {

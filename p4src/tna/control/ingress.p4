@@ -6,6 +6,12 @@
 // TNA: the ingress pipeline does not know the packet's length, so "IPv4 longer than the frame"
 // is checked in IceEgress (counted there); queues are chosen by qid instead of priority; the
 // drop is drop_ctl; everything egress needs is bridged in front of the packet.
+//
+// Laid out for Tofino 1's 12 stages, where each step that reads what an earlier one wrote
+// waits a stage: everything that needs no decision (the keyless settings and the port kind, the
+// lookups of PathLookups and RouteLookup, hashes, the clock, length arithmetic) is done first,
+// for every packet, and the decisions below read those results where v1model computes them.
+// bf-p4c's placement: p4src/README.md, Tofino.
 control IceIngress(inout ice_ingress_headers_t hdr,
                    inout ice_ingress_metadata_t md,
                    in ingress_intrinsic_metadata_t ig_intr_md,
@@ -22,10 +28,13 @@ control IceIngress(inout ice_ingress_headers_t hdr,
         drop_reason_counter;
 
     Hash<bit<12>>(HashAlgorithm_t.CRC32) flow_slot_hash;
+    Hash<bit<6>>(HashAlgorithm_t.CRC32) flowlet_hash;
 
     SwitchConfig() config;
     ArpResponder() arp;
+    PathLookups() path_lookups;
     PathSelect() path_select;
+    RouteLookup() route_lookup;
     TagSwitch() tag_switch;
     Ipv4Routing() routing;
     LastHop() last_hop;
@@ -60,52 +69,32 @@ control IceIngress(inout ice_ingress_headers_t hdr,
         size = 1;
     }
 
-    // Ingress time in microseconds from the 48-bit nanosecond global timestamp, without a
-    // divider: t = ns >> 10 (1.024 us units), then us = t * 1.024 ~ t + t/64 + t/128 + t/2048
-    // (error below 0.01 %).  32 bits: wraps every ~71 minutes; INT records and feedback carry it
-    // in their 64-bit fields, so consumers must take differences modulo 2^32 on Tofino.
-    // Three actions, one per stage: a Tofino action does one operation per field.
-    // The shifted copies of the timestamp come from hash units (identity hashes of slices): a
-    // PHV container cannot hold the 48-bit timestamp cut at bit 10 (it is parsed into whole
-    // containers), and an action gets at most 32 bits from a hash unit, so one action each.
-    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) time_t0;
-    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) time_t6;
-    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) time_t7;
-    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) time_t11;
+    // The ingress clock: the 48-bit nanosecond global timestamp >> 10, 32-bit ticks of 1.024 us
+    // (wrapping every ~73 minutes), from an identity hash of the timestamp's slice in one
+    // action (a PHV container cannot hold the timestamp cut at bit 10: it is parsed into whole
+    // containers).  Only the flowlet and INT sampler registers read it, and the controller's
+    // flowlet timeout and sampling gap count these ticks on Tofino: 2.4 % longer than their
+    // microseconds (p4src/README.md, Tofino).  Not microseconds as the egress clock
+    // (IntTelemetry.take_time_*): that conversion is three stages of adds, which Tofino 1's
+    // twelve stages have no room for before the flowlet registers.
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) time_hash;
 
-    action take_time_t0() {
-        md.time.t0 = time_t0.get({ ig_prsr_md.global_tstamp[41:10] });
+    action take_time() {
+        md.now_ticks = time_hash.get({ ig_prsr_md.global_tstamp[41:10] });
         md.ingress_port = ig_intr_md.ingress_port;
-        md.ipv4_ihl = (bit<16>)hdr.ipv4.ihl;
     }
 
-    action take_time_t6() {
-        md.time.t6 = time_t6.get({ ig_prsr_md.global_tstamp[41:16] });
+    // What the flowlet and sampler registers compare with: a stateful ALU compares a cell with
+    // a PHV value, it does not subtract first.  LastHop's feedback counter compares with n - 1.
+    action take_cutoffs() {
+        md.flowlet_cutoff = md.now_ticks - md.flowlet_timeout_us;
+        md.int_sample_cutoff = md.now_ticks - md.int_sample_gap_us;
+        md.feedback_every_n_minus_1 = (bit<32>)md.feedback_every_n - 1;
     }
 
-    action take_time_t7() {
-        md.time.t7 = time_t7.get({ ig_prsr_md.global_tstamp[41:17] });
-    }
-
-    action take_time_t11() {
-        md.time.t11 = time_t11.get({ ig_prsr_md.global_tstamp[41:21] });
-    }
-
-    action take_time_pairs() {
-        md.time.t0 = md.time.t0 + md.time.t6;
-        md.time.t7 = md.time.t7 + md.time.t11;
-    }
-
-    action take_time_sum() {
-        md.now_us = md.time.t0 + md.time.t7;
-    }
-
-    // IPv4 length checks, as v1model's: header bytes and what the total length leaves after
-    // them, computed before the comparisons (a gateway compares fields, it does not shift).
-    action ipv4_header_bytes() {
-        md.ipv4_hdr_bytes = md.ipv4_ihl << 2;
-    }
-
+    // IPv4 length checks, as v1model's: what the total length leaves after the header (its
+    // length the parser set), computed before the comparisons (a gateway compares fields, it
+    // does not subtract).
     action ipv4_payload_bytes() {
         md.ipv4_payload_bytes = hdr.ipv4.total_len - md.ipv4_hdr_bytes;
         md.ipv4_short = md.ipv4_hdr_bytes |-| hdr.ipv4.total_len;
@@ -125,14 +114,26 @@ control IceIngress(inout ice_ingress_headers_t hdr,
         hdr.int_hops[0].setInvalid();
         hdr.int_hops[1].setInvalid();
         hdr.int_hops[2].setInvalid();
+#if ICE_TNA_INT_MAX_HOPS > 3
         hdr.int_hops[3].setInvalid();
         hdr.int_hops[4].setInvalid();
+#endif
     }
 
     action compute_flow_slot() {
-        md.flow_slot = (bit<32>)flow_slot_hash.get({
+        md.flow_slot = flow_slot_hash.get({
             hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
             hdr.udp.src_port, hdr.udp.dst_port, hdr.bth.dst_qp });
+    }
+
+    // The bucket a new flowlet of this flow would take (LoadBalance): the flow's fields and the
+    // time, as v1model's (which hashes its 48-bit microseconds; here the ingress clock's ticks,
+    // the same timestamp bits take_time keeps), for every packet at the start so that the
+    // flowlet registers need not wait for it.
+    action flowlet_bucket() {
+        md.flowlet_new_bucket = (bit<8>)flowlet_hash.get({
+            hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.udp.src_port,
+            hdr.udp.dst_port, hdr.bth.dst_qp, ig_prsr_md.global_tstamp[41:10] });
     }
 
     action bridge() {
@@ -143,12 +144,18 @@ control IceIngress(inout ice_ingress_headers_t hdr,
         hdr.bridged.switch_id = md.switch_id;
     }
 
-    // A punt's packet_in: to_cpu tells the egress parser, and egress_port is written again (0
-    // as fill_packet_in wrote it) from a field rather than a constant: bf-p4c's deparser-zero
-    // optimisation puts packet_in.egress_port/_pad1, written only with 0 in ingress, into an
-    // 8-bit container as one 16-bit run, which the assembler rejects (Invalid register slice).
-    action mark_punt() {
+    // A punt's bridged header: to_cpu tells the egress parser that a packet_in follows, and
+    // packet_in.egress_port is written again (0 as fill_packet_in wrote it) from a field rather
+    // than a constant: bf-p4c's deparser-zero optimisation puts packet_in.egress_port/_pad1,
+    // written only with 0 in ingress, into an 8-bit container as one 16-bit run, which the
+    // assembler rejects (Invalid register slice).  One action with bridge()'s writes, not a
+    // second one after it, so that both take the same (last) stage.
+    action bridge_punt() {
+        hdr.bridged.setValid();
+        hdr.bridged.md_kind = ICE_MD_BRIDGED;
         hdr.bridged.to_cpu = 1;
+        hdr.bridged.ingress_port = ig_intr_md.ingress_port;
+        hdr.bridged.switch_id = md.switch_id;
         hdr.packet_in.egress_port = md.no_port;
     }
 
@@ -178,6 +185,12 @@ control IceIngress(inout ice_ingress_headers_t hdr,
         md.int_sample_psn = hdr.bth.psn ^ md.int_sample_psn;
     }
 
+    // The sampling mask (PathLookups: int_sampling) applied on the ALU: a gateway compares
+    // with constants only.
+    action mask_psn() {
+        md.int_sample_psn = md.int_sample_psn & md.int_sample_mask;
+    }
+
     apply {
         if (hdr.int_hops[0].isValid()) {
             md.rec_qdepth0 = hdr.int_hops[0].enq_qdepth;
@@ -194,29 +207,38 @@ control IceIngress(inout ice_ingress_headers_t hdr,
         } else {
             md.rec_qdepth2 = 0;
         }
+#if ICE_TNA_INT_MAX_HOPS > 3
         if (hdr.int_hops[3].isValid()) {
             md.rec_qdepth3 = hdr.int_hops[3].enq_qdepth;
         } else {
             md.rec_qdepth3 = 0;
         }
+#else
+        md.rec_qdepth3 = 0;
+#endif
         record_qdepths_pairs();
         record_qdepths_max();
-        shift_psn();
-        mix_psn();
         // Computed for every packet, before the decisions that read them: Tofino runs an action
         // as soon as its inputs are ready, and a computation under an `if` waits for the
         // conditions above it.  (The values are read only where v1model computes them.)
+        // The settings and the lookups that need nothing computed come first too, unconditional
+        // (SwitchConfig's keyless tables and port kind, PathLookups): their results are only
+        // metadata, read where v1model applies them.
         compute_flow_slot();
-        ipv4_header_bytes();
+        flowlet_bucket();
         ipv4_payload_bytes();
         udp_excess_bytes();
-        take_time_t0();
-        take_time_t6();
-        take_time_t7();
-        take_time_t11();
-        take_time_pairs();
-        take_time_sum();
+        take_time();
         queue_config.apply();
+        config.apply(md, ig_intr_md.ingress_port);
+        path_lookups.apply(hdr, md);
+        if (hdr.ipv4.isValid()) {
+            route_lookup.apply(hdr, md);
+        }
+        take_cutoffs();
+        shift_psn();
+        mix_psn();
+        mask_psn();
         port_rx_counter.count(ig_intr_md.ingress_port);
         if (hdr.packet_out.isValid()) {
             send_packet_out();
@@ -229,22 +251,20 @@ control IceIngress(inout ice_ingress_headers_t hdr,
         } else if (hdr.ethernet.ether_type == ETHERTYPE_LLDP) {
             punt_link_probe();
         } else {
-            config.apply(md, ig_intr_md.ingress_port);
-            md.flowlet_cutoff_us = md.now_us - md.flowlet_timeout_us;
-            // LastHop's feedback counter compares with n - 1 (a stateful ALU does not subtract).
-            md.feedback_every_n_minus_1 = (bit<32>)md.feedback_every_n - 1;
             if (hdr.arp.isValid()) {
                 arp.apply(hdr, md.ingress_port, ig_tm_md.ucast_egress_port);
             } else if (hdr.ipv4.isValid()) {
+                // v1model's order of checks and decisions, written so that no condition reads
+                // md.drop_reason after a check wrote it (each such read would wait a stage):
+                // the length checks are an if-else chain in front of the forwarding, and the
+                // later conditions leave out what their branch already rules out.
                 if (md.ipv4_short != 0) {
                     md.drop_reason = DROP_REASON_PARSER_ERROR;
                 } else if (hdr.udp.isValid() && md.udp_excess != 0) {
                     md.drop_reason = DROP_REASON_BAD_LENGTH;
                 } else if (hdr.ice_shim.isValid() && md.ingress_port_kind == PORT_KIND_HOST) {
                     md.drop_reason = DROP_REASON_SHIM_FROM_HOST;
-                }
-
-                if (md.drop_reason == DROP_REASON_NONE) {
+                } else {
                     if (hdr.udp.isValid() && hdr.udp.dst_port == UDP_PORT_ICE_FEEDBACK
                             && md.ingress_port_kind == PORT_KIND_FABRIC) {
                         ig_tm_md.qid = md.feedback_qid;
@@ -265,10 +285,16 @@ control IceIngress(inout ice_ingress_headers_t hdr,
                     if (md.has_path) {
                         tag_switch.apply(hdr, md, ig_tm_md.ucast_egress_port);
                     }
-                    if (md.drop_reason == DROP_REASON_NONE && (!md.has_path || md.end_path)) {
+                    // TagSwitch's drops (unknown tag, hop limit) leave end_path false.
+                    if (!md.has_path || md.end_path) {
                         routing.apply(hdr, md, md.ingress_port, ig_tm_md.ucast_egress_port);
                     }
-                    if (md.drop_reason == DROP_REASON_NONE && md.strip_shim && md.routed) {
+                    // v1model: drop_reason == NONE && strip_shim && routed.  Routing's drops
+                    // are the packets it did not send to a port, and strip_shim (end_path on
+                    // a shimmed packet, read here at its source) excludes the TTL check; the
+                    // route entry's action is known from the start (RouteLookup).
+                    if (md.end_path && hdr.ice_shim.isValid()
+                            && md.route_kind == ROUTE_TO_PORT) {
                         last_hop.apply(hdr, md, ig_intr_md, ig_dprsr_md, ig_tm_md);
                         strip_shim();
                     }
@@ -282,9 +308,10 @@ control IceIngress(inout ice_ingress_headers_t hdr,
             ig_dprsr_md.drop_ctl = 1;
             drop_reason_counter.count(md.drop_reason);
         } else {
-            bridge();
             if (hdr.packet_in.isValid()) {
-                mark_punt();
+                bridge_punt();
+            } else {
+                bridge();
             }
         }
     }

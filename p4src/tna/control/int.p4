@@ -174,7 +174,7 @@ control IntTelemetry(inout ice_egress_headers_t hdr,
             fill_new_hop(hdr.mirror_md.switch_id);
             md.fb_hop_count = hdr.ice_shim.int_hop_count + 1;
         } else if (hdr.ice_shim.isValid() && hdr.ice_shim.int_enabled == 1
-                && hdr.ice_shim.int_hop_count < INT_MAX_HOPS - 1) {
+                && hdr.ice_shim.int_hop_count < ICE_TNA_INT_MAX_HOPS - 1) {
             fill_new_hop(hdr.bridged.switch_id);
             hdr.ice_shim.int_hop_count = hdr.ice_shim.int_hop_count + 1;
         }

@@ -51,9 +51,13 @@ control LastHop(in ice_ingress_headers_t hdr,
 
     apply {
         if (hdr.ice_shim.int_enabled == 1) {
-            bit<1> feedback_due = 0;
+            // One write of feedback_due per branch (an initial 0 then the counter's would be
+            // two writes in a row, a stage apart).
+            bit<1> feedback_due;
             if (md.feedback_every_n != 0) {
-                feedback_due = count_for_feedback.execute(md.flow_slot[11:0]);
+                feedback_due = count_for_feedback.execute(md.flow_slot);
+            } else {
+                feedback_due = 0;
             }
             fill_mirror_md();
             if (feedback_due == 1 && md.report_enabled == 1) {

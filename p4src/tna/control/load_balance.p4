@@ -13,14 +13,14 @@
 //
 // Flowlet: one RegisterAction per register and packet (Tofino's stateful ALU reads, decides and
 // writes one cell per packet): the first says whether the flowlet expired and stamps the time,
-// the second keeps or replaces the bucket.  Times are 32-bit microseconds (IceIngress), so a
-// slot idle for a multiple of ~71 minutes may keep its old bucket once.
+// the second keeps or replaces the bucket.  Times are the ingress clock's 32-bit 1.024 us ticks
+// (IceIngress.take_time; the timeout counts them too), so a slot idle for a multiple of ~73
+// minutes may keep its old bucket once.
 control LoadBalance(in ice_ingress_headers_t hdr,
                     inout ice_ingress_metadata_t md) {
 
     Hash<bit<6>>(HashAlgorithm_t.CRC32) ecmp_hash;
     Hash<bit<6>>(HashAlgorithm_t.CRC32) eecmp_hash;
-    Hash<bit<6>>(HashAlgorithm_t.CRC32) flowlet_hash;
 
     Register<bit<32>, bit<12>>(FLOW_STATE_SLOTS, 0) flowlet_last_seen;
     Register<bit<8>, bit<12>>(FLOW_STATE_SLOTS, 0) flowlet_bucket;
@@ -28,12 +28,12 @@ control LoadBalance(in ice_ingress_headers_t hdr,
     // expired = never seen (0) or last seen before now - timeout; always stamps now.
     RegisterAction<bit<32>, bit<12>, bit<1>>(flowlet_last_seen) touch_flowlet = {
         void apply(inout bit<32> last_seen, out bit<1> expired) {
-            if (last_seen == 0 || last_seen < md.flowlet_cutoff_us) {
+            if (last_seen == 0 || last_seen < md.flowlet_cutoff) {
                 expired = 1;
             } else {
                 expired = 0;
             }
-            last_seen = md.now_us;
+            last_seen = md.now_ticks;
         }
     };
 
@@ -45,20 +45,18 @@ control LoadBalance(in ice_ingress_headers_t hdr,
 
     RegisterAction<bit<8>, bit<12>, bit<8>>(flowlet_bucket) replace_bucket = {
         void apply(inout bit<8> bucket, out bit<8> result) {
-            bucket = md.path_bucket;
-            result = md.path_bucket;
+            bucket = md.flowlet_new_bucket;
+            result = md.flowlet_new_bucket;
         }
     };
 
     apply {
         if (md.lb_mode == LB_MODE_PLANNED_FLOWLET) {
-            bit<12> slot = md.flow_slot[11:0];
-            bit<1> expired = touch_flowlet.execute(slot);
-            if (expired == 1) {
-                md.path_bucket = (bit<8>)flowlet_hash.get({
-                    hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.udp.src_port,
-                    hdr.udp.dst_port, hdr.bth.dst_qp, md.now_us });
-                replace_bucket.execute(slot);
+            bit<12> slot = md.flow_slot;
+            // A new flowlet takes md.flowlet_new_bucket (IceIngress.flowlet_bucket: the hash of
+            // the flow's fields and the time, computed for every packet beforehand).
+            if (touch_flowlet.execute(slot) == 1) {
+                md.path_bucket = replace_bucket.execute(slot);
             } else {
                 md.path_bucket = keep_bucket.execute(slot);
             }

@@ -23,11 +23,13 @@ control ReportBuilder(inout ice_egress_headers_t hdr,
             hdr.mirror_md.flow_dst_qp });
     }
 
-    RegisterAction<bit<32>, bit<12>, bit<1>>(report_pkt_count) count_for_report = {
-        void apply(inout bit<32> seen, out bit<1> due) {
+    // Outputs the report reason it stands for (REPORT_REASON_SAMPLED or 0), so that the report
+    // needs no further step to combine it with the alarm's.
+    RegisterAction<bit<32>, bit<12>, bit<4>>(report_pkt_count) count_for_report = {
+        void apply(inout bit<32> seen, out bit<4> due) {
             if (seen >= md.report_every_n_minus_1) {
                 seen = 0;
-                due = 1;
+                due = REPORT_REASON_SAMPLED;
             } else {
                 seen = seen + 1;
                 due = 0;
@@ -56,10 +58,15 @@ control ReportBuilder(inout ice_egress_headers_t hdr,
         md.report_host_port = hdr.mirror_md.host_port;
     }
 
+    action report_every_n_minus_1() {
+        md.report_every_n_minus_1 = md.report_every_n - 1;
+    }
+
     // The queue alarm: max(this hop's, the records' largest) |-| threshold, non-zero above it
-    // (a gateway compares with constants only).
+    // (a gateway compares with constants only).  This hop's depth is the one IntTelemetry put
+    // in new_hop, taken from md.enq_qdepth where it comes from.
     action report_qdepth_max() {
-        md.report_qdepth = max(hdr.new_hop.enq_qdepth, hdr.mirror_md.records_max_qdepth);
+        md.report_qdepth = max(md.enq_qdepth, hdr.mirror_md.records_max_qdepth);
     }
 
     action report_qdepth_over() {
@@ -91,23 +98,23 @@ control ReportBuilder(inout ice_egress_headers_t hdr,
         hdr.ice_shim.setInvalid();
     }
 
+    // Everything the verdicts need is computed for every copy first, unconditionally: on
+    // Tofino each step that reads what the one before wrote waits a stage, and the report is
+    // the egress's longest chain.
     apply {
         report_config.apply();
         copy_report_ports();
-        md.report_reason = 0;
+        report_slot();
+        report_every_n_minus_1();
+        report_qdepth_max();
+        report_qdepth_over();
         if (md.report_every_n != 0) {
-            md.report_every_n_minus_1 = md.report_every_n - 1;
-            report_slot();
-            if (count_for_report.execute(md.report_slot) == 1) {
-                md.report_reason = md.report_reason | REPORT_REASON_SAMPLED;
-            }
+            md.report_reason = count_for_report.execute(md.report_slot);
+        } else {
+            md.report_reason = 0;
         }
-        if (md.report_qdepth_threshold != 0) {
-            report_qdepth_max();
-            report_qdepth_over();
-            if (md.report_qdepth_over != 0) {
-                md.report_reason = md.report_reason | REPORT_REASON_QUEUE_ALARM;
-            }
+        if (md.report_qdepth_threshold != 0 && md.report_qdepth_over != 0) {
+            md.report_reason = md.report_reason | REPORT_REASON_QUEUE_ALARM;
         }
         if (md.report_reason == 0) {
             eg_dprsr_md.drop_ctl = 1;
