@@ -60,6 +60,14 @@ TOFINO_CLONE_PACKET_LENGTH = 272
 # v1model Kmin), 65 + 255 cells ~ 25 packets.
 TOFINO_ECN_KMIN_CELLS = 65
 TOFINO_ECN_KMAX_CELLS = 65 + 255
+# The TNA program's ingress clock, which its flowlet and INT sampler registers read, is the
+# nanosecond timestamp >> 10: ticks of 1,024 ns (p4src/tna/control/ingress.p4, take_time).
+TOFINO_INGRESS_CLOCK_NS = 1024
+
+
+def to_switch_clock(us: int, clock_ns: int) -> int:
+    """``us`` in ticks of ``clock_ns`` ns, rounded; non-zero stays non-zero (0: never)."""
+    return 0 if us <= 0 else max(1, (us * 1000 + clock_ns // 2) // clock_ns)
 
 
 @dataclass(slots=True, frozen=True)
@@ -88,13 +96,14 @@ class IntSampling:
         if isinstance(g, bool) or not isinstance(g, int) or not 0 <= g < 2**31:
             raise FabricError(f"int sampling: max gap: expected 0..2^31-1 us, got {g!r}")
 
-    def entry(self) -> TableEntry:
-        """The table write that sets this sampling on one switch (a keyless table's default)."""
+    def entry(self, clock_ns: int = 1000) -> TableEntry:
+        """The table write that sets this sampling on one switch (a keyless table's default);
+        the gap in ticks of the switch's ingress clock (``FabricOptions.switch_clock_ns``)."""
         return _default(
             n.TABLE_INT_SAMPLING,
             n.ACTION_SET_INT_SAMPLING,
             psn_mask=self.every_n - 1,
-            max_gap_us=self.max_gap_us,
+            max_gap_us=to_switch_clock(self.max_gap_us, clock_ns),
         )
 
 
@@ -119,6 +128,10 @@ class FabricOptions:
     ecn_kmax: int = 20
     ecn_pmax_mask: int = 0
     cpu_port: int = n.CPU_PORT
+    # Nanoseconds per tick of the switches' ingress clock, in which the flowlet timeout and the
+    # INT sampling gap are written (their P4 parameters say _us): 1000 for the v1model program,
+    # TOFINO_INGRESS_CLOCK_NS for the TNA one.
+    switch_clock_ns: int = 1000
     # Bytes the last-hop clone sessions keep (0: the whole packet).  The v1model program cuts
     # the copy itself (truncate); TNA has no truncate, so on Tofino the mirror session must
     # (see p4src/tna/control/feedback.p4 and TOFINO_CLONE_PACKET_LENGTH).
@@ -129,6 +142,10 @@ class FabricOptions:
             raise FabricError(f"mode: expected one of {', '.join(MODES)}, got {self.mode!r}")
         # raises FabricError when it is not valid
         IntSampling(self.int_sample_every_n, self.int_sample_max_gap_us)
+        if not 1 <= self.switch_clock_ns <= 1_000_000:
+            raise FabricError(
+                f"switch clock: expected 1..1000000 ns per tick, got {self.switch_clock_ns}"
+            )
         if not 0 <= self.ecn_kmin <= self.ecn_kmax:
             raise FabricError(
                 f"ecn: expected 0 <= kmin <= kmax, got kmin={self.ecn_kmin} kmax={self.ecn_kmax}"
@@ -276,7 +293,9 @@ def mode_entries(topo: Topology, options: FabricOptions) -> dict[str, list[Entit
                 n.ACTION_SET_LB_CONFIG,
                 mode=MODES[options.mode],
                 use_qp_in_hash=int(options.use_qp_in_hash),
-                flowlet_timeout_us=options.flowlet_timeout_us,
+                flowlet_timeout_us=to_switch_clock(
+                    options.flowlet_timeout_us, options.switch_clock_ns
+                ),
             ),
             *(
                 TableEntry(
@@ -286,7 +305,9 @@ def mode_entries(topo: Topology, options: FabricOptions) -> dict[str, list[Entit
                 )
                 for kind in ALL_PATH_KINDS
             ),
-            IntSampling(options.int_sample_every_n, options.int_sample_max_gap_us).entry(),
+            IntSampling(options.int_sample_every_n, options.int_sample_max_gap_us).entry(
+                options.switch_clock_ns
+            ),
         ]
     return out
 

@@ -33,6 +33,7 @@ from icefabric.control.fabric import (
     TOFINO_DEFAULT_CPU_PORT,
     TOFINO_ECN_KMAX_CELLS,
     TOFINO_ECN_KMIN_CELLS,
+    TOFINO_INGRESS_CLOCK_NS,
     FabricError,
     FabricOptions,
 )
@@ -257,6 +258,7 @@ def _pipeline_and_options(
             clone_packet_length=TOFINO_CLONE_PACKET_LENGTH,
             ecn_kmin=TOFINO_ECN_KMIN_CELLS,
             ecn_kmax=TOFINO_ECN_KMAX_CELLS,
+            switch_clock_ns=TOFINO_INGRESS_CLOCK_NS,
         )
     return pipeline, spec, options
 

@@ -72,9 +72,10 @@ control IceIngress(inout ice_ingress_headers_t hdr,
     // The ingress clock: the 48-bit nanosecond global timestamp >> 10, 32-bit ticks of 1.024 us
     // (wrapping every ~73 minutes), from an identity hash of the timestamp's slice in one
     // action (a PHV container cannot hold the timestamp cut at bit 10: it is parsed into whole
-    // containers).  Only the flowlet and INT sampler registers read it, and the controller's
-    // flowlet timeout and sampling gap count these ticks on Tofino: 2.4 % longer than their
-    // microseconds (p4src/README.md, Tofino).  Not microseconds as the egress clock
+    // containers).  Only the flowlet and INT sampler registers read it; the controller writes
+    // the flowlet timeout and the sampling gap in these ticks for Tofino (control/fabric.py,
+    // TOFINO_INGRESS_CLOCK_NS), whatever their parameters' _us says.  Not microseconds as the
+    // egress clock
     // (IntTelemetry.take_time_*): that conversion is three stages of adds, which Tofino 1's
     // twelve stages have no room for before the flowlet registers.
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) time_hash;

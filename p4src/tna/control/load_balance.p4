@@ -14,7 +14,7 @@
 // Flowlet: one RegisterAction per register and packet (Tofino's stateful ALU reads, decides and
 // writes one cell per packet): the first says whether the flowlet expired and stamps the time,
 // the second keeps or replaces the bucket.  Times are the ingress clock's 32-bit 1.024 us ticks
-// (IceIngress.take_time; the timeout counts them too), so a slot idle for a multiple of ~73
+// (IceIngress.take_time; the controller writes the timeout in them too), so a slot idle for a multiple of ~73
 // minutes may keep its old bucket once.
 control LoadBalance(in ice_ingress_headers_t hdr,
                     inout ice_ingress_metadata_t md) {

@@ -76,7 +76,7 @@ control PathLookups(in ice_ingress_headers_t hdr,
     }
 
     // Keyless: INT records on 1 in N packets of a flow (v1model/control/path_select.p4 says
-    // how); on Tofino the gap counts the ingress clock's 1.024 us ticks (IceIngress.take_time).
+    // how); on Tofino the gap is in the ingress clock's 1.024 us ticks (IceIngress.take_time).
     @name(".IceIngress.path_select.int_sampling")
     table int_sampling {
         key = { }

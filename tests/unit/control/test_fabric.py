@@ -202,6 +202,24 @@ def test_modes_and_int_policy() -> None:
     assert _default(only["leaf2"], n.TABLE_LB_CONFIG).params["mode"] == n.LB_MODE_PLANNED_ECMP
 
 
+def test_flowlet_timeout_and_sampling_gap_are_written_in_the_switch_clock() -> None:
+    # v1model counts microseconds; the TNA program's ingress clock ticks every 1,024 ns, so the
+    # same 100 us timeout is 98 of its ticks (not 100, which would be 102.4 us).
+    topo = _topo()
+    for clock_ns, timeout, gap in ((1000, 100, 250), (fabric.TOFINO_INGRESS_CLOCK_NS, 98, 244)):
+        opts = fabric.FabricOptions(
+            mode="ice", flowlet_timeout_us=100, int_sample_max_gap_us=250, switch_clock_ns=clock_ns
+        )
+        out = fabric.mode_entries(topo, opts)
+        assert _default(out["leaf1"], n.TABLE_LB_CONFIG).params["flowlet_timeout_us"] == timeout
+        assert _default(out["leaf1"], n.TABLE_INT_SAMPLING).params["max_gap_us"] == gap
+    assert fabric.to_switch_clock(0, 1024) == 0  # 0 keeps its meaning (never / no floor)
+    assert fabric.to_switch_clock(1, 1_000_000) == 1  # a non-zero time stays non-zero
+    assert fabric.to_switch_clock(1024, 1024) == 1000
+    with pytest.raises(fabric.FabricError, match="switch clock"):
+        fabric.FabricOptions(switch_clock_ns=0)
+
+
 def test_clone_sessions_and_feedback_use_a_live_uplink_and_the_cpu_port() -> None:
     topo = _topo()
     out = fabric.base_entries(topo)

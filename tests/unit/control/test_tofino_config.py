@@ -251,3 +251,34 @@ def test_pipeline_config_from_an_output_folder_as_bf_p4c_wrote_it(tmp_path: Path
         load_bf_p4c_output(out)
     (out / "manifest.json").unlink()
     assert load_bf_p4c_output(out).name == "build-tna-tofino2"
+
+
+def test_run_target_tofino_writes_its_options_in_the_tna_programs_units(tmp_path: Path) -> None:
+    # `icectl run --target tofino`: ECN thresholds in cells, mirror truncation, and the flowlet
+    # timeout / sampling gap in the TNA ingress clock's 1,024 ns ticks.
+    import argparse
+
+    from icefabric.control import fabric
+    from icefabric.control.daemon import service
+    from icefabric.topo.spec import load_topology
+
+    out = _bf_out(tmp_path)
+    (out / "p4info.txt").write_text('pkg_info { arch: "tna" }\n')
+    spec = load_topology(
+        Path(__file__).resolve().parents[3] / "topo" / "examples" / "leaf_spine_2x2.yaml"
+    )
+    args = argparse.Namespace(
+        target="tofino",
+        tofino_out=out,
+        p4info=None,
+        tofino_format="bfrt",
+        cpu_port=None,
+        mode="ice",
+        bmv2_json=None,
+        p4=None,
+    )
+    pipeline, _, options = service._pipeline_and_options(args, spec)
+    assert pipeline.kind == "tofino"
+    assert options.switch_clock_ns == fabric.TOFINO_INGRESS_CLOCK_NS
+    assert options.ecn_kmin == fabric.TOFINO_ECN_KMIN_CELLS
+    assert options.clone_packet_length == fabric.TOFINO_CLONE_PACKET_LENGTH
