@@ -39,8 +39,11 @@ Format (experiment/README.md, "Experiment files", is the reference)::
       - {collective: all-reduce, hosts: [h3, h6], name: job-b}   # (at most 7), each a mapping
                                       # like workload (job / nccl_log / collective, slices) with
                                       # its own name;
-                                      # they start with the workload, are planned and capped like
-                                      # it, and the score is the mean of every job's busbw ÷ bound
+                                      # they start with the workload (or arrive at start_us:
+                                      # the spec's time, x 1/scale; the controller learns such a
+                                      # job as it arrives: planned and capped from then on),
+                                      # are planned and capped like it, and the score is the
+                                      # mean of every job's busbw ÷ bound
     background:                       # optional: flows the controller does not know (engine
       - {src: h3, dst: h9, bytes: 8MiB}   # virtual): posted when the job starts, never
                                       # planned or capped (ice.p4's flowlet / ECMP places them)
@@ -184,7 +187,7 @@ def parse_experiment(
     link_down = _link_down(data.get("link_down"), topo, err)
     if (background or link_down) and engine != "virtual":
         err("engine", "background and link_down run on engine virtual only")
-    extra_jobs = more_jobs(data.get("jobs", []), job, topo, base, err, ref)
+    extra_jobs, job_starts = more_jobs(data.get("jobs", []), job, topo, base, err, ref)
     if extra_jobs and engine != "virtual":
         err("engine", "jobs (more than one job) run on engine virtual only")
     if errs or topo is None or job is None:
@@ -207,6 +210,7 @@ def parse_experiment(
         background=background,
         link_down=link_down,
         more_jobs=extra_jobs,
+        job_starts=job_starts,
     )
 
 

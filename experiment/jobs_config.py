@@ -39,6 +39,7 @@ _WORKLOAD_KEYS = {
 
 
 MAX_JOBS = 8  # jobs in one experiment, the workload's included
+MAX_START_US = 10_000_000  # a job's arrival, in the spec's microseconds (10 s)
 
 
 def more_jobs(
@@ -48,13 +49,15 @@ def more_jobs(
     base: Path | None,
     err: Any,
     ref: str | None,
-) -> tuple[tuple[JobSpec, int], ...]:
-    """The ``jobs`` list: each entry a workload mapping, as (job, slices); ``err(key, msg)``
-    gets every problem."""
+) -> tuple[tuple[tuple[JobSpec, int], ...], dict[str, float]]:
+    """The ``jobs`` list: each entry a workload mapping, as (job, slices), and the arrival
+    time (``start_us``, spec microseconds) of every job that does not start with the workload;
+    ``err(key, msg)`` gets every problem."""
     if not isinstance(raw, list) or len(raw) > MAX_JOBS - 1:
         err("jobs", f"expected a list of at most {MAX_JOBS - 1} workload mappings")
-        return ()
+        return (), {}
     out: list[tuple[JobSpec, int]] = []
+    starts: dict[str, float] = {}
     names = [first.name] if first is not None else []
     for i, entry in enumerate(raw):
         key = f"jobs[{i}]"
@@ -62,6 +65,14 @@ def more_jobs(
         def sub(k: str, msg: str, key: str = key) -> None:
             err(key + k[len("workload") :] if k.startswith("workload") else k, msg)
 
+        start = 0.0
+        if isinstance(entry, Mapping) and "start_us" in entry:
+            v = entry["start_us"]
+            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= MAX_START_US:
+                err(f"{key}.start_us", f"expected a number 0..{MAX_START_US} (us), got {v!r}")
+            else:
+                start = float(v)
+            entry = {k: v for k, v in entry.items() if k != "start_us"}
         job, slices = workload(entry, topo, base, sub, ref, key=key)
         if job is None:
             continue
@@ -70,7 +81,9 @@ def more_jobs(
             continue
         names.append(job.name)
         out.append((job, slices))
-    return tuple(out)
+        if start > 0:
+            starts[job.name] = start
+    return tuple(out), starts
 
 
 def workload(

@@ -36,6 +36,9 @@ PACKET_PRESETS = {
     "incast": "incast",
     "background": "background",
     "failure": "link-down",
+    # no simulator counterpart: a second job arriving mid-collective; its ceiling, as with
+    # two-jobs, is the mean of each job's alone on its paths, which the arrival does not change
+    "job-arrives": "job-arrives",
 }
 DEFAULT_PACKET_SCHEMES = ("ecmp+dcqcn", "ecmp+hpcc", "spray+hpcc", "ice")
 

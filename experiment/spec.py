@@ -6,7 +6,7 @@ the topology a run uses. The file format and its validation are ``experiment/con
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +133,9 @@ class Experiment:
     link_down: LinkDown | None = None
     # more jobs sharing the fabric (config key ``jobs``): (job, slices) each, started with ``job``
     more_jobs: tuple[tuple[JobSpec, int], ...] = ()
+    # arrival of the jobs that do not start with ``job`` (``start_us`` of a jobs entry): job
+    # name -> the spec's microseconds
+    job_starts: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def jobs(self) -> tuple[tuple[JobSpec, int], ...]:
@@ -162,7 +165,20 @@ class Experiment:
             "ice": self.ice.to_dict(),
             "background": [{"src": b.src, "dst": b.dst, "bytes": b.bytes} for b in self.background],
             **(
-                {"jobs": [{"job": j.to_dict(), "slices": k} for j, k in self.more_jobs]}
+                {
+                    "jobs": [
+                        {
+                            "job": j.to_dict(),
+                            "slices": k,
+                            **(
+                                {"start_us": self.job_starts[j.name]}
+                                if j.name in self.job_starts
+                                else {}
+                            ),
+                        }
+                        for j, k in self.more_jobs
+                    ]
+                }
                 if self.more_jobs
                 else {}
             ),

@@ -18,6 +18,7 @@ import itertools
 import logging
 import math
 import time
+from collections.abc import Callable
 from typing import Any
 
 from icefabric.control.flowkey import FlowKey
@@ -100,12 +101,20 @@ class VirtualEngine:
         if not ctl.active:
             raise RuntimeError("the controller did not become primary on every switch")
         keys: dict[str, Any] = {}
-        for fid in schedule.flow_bytes():  # every network flow is one QP, opened up front
-            m = next(x for x in schedule.messages if x.flow_id == fid)
-            keys[fid] = fab.open_flow(m.src_host, m.dst_host, job=m.job, flow_id=fid)
-        if mode.planned:
+
+        def open_flows(job: str | None) -> None:
+            """Every network flow is one QP, opened when its job starts: up front (``job``
+            None: the jobs that start with the run), or when ``job`` arrives later."""
+            for fid in schedule.flow_bytes():
+                m = next(x for x in schedule.messages if x.flow_id == fid)
+                if m.job == job or (job is None and m.job not in exp.job_starts):
+                    keys[fid] = fab.open_flow(m.src_host, m.dst_host, job=m.job, flow_id=fid)
+
+        open_flows(None)
+        if mode.planned:  # a job that arrives later is learnt when it arrives (arrive below)
             for job, _ in exp.jobs:
-                ctl.add_job(job)
+                if job.name not in exp.job_starts:
+                    ctl.add_job(job)
             install_real_keys(ctl, fab)
         delay = exp.rates.run_control_delay_us()
         # background flows: opened after the controller learnt the job's keys, so it never
@@ -133,13 +142,26 @@ class VirtualEngine:
             if caps is not None:
                 caps.arrived(tag)
 
-        ex = WorkloadExecutor(schedule, post)
+        ex = WorkloadExecutor(schedule, post, held=frozenset(exp.job_starts))
+        specs = {job.name: job for job, _ in exp.jobs}
+
+        def arrive(name: str) -> None:
+            """A job arrives mid-run: the controller learns and plans it with the running ones
+            (their paths may move), then its first messages leave; its phases' caps follow
+            when they start, a control delay later (PhaseCaps.posted)."""
+            open_flows(name)
+            seen.by_key = {k: fid for fid, k in keys.items()}
+            if mode.planned:
+                ctl.add_job(specs[name])
+                install_real_keys(ctl, fab)
+            ex.release(name, float(fab.now_us))
+
         fab.on_message = arrived
         fab.on_cpu_packet = seen.on_cpu
         if caps is not None and exp.phases_known_ahead:
             # the job was submitted before it runs: its first phases' caps go out one control
             # delay before their first message, so they are in place when it leaves
-            caps.ahead({m.phase for m in schedule.messages if not m.deps})
+            caps.ahead({m.phase for m in schedule.messages if not m.deps and m.job not in ex.held})
             fab.run_until(fab.now_us + math.ceil(delay))
         ports0 = {
             k: (p.tx_bytes, dict(p.queue_hist), p.overhead_bytes)
@@ -151,7 +173,9 @@ class VirtualEngine:
         ex.start(float(t0))
         for i, (b, k) in enumerate(zip(exp.background, bg_keys, strict=True)):
             fab.post(k, b.bytes, BACKGROUND_TAG + i)
-        error = _drive(exp, mode.name, fab, ctl, ex, caps, progress, t0=t0, wall0=wall0)
+        error = _drive(
+            exp, mode.name, fab, ctl, ex, caps, progress, t0=t0, wall0=wall0, arrive=arrive
+        )
         obs = observe(exp, mode, fab, ex, ports0, drops0, paths, error, keys)
         if caps is not None:
             obs.extra["cap_pushes"] = caps.pushes
@@ -187,21 +211,29 @@ def _drive(
     *,
     t0: int,
     wall0: float,
+    arrive: Callable[[str], None] | None = None,
 ) -> str | None:
     """Run the fabric until the workload is done (the link-down events at their virtual
-    times: the controller told first, the link cut ``drain_us`` later); why it stopped early,
-    or None."""
+    times: the controller told first, the link cut ``drain_us`` later; the jobs that arrive
+    later at theirs, ``arrive(name)``); why it stopped early, or None."""
     limit_us = t0 + exp.limits.virtual_ms * 1e3
     total = len(ex.schedule.messages)
-    events: list[tuple[float, str]] = []
+    events: list[tuple[float, str, str]] = []
     if exp.link_down is not None:
         ld = exp.link_down
         at = t0 + ld.at_us / exp.rates.scale
-        events = [(at, "tell"), (at + ld.drain_us / exp.rates.scale, "cut")]
+        events = [(at, "tell", ""), (at + ld.drain_us / exp.rates.scale, "cut", "")]
+    for job_name, start_us in exp.job_starts.items():
+        events.append((t0 + start_us / exp.rates.scale, "arrive", job_name))
+    events.sort()
     error = None
     while not ex.done:
         while events and fab.now_us >= events[0][0]:
-            _, what = events.pop(0)
+            _, what, job_name = events.pop(0)
+            if what == "arrive":
+                assert arrive is not None
+                arrive(job_name)
+                continue
             assert exp.link_down is not None
             if what == "tell":
                 ctl.fail_link(exp.link_down.a, exp.link_down.b)

@@ -384,6 +384,8 @@ class WorkloadExecutor:
     schedule: Schedule
     post: PostFn  # puts a network message on its flow's queue pair at the given time (us)
     host: str | None = None
+    # jobs that have not arrived yet: their first messages wait for :meth:`release`
+    held: frozenset[str] = frozenset()
     posted_us: dict[int, float] = field(default_factory=dict)
     arrived_us: dict[int, float] = field(default_factory=dict)
     _waiting: dict[int, int] = field(default_factory=dict)  # message -> deps not yet arrived
@@ -420,9 +422,28 @@ class WorkloadExecutor:
         return self._expect - len(self.arrived_us)
 
     def start(self, now_us: float) -> None:
-        """Post every message without dependencies."""
+        """Post every message without dependencies (but those of the ``held`` jobs)."""
         self._release(
-            (mid for mid, n in self._waiting.items() if n == 0 and self._sends(mid)), now_us
+            (
+                mid
+                for mid, n in self._waiting.items()
+                if n == 0 and self._sends(mid) and self.schedule.messages[mid].job not in self.held
+            ),
+            now_us,
+        )
+
+    def release(self, job: str, now_us: float) -> None:
+        """A held job arrives: post its messages without dependencies."""
+        if job not in self.held:
+            raise ValueError(f"job {job!r} is not held (held: {sorted(self.held) or 'none'})")
+        self.held = self.held - {job}
+        self._release(
+            (
+                mid
+                for mid, n in self._waiting.items()
+                if n == 0 and self._sends(mid) and self.schedule.messages[mid].job == job
+            ),
+            now_us,
         )
 
     def on_message(self, message_id: int, now_us: float) -> None:

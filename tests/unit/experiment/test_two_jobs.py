@@ -122,3 +122,63 @@ def test_two_jobs_preset_is_the_matrix_scenario_b() -> None:
     leaf = {h.name: h.leaf for h in exp.topology.hosts}
     # every leaf holds ranks of both jobs: their flows share the spine links
     assert {leaf[h] for h in hosts[0]} == {leaf[h] for h in hosts[1]} == set(leaf.values())
+
+
+def test_a_held_job_waits_for_its_release() -> None:
+    a = build_schedule(_ring("a", ["h1", "h2", "h3"]), slices=1)
+    b = build_schedule(_ring("b", ["h4", "h5"]), slices=1)
+    m = merge_schedules([a, b])
+    n = len(a.messages)
+    posted: list[tuple[int, float]] = []
+    ex = WorkloadExecutor(m, lambda msg, t: posted.append((msg.id, t)), held=frozenset({"b"}))
+    ex.start(0.0)
+    assert posted and all(i < n for i, _ in posted)  # only a's first messages
+    ex.release("b", 50.0)
+    assert any(i >= n and t == 50.0 for i, t in posted)
+    assert all(ex.posted_us[i] == 50.0 for i in range(n, len(m.messages)) if not m.messages[i].deps)
+    with pytest.raises(ValueError, match="not held"):
+        ex.release("b", 60.0)
+
+
+def test_start_us_parses_and_names_its_problems() -> None:
+    exp = parse_experiment({**GOOD, "jobs": [{**GOOD["jobs"][0], "start_us": 40}]})
+    assert dict(exp.job_starts) == {"b": 40.0}
+    assert exp.to_dict()["jobs"][0]["start_us"] == 40.0
+    assert parse_experiment(GOOD).job_starts == {}  # 0 or absent: starts with the workload
+    for bad in (-1, "soon", True, 2e7):
+        with pytest.raises(ExperimentError) as e:
+            parse_experiment({**GOOD, "jobs": [{**GOOD["jobs"][0], "start_us": bad}]})
+        assert any("jobs[0].start_us: expected a number" in x for x in e.value.errors), bad
+
+
+def test_a_job_arriving_mid_run_is_learnt_planned_and_timed_from_its_arrival() -> None:
+    exp = parse_experiment(
+        {
+            **GOOD,
+            "workload": {**GOOD["workload"], "message_bytes": "512KiB"},
+            "jobs": [{**GOOD["jobs"][0], "message_bytes": "512KiB", "start_us": 20}],
+            "modes": ["ecmp+dcqcn", "ice"],
+            "rates": {"scale": 0.01},
+        }
+    )
+    doc = run_experiment(exp, out_base=None, plot=False).doc
+    arrival_us = 20 / 0.01
+    for m in doc["modes"]:
+        assert m["ok"], m["error"]
+        assert m["messages"]["arrived"] == m["messages"]["total"]
+        b = m["jobs"]["b"]
+        # job b is timed from its own first message, which left at its arrival: the run ends
+        # no earlier than that arrival plus b's time
+        assert b["time_us"] < m["completion_us"]
+        assert m["completion_us"] >= arrival_us + b["time_us"] - 1.0
+    ice = next(m for m in doc["modes"] if m["mode"] == "ice")
+    # b's QPs opened when it arrived and the controller took their keys (it refuses the keys
+    # of a job it does not know, which fails the mode): INT names paths of both jobs' flows
+    assert {f.split("/")[0] for f in ice["paths"]} == {"a", "b"}
+
+
+def test_job_arrives_preset_is_two_jobs_with_a_late_second_job() -> None:
+    exp, two = load_preset("job-arrives"), load_preset("two-jobs")
+    assert PACKET_PRESETS["job-arrives"] == "job-arrives"
+    assert [j.to_dict() for j, _ in exp.jobs] == [j.to_dict() for j, _ in two.jobs]
+    assert dict(exp.job_starts) == {"job-b": 200.0} and two.job_starts == {}
