@@ -106,7 +106,7 @@ def _add_matrix(esub: Any, add_json: Any) -> None:
     mx.add_argument(
         "--scenarios",
         default=None,
-        help="comma-separated (default: all seven in sim, the five with a preset in virtual)",
+        help="comma-separated (default: all eight in sim, the six with a preset in virtual)",
     )
     mx.add_argument(
         "--schemes",

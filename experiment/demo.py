@@ -204,7 +204,7 @@ MATRIX_GPUS = 64
 MATRIX_MESSAGE = 32 << 20
 MATRIX_SCHEMES = ("ecmp+dcqcn", "ecmp+hpcc", "spray+hpcc", "ice")
 # the three where ICE's parts are tested hardest (collisions: the plan; background: end-side
-# control on what the plan ignores; failure: replanning); icectl experiment matrix runs all seven
+# control on what the plan ignores; failure: replanning); icectl experiment matrix runs all eight
 MATRIX_SCENARIOS = ("collisions", "background", "failure")
 
 

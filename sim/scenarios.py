@@ -21,6 +21,10 @@ bound (``sim/results.py``) of the measured jobs' collectives, averaged over them
 * ``oversubscribed`` (f): a ring all-reduce over every GPU on a 2:1 oversubscribed leaf-spine.
 * ``mixed-nics`` (g): a ring all-reduce over every GPU where half the hosts (seeded) have 200G
   NICs (the bound is the slowest NIC's).
+* ``job-arrives`` (h): ``two-jobs`` with job-b arriving at a third of job-a's ideal time. Its caps
+  start when its flows do (the caps cover the flows that started); the simulator's planner, as
+  for every scenario, routes all of the workload's flows at the start, so it knows job-b's
+  paths early (the packet level's preset learns the job as it arrives).
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ CHANNELS = 8
 EP_GROUP = 16  # MoE expert-parallel group (incast: 15 senders per receiver)
 DETECT_US = 200.0  # link down -> new paths installed (the same for every mode)
 FAIL_AT = 0.2  # of the collective's ideal time
+ARRIVE_AT = 1 / 3  # job-b of job-arrives, of job-a's ideal time
 
 
 PLACEMENTS = ("scattered", "packed", "interleaved")
@@ -179,6 +184,22 @@ def two_jobs(gpus: int, seed: int, message: int, layout: Layout = DEFAULT_LAYOUT
     ]
     return ScenarioCase(
         name="two-jobs", spec=spec, workload=workload_from_jobs(jobs), measured=(0, 1)
+    )
+
+
+def job_arrives(
+    gpus: int, seed: int, message: int, layout: Layout = DEFAULT_LAYOUT
+) -> ScenarioCase:
+    """(h) two-jobs, the second job arriving a third into the first (``ARRIVE_AT``)."""
+    case = two_jobs(gpus, seed, message, layout)
+    w = case.workload
+    n_a = w.collectives[0].ranks
+    at = ARRIVE_AT * _ideal_us(message, n_a, NIC_GBPS)
+    colls = tuple(
+        replace(c, delay_us=at) if c.job == "job-b" and not c.after else c for c in w.collectives
+    )
+    return replace(
+        case, name="job-arrives", workload=replace(w, collectives=colls), notes={"arrive_us": at}
     )
 
 
@@ -338,6 +359,7 @@ SCENARIOS: dict[str, Callable[[int, int, int, Layout], ScenarioCase]] = {
     "failure": failure,
     "oversubscribed": oversubscribed,
     "mixed-nics": mixed_nics,
+    "job-arrives": job_arrives,
 }
 
 

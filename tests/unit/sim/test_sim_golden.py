@@ -8,7 +8,7 @@ change results (the model, a scenario, a mode) prints the new table with
 ``.venv/bin/python tests/unit/sim/test_sim_golden.py`` and says in its commit why the results
 moved.
 
-The cases: the seven scenarios of ``sim/scenarios.py`` at 32 GPUs, 8 MiB, seed 3, under ECMP +
+The cases: the eight scenarios of ``sim/scenarios.py`` at 32 GPUs, 8 MiB, seed 3, under ECMP +
 DCQCN (ECN marks, CNPs), ECMP + PFC (pauses), E-ECMP 4 QPs and spraying (stripes), flowlet
 (moves), ICE (INT feedback, caps), two runs with no congestion control where it matters, ICE with a wire
 overhead; a windowed all-to-all and a tree all-reduce (16 ranks) under four modes.
@@ -16,10 +16,12 @@ overhead; a windowed all-to-all and a tree all-reduce (16 ranks) under four mode
 The hashes were recorded on main at 1106176 (before ``Simulator.run`` became ``fluid.FluidRun``);
 the seven cases with CNPs again when a flow's next CNP came to start half a packet in
 (``fluid.CNP_PHASE``), and three ICE cases when the caps came to be computed before a step's
-injection (``caps_ahead``: in place before the first step), with numpy 2.4.6's float math on this machine. Where that math differs (another libm or
-SIMD dispatch gives other last bits in ``log1p``/``expm1``), the canary below differs too. A
-machine whose canary is known has its own hashes for the few cases its math changes
-(``GOLDEN_ELSEWHERE``); on an unknown one the cases known to depend on the math skip with the
+injection (``caps_ahead``: in place before the first step), with numpy 2.4.6's float math on
+this machine; the six ``job-arrives`` cases (added later) were recorded on the machine of
+``GOLDEN_ELSEWHERE``'s entry, where the same modes' ``two-jobs`` cases match this table.
+Where that math differs (another libm or SIMD dispatch gives other last bits in
+``log1p``/``expm1``), the canary below differs too. A machine whose canary is known has its own
+hashes for the few cases its math changes (``GOLDEN_ELSEWHERE``); on an unknown one the cases known to depend on the math skip with the
 reason and every other case is still compared (on a failure there, the canary is named).
 """
 
@@ -131,6 +133,12 @@ GOLDEN = {
     "mixed-nics/spray+hpcc": "2e1ada28a046cc05",
     "mixed-nics/spray+hpcc:uncontrolled": "477317dc48a5f915",
     "mixed-nics/ice": "7c379bd2194ca6fd",
+    "job-arrives/ecmp+dcqcn": "7af5aaa80a311004",
+    "job-arrives/ecmp+pfc": "7af5aaa80a311004",
+    "job-arrives/eecmp4+dcqcn": "38117709642c4305",
+    "job-arrives/flowlet+hpcc": "2c57d2f78a5c5a70",
+    "job-arrives/spray+hpcc": "59caed50c4b2aedd",
+    "job-arrives/ice": "579ebc296c41ef68",
     "all-to-all-ring/ecmp+dcqcn": "3c54d28840a0c5d7",
     "all-to-all-ring/ecmp+pfc": "3c54d28840a0c5d7",
     "all-to-all-ring/ice": "3c54d28840a0c5d7",

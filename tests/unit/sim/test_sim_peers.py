@@ -148,6 +148,22 @@ def test_background_is_unplanned_uncapped_and_hashed() -> None:
     assert res.unfinished == 0
 
 
+def test_job_arrives_starts_job_b_late_and_times_it_from_its_start() -> None:
+    case = build("job-arrives", 32, 1, MSG)
+    two = build("two-jobs", 32, 1, MSG)
+    at = case.notes["arrive_us"]
+    assert at > 0
+    a, b = case.workload.collectives
+    assert (a.job, a.delay_us, b.job, b.delay_us) == ("job-a", 0.0, "job-b", at)
+    # the same fabric, hosts and flows as two-jobs: only job-b's start moved
+    assert case.workload.flows == two.workload.flows
+    res = Simulator(Topology(case.spec), case.workload, config_for(MODES["ice"])).run()
+    ra, rb = res.collectives
+    assert ra.start_us == 0.0 and rb.start_us >= at
+    assert rb.time_us == pytest.approx(rb.end_us - rb.start_us)
+    assert res.unfinished == 0
+
+
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
 def test_every_scenario_runs_every_scheme(scenario: str) -> None:
     runs = [
