@@ -51,8 +51,9 @@ class FabricError(ValueError):
 
 
 # Tofino (p4src/tna/ice.p4): the CPU port of its default build (-DICE_TNA_CPU_PORT), and what the
-# last-hop mirror sessions keep of a copy: mirror header 16 + Ethernet 14 + shim 8 + 4 INT records
-# 144 + IPv4 with options 60 + UDP 8 + BTH 12 = 262 bytes, rounded up; TNA has no truncate().
+# last-hop mirror sessions keep of a copy (TNA has no truncate()): feedback and reports need the
+# mirror header 32 + Ethernet 14 + shim 8 + at most 4 INT records 144 = 198 bytes (Tofino 1: 3
+# records, 162); the rest of the copy is padding behind the records, so 272 keeps a margin.
 TOFINO_DEFAULT_CPU_PORT = 64
 TOFINO_CLONE_PACKET_LENGTH = 272
 # Tofino queue depths are in cells (80 bytes on Tofino 1), not packets, and its ECN ramp uses
