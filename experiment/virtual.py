@@ -101,12 +101,16 @@ class VirtualEngine:
         if not ctl.active:
             raise RuntimeError("the controller did not become primary on every switch")
         keys: dict[str, Any] = {}
+        first: dict[str, Message] = {}  # each network flow's first message
+        for x in schedule.messages:
+            if x.flow_id is not None:
+                first.setdefault(x.flow_id, x)
 
         def open_flows(job: str | None) -> None:
             """Every network flow is one QP, opened when its job starts: up front (``job``
             None: the jobs that start with the run), or when ``job`` arrives later."""
-            for fid in schedule.flow_bytes():
-                m = next(x for x in schedule.messages if x.flow_id == fid)
+            for fid in schedule.flow_bytes():  # in this order: the QPs' numbers follow it
+                m = first[fid]
                 if m.job == job or (job is None and m.job not in exp.job_starts):
                     keys[fid] = fab.open_flow(m.src_host, m.dst_host, job=m.job, flow_id=fid)
 

@@ -423,25 +423,22 @@ class WorkloadExecutor:
 
     def start(self, now_us: float) -> None:
         """Post every message without dependencies (but those of the ``held`` jobs)."""
-        self._release(
-            (
-                mid
-                for mid, n in self._waiting.items()
-                if n == 0 and self._sends(mid) and self.schedule.messages[mid].job not in self.held
-            ),
-            now_us,
-        )
+        self._post_roots(lambda job: job not in self.held, now_us)
 
     def release(self, job: str, now_us: float) -> None:
         """A held job arrives: post its messages without dependencies."""
         if job not in self.held:
             raise ValueError(f"job {job!r} is not held (held: {sorted(self.held) or 'none'})")
         self.held = self.held - {job}
+        self._post_roots(lambda j: j == job, now_us)
+
+    def _post_roots(self, of_job: Callable[[str], bool], now_us: float) -> None:
+        msgs = self.schedule.messages
         self._release(
             (
                 mid
                 for mid, n in self._waiting.items()
-                if n == 0 and self._sends(mid) and self.schedule.messages[mid].job == job
+                if n == 0 and self._sends(mid) and of_job(msgs[mid].job)
             ),
             now_us,
         )
