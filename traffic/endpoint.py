@@ -304,11 +304,18 @@ class Endpoint:
                 frame = self._next_frame(flow)
                 out.append(frame)
                 bits = len(frame) * 8.0
-                # Pacing restarts from now after idle time, but a poll up to one time step late
-                # keeps its schedule (the virtual-time engine polls at whole microseconds).
+                # The frame leaves when the NIC is free; a poll up to one time step late keeps
+                # the schedule (the virtual-time engine polls at whole microseconds).
                 start = max(flow.next_tx_us, self._nic_free_us, now_us - self.granularity_us)
                 rate = self.agent.rate_bps(flow.key)
-                flow.next_tx_us = start + bits * 1e6 / rate
+                step = bits * 1e6 / rate
+                # The flow's own rate limiter is a token bucket one frame deep, as a NIC's
+                # per-QP limiter: tokens accrue on the flow's schedule, not from when the shared
+                # NIC let its last frame out, so a frame that waited for another flow's frame
+                # does not push back every later one (the time was lost for good, and a flow
+                # capped at half the line beside a sibling at the other half ran ~1.5 % under
+                # its cap); after idle time pacing restarts from now.
+                flow.next_tx_us = max(flow.next_tx_us, start - step) + step
                 flow.paced_rate_bps = rate
                 gap = bits * 1e6 / line
                 if self.nic_quantum_us > 0:

@@ -173,6 +173,38 @@ def test_nic_line_rate_is_shared_round_robin() -> None:
     assert span >= 7 * a.frame_bytes * 8 / LINE * 1e6 * 0.99  # 8 frames at line rate, no faster
 
 
+def test_a_frame_that_waited_for_the_nic_does_not_slow_its_flow() -> None:
+    """Two flows capped just under half the line each, with messages whose last frames are
+    short (their frames then fall out of step and wait for each other at the NIC): each still
+    sends at its cap, a per-QP limiter's tokens accruing on the flow's own schedule, and never
+    faster than its cap plus one frame over any window."""
+    a, _, _ = _pair()
+    k1, k2 = a.open_flow("10.0.2.1"), a.open_flow("10.0.3.1")
+    cap = 0.499 * LINE
+    a.agent.apply_caps({k1: cap, k2: cap})
+    size = 1024 * 10 + 300  # ten full frames and a short one per message
+    for tag in range(30):
+        a.post_send(k1, size, tag=tag, now_us=0.0)
+        a.post_send(k2, size, tag=100 + tag, now_us=0.0)
+    frames = _drain(a, 1e9)
+    for dst in ("10.0.2.1", "10.0.3.1"):
+        mine = [(t, len(f)) for t, f in frames if parse_roce(f).dst_ip == dst]
+        (t_last, n_last) = mine[-1]
+        paced_us = sum(n for _, n in mine[:-1]) * 8 / cap * 1e6  # tokens for all but the last
+        frame_us = a.frame_bytes * 8 / cap * 1e6
+        # on its cap to within the one frame the limiter may hold (it was 3 % late)
+        assert paced_us - frame_us <= t_last - mine[0][0] <= paced_us * 1.001
+        for i, (t0, _) in enumerate(mine):  # bytes sent in [t0, t0 + w) <= cap x w + a frame
+            for t1, _ in mine[i + 1 : i + 40]:
+                sent = sum(n for t, n in mine[i:] if t0 <= t <= t1)
+                assert sent * 8 <= cap * (t1 - t0) * 1e-6 + 2 * a.frame_bytes * 8 + 1e-6
+    # after idle time the schedule restarts from now: no burst of saved-up tokens
+    assert a.next_send_us() is None
+    a.post_send(k1, 4096, tag=999, now_us=frames[-1][0] + 1e5)
+    late = _drain(a, 1e10)
+    assert late[1][0] - late[0][0] == pytest.approx(a.frame_bytes * 8 / cap * 1e6)
+
+
 def test_psn_gaps_count_losses_and_messages_still_complete() -> None:
     a, b, got = _pair()
     key = a.open_flow(b.ip)
