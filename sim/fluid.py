@@ -35,6 +35,7 @@ import numpy as np
 from icefabric.control.congestion import max_min_fill
 from icefabric.sim.config import check_run_size
 from icefabric.sim.marks import EnqueueDepth
+from icefabric.sim.nic import nic_share
 from icefabric.sim.results import QUEUE_EDGES, Trace
 from icefabric.sim.window import WindowRun, reset_rows
 from icefabric.traffic.rate import DcqcnParams, IceParams, make_rate_control, rate_needs_int
@@ -121,7 +122,6 @@ class FluidRun:
         self.fab = net.is_fabric
         self.src_host = net.host_of_link[path[:, 0]] if n_f else np.zeros(0, dtype=np.int64)
         n_hosts = len(sim.topo.spec.hosts)
-        self.ones_h = np.ones(max(n_hosts, 1))
         self.line = line = float(cap_bps[path[:, 0]].max()) if n_f else 100e9
         self.dt = dt = cfg.dt_us if cfg.dt_us is not None else AUTO_DT_BITS / line * 1e6
         self.cap_step = cap_bps / 8.0 * dt * 1e-6  # bytes a link serves per step (inf for pad)
@@ -295,11 +295,7 @@ class FluidRun:
             rate = np.minimum(self.line, self.caps)
         inj = np.where(active, np.minimum(rate / 8.0 * self.dt * 1e-6, want), 0.0)
         if self.n_f:
-            tot = np.bincount(self.src_host, weights=inj, minlength=self.nic_step.size)
-            over = tot > self.nic_step
-            if over.any():
-                rows = np.flatnonzero(over[self.src_host])
-                inj[rows] = nic_round_robin(inj[rows], self.src_host[rows], self.nic_step)
+            nic_share(inj, self.src_host, self.nic_step)
             if self.cfg.pfc:
                 inj[self.paused[self.path_t[0]]] = 0.0
         if self.sim.routes.routing == "flowlet" and self.n_f:
@@ -600,34 +596,3 @@ class FluidRun:
     def delivered_fraction(self) -> float:
         """The share of the workload's bytes delivered so far."""
         return (self.retired + float(self.deliv.sum())) / self.total if self.total else 1.0
-
-
-def nic_round_robin(want: np.ndarray, host: np.ndarray, cap: np.ndarray) -> np.ndarray:
-    """What each flow puts through its host's NIC in a step: ``want`` (bytes) of flows on hosts
-    ``host``, each NIC serving ``cap[host]`` bytes, shared max-min as a NIC's round robin over
-    its queue pairs does (every flow gets the same share, a flow that wants less keeps what it
-    wants and the rest is shared by the others). Proportional scaling, which this replaced,
-    took a flow that DCQCN had cut (but still above its share) further down at the NIC and gave
-    its share to the flows not cut; the packet level's NIC never did, and the two engines'
-    ECMP + DCQCN on the all-to-all preset were 28 % apart on average (sim/README.md)."""
-    n = want.size
-    if n == 0:
-        return want.copy()
-    order = np.lexsort((want, host))
-    h = host[order]
-    d = want[order]
-    starts = np.r_[0, np.flatnonzero(np.diff(h)) + 1]
-    sizes = np.diff(np.r_[starts, n])
-    grp = np.repeat(np.arange(starts.size), sizes)
-    pos = np.arange(n) - starts[grp]
-    csum = np.cumsum(d)
-    before = csum - d - np.r_[0.0, csum][starts][grp]  # what the smaller flows of the host take
-    level = (cap[h] - before) / (sizes[grp] - pos)  # an equal share of what they leave
-    # the first flow (by size) that wants more than the equal share of what is left sets the
-    # level every larger flow of the host gets
-    first = np.minimum.reduceat(np.where(d > level, pos, n), starts)
-    at = starts + np.minimum(first, sizes - 1)
-    got = np.where(pos < first[grp], d, level[at][grp])
-    out = np.empty(n)
-    out[order] = got
-    return out

@@ -59,7 +59,7 @@ def test_simulator_and_packet_level_agree_on_all_to_all(
     run's ECMP + DCQCN is its slowest flow, and one CNP more or less halves that flow's rate
     for the rest of the run, so single seeds were 1-31 % apart (sim/README.md, "All-to-all").
     The medians were 28 % apart (the simulator's ECMP + DCQCN higher on every seed) while the
-    simulator shared a NIC in proportion to its flows' rates (``fluid.nic_round_robin``); 44 %
+    simulator shared a NIC in proportion to its flows' rates (``sim/nic.py``); 44 %
     while its next CNP came a whole packet late (``sim.fluid.CNP_PHASE``), 26 % while the
     packet level paced a flow at the rate of its last frame after its agent had raised it
     (``Endpoint.repace``)."""

@@ -25,7 +25,7 @@ hashes for the few cases its math changes (``GOLDEN_ELSEWHERE``); on an unknown 
 reason and every other case is still compared (on a failure there, the canary is named).
 
 Recorded again on every case when the simulator's NIC came to share its line max-min, as a
-round robin over queue pairs does (``fluid.nic_round_robin``), on the machine of canary
+round robin over queue pairs does (``sim/nic.py``), on the machine of canary
 1c1da3924aa2295a (numpy 2.4.6), which is now ``CANARY``.
 """
 
