@@ -13,7 +13,12 @@ def nic_round_robin(want: np.ndarray, host: np.ndarray, cap: np.ndarray) -> np.n
     wants and the rest is shared by the others). Proportional scaling, which this replaced,
     took a flow that DCQCN had cut (but still above its share) further down at the NIC and gave
     its share to the flows not cut; the packet level's NIC never did, and the two engines'
-    ECMP + DCQCN on the all-to-all preset were 28 % apart on average (sim/README.md)."""
+    ECMP + DCQCN on the all-to-all preset were 28 % apart on average (sim/README.md).
+
+    The same allocation as the controller's ``control.congestion.max_min_fill`` with one link
+    per flow (its host) and ``want`` as demand (tests/unit/sim/test_sim_nic.py checks it), in
+    one sort instead of its freezing rounds: it runs every step, and at 8,192 flows over 1,024
+    NICs it takes ~2 ms where the general water-filling takes ~200."""
     n = want.size
     if n == 0:
         return want.copy()
