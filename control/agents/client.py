@@ -48,6 +48,7 @@ from icefabric.waiting import Deadline
 log = logging.getLogger(__name__)
 
 CapsCallback = Callable[[dict[FlowKey, float]], None]
+StartsCallback = Callable[[tuple[tuple[str, float], ...]], None]
 SILENT_HEARTBEATS = 3  # heartbeats without a frame before a connection counts as dead
 
 
@@ -91,6 +92,7 @@ class AgentClient:
         *,
         token: str | None = None,
         on_caps: CapsCallback,
+        on_starts: StartsCallback | None = None,
         heartbeat_s: float = 1.0,
         connect_timeout_s: float = 2.0,
         backoff: Backoff | None = None,
@@ -104,6 +106,7 @@ class AgentClient:
         self.host = host
         self._token = token
         self._on_caps = on_caps
+        self._on_starts = on_starts  # the start table of each complete set, after on_caps
         self.heartbeat_s = heartbeat_s  # the controller's welcome overrides it
         self._connect_timeout = connect_timeout_s
         self._backoff = backoff or Backoff()
@@ -115,6 +118,7 @@ class AgentClient:
         self.session: int | None = None
         self._flows: dict[FlowKey, FlowReport] = {}
         self._caps: dict[FlowKey, float] = {}
+        self._starts: tuple[tuple[str, float], ...] = ()
         self._lock = threading.Lock()  # guards _sock, _flows and every send
         self._sock: socket.socket | None = None
         self._stop = threading.Event()
@@ -171,6 +175,11 @@ class AgentClient:
         """The last complete cap set received."""
         with self._lock:
             return dict(self._caps)
+
+    def starts(self) -> tuple[tuple[str, float], ...]:
+        """The start table of the last complete cap set ((prefix, bit/s) pairs)."""
+        with self._lock:
+            return self._starts
 
     def flows(self) -> list[FlowReport]:
         """The flows this client reports (not done)."""
@@ -321,7 +330,7 @@ class AgentClient:
             if isinstance(msg, Caps):
                 complete = pending_caps.add(msg)
                 if complete is not None:
-                    self._deliver_caps(complete)
+                    self._deliver_caps(complete, pending_caps.starts)
             elif isinstance(msg, Bye):
                 log.info("agent %s: controller said bye: %s", self.host, msg.reason)
                 return False
@@ -338,12 +347,17 @@ class AgentClient:
             )
             return None
 
-    def _deliver_caps(self, caps: dict[FlowKey, float]) -> None:
+    def _deliver_caps(
+        self, caps: dict[FlowKey, float], starts: tuple[tuple[str, float], ...] = ()
+    ) -> None:
         with self._lock:
             self._caps = dict(caps)
+            self._starts = starts
         self.stats.caps_received += 1
         try:
             self._on_caps(dict(caps))
+            if self._on_starts is not None:
+                self._on_starts(starts)
         except Exception:  # the channel must outlive a faulty callback
             self.stats.callback_errors += 1
             log.exception("agent %s: on_caps callback failed", self.host)

@@ -8,7 +8,8 @@
   active, less the flows of hosts whose agent was lost), their max-min fair rates
   (the controller's :class:`RateAllocator`) and the caps pushed to each connected host,
   recomputed on job and phase changes, replans, agents joining, reporting and leaving, and
-  links telemetry shows above target.
+  links telemetry shows above target; with each cap set goes the host's start table, the
+  rates flows no plan covers start at (control/congestion/starts.py).
 
 Events from the channel's thread are queued on the controller's worker; everything here runs
 under the controller's lock. The hub is handed what it uses of its controller explicitly
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from icefabric.control.agents.protocol import AgentAddress
 from icefabric.control.agents.registry import AgentFlows
 from icefabric.control.agents.server import AgentServer, EventKind
+from icefabric.control.congestion.starts import Start, unplanned_starts
 from icefabric.control.daemon.state import StateWriteError
 from icefabric.control.flowkey import FlowKey
 from icefabric.control.install import flow_key
@@ -97,6 +99,7 @@ class AgentHub:
         self.server: AgentServer | None = None
         self.phases: dict[str, str] = {}  # job -> the phase it runs now
         self.pushed: dict[str, dict[FlowKey, float]] = {}  # host -> caps last pushed
+        self.pushed_starts: dict[str, tuple[Start, ...]] = {}  # host -> start table pushed
         self.key_installs: deque[KeyInstall] = deque(maxlen=100)
         self.key_latency = LatencyTally()  # for /metrics
         self.planned_nodes: dict[str, tuple[str, ...]] = {}  # flow id -> switches of its path
@@ -133,6 +136,7 @@ class AgentHub:
         self.flows = AgentFlows()
         self.phases.clear()
         self.pushed.clear()
+        self.pushed_starts.clear()
         self.planned_nodes = {}
 
     def stop(self) -> None:
@@ -151,11 +155,13 @@ class AgentHub:
             if kind == "lost":
                 self.flows.lose(host)
                 self.pushed.pop(host, None)
+                self.pushed_starts.pop(host, None)
                 changed: list[str] = []
                 ctx.events.record("agent_leave", f"agent {host} left (session lost)", host=host)
             else:
                 if kind == "joined":
                     self.pushed.pop(host, None)  # a new session has no caps yet
+                    self.pushed_starts.pop(host, None)
                     ctx.events.record("agent_join", f"agent {host} joined", host=host)
                 reports = self.server.flows(host).get(host, []) if self.server else []
                 changed = self.flows.update(host, reports, ctx.flows, self._address)
@@ -258,7 +264,8 @@ class AgentHub:
             rates = ctx.rates.compute(
                 plan, self.active_flows(), reason=reason, background=background
             )
-            sent = self.push(self.caps_by_host(rates))
+            hosts = self.server.hosts() if self.server is not None else []
+            sent = self.push(self.caps_by_host(rates), self.starts_by_host(hosts))
             if ctx.store_keeps_caps():
                 try:  # the etcd store keeps the caps (the state file does not)
                     ctx.save_state()
@@ -312,17 +319,31 @@ class AgentHub:
             out.setdefault(f.src_host, {})[flow_key(self.ctx.topo, f, keys)] = bps
         return out
 
-    def push(self, caps: Mapping[str, dict[FlowKey, float]]) -> int:
-        """Send each connected host its cap set when it changed; the number of hosts sent to."""
+    def starts_by_host(self, hosts: list[str] | None = None) -> dict[str, tuple[Start, ...]]:
+        """Each host's start table from the last rate computation's residuals (every host of
+        the topology, or ``hosts``)."""
+        ctx = self.ctx
+        known = None if hosts is None else [h for h in hosts if h in ctx.topo.leaf_of]
+        return unplanned_starts(ctx.topo, ctx.rates.residual_bps, known, target=ctx.rates.target)
+
+    def push(
+        self,
+        caps: Mapping[str, dict[FlowKey, float]],
+        starts: Mapping[str, tuple[Start, ...]] | None = None,
+    ) -> int:
+        """Send each connected host its cap set (and start table; None: the last one pushed)
+        when either changed; the number of hosts sent to."""
         if self.server is None:
             return 0
         sent = 0
         for host in self.server.hosts():
             mine = caps.get(host, {})
-            if self.pushed.get(host) == mine:
+            table = self.pushed_starts.get(host, ()) if starts is None else starts.get(host, ())
+            if self.pushed.get(host) == mine and self.pushed_starts.get(host, ()) == table:
                 continue
-            if self.server.push_caps(host, mine):
+            if self.server.push_caps(host, mine, table):
                 self.pushed[host] = dict(mine)
+                self.pushed_starts[host] = table
                 sent += 1
                 top = max(mine.values(), default=0.0)
                 self.ctx.events.record(

@@ -18,7 +18,10 @@ flows       agent -> controller  ``flows``: list of FlowReport objects (upserts;
 caps        controller -> agent  ``caps``: list of ``{"key": FlowKey, "bps": float}``; with
                                  ``more`` false it completes the host's whole cap set (a
                                  flow not listed has no cap); ``more`` true: continued in
-                                 the next caps frame
+                                 the next caps frame; optional ``starts``: list of
+                                 ``{"dst": "a.b.c.d/len", "bps": float}``, the rates a flow
+                                 with no cap starts at per destination prefix (part of the
+                                 same set; a prefix not listed: the line rate)
 heartbeat   both                 ``seq``
 bye         both                 ``reason``
 =========== ==================== ==========================================================
@@ -152,6 +155,8 @@ class Caps:
 
     caps: Mapping[FlowKey, float]
     more: bool = False  # the set continues in the next caps frame
+    # (destination prefix, bit/s): where an uncapped flow starts (control/congestion/starts.py)
+    starts: tuple[tuple[str, float], ...] = ()
     type: Literal["caps"] = field(default="caps", init=False)
 
 
@@ -187,6 +192,8 @@ def to_dict(msg: Message) -> dict[str, Any]:
     elif isinstance(msg, Caps):
         out["caps"] = [{"key": k.to_dict(), "bps": float(v)} for k, v in msg.caps.items()]
         out["more"] = msg.more
+        if msg.starts:
+            out["starts"] = [{"dst": d, "bps": float(v)} for d, v in msg.starts]
     elif isinstance(msg, Heartbeat):
         out["seq"] = msg.seq
     else:
@@ -240,7 +247,7 @@ def from_dict(data: Any) -> Message:
         more = data.get("more", False)
         if not isinstance(more, bool):
             raise ProtocolError(f"caps.more: expected true or false, got {_short(more)}")
-        return Caps(caps=caps, more=more)
+        return Caps(caps=caps, more=more, starts=_starts(data))
     if kind == "heartbeat":
         return Heartbeat(seq=_int(data, "seq", "heartbeat", 0, 1 << 62))
     if kind == "bye":
@@ -249,6 +256,28 @@ def from_dict(data: Any) -> Message:
             raise ProtocolError("bye.reason: expected a string")
         return Bye(reason=reason[:1024])
     raise ProtocolError(f"message.type: expected one of {MESSAGE_TYPES}, got {kind!r}")
+
+
+def _starts(data: Mapping[str, Any]) -> tuple[tuple[str, float], ...]:
+    if "starts" not in data:
+        return ()
+    items = _list(data, "starts", "caps")
+    out = []
+    for i, st in enumerate(items):
+        where = f"caps.starts[{i}]"
+        if not isinstance(st, dict):
+            raise ProtocolError(f"{where}: expected an object, got {type(st).__name__}")
+        dst = st.get("dst")
+        try:
+            net = ipaddress.IPv4Network(dst) if isinstance(dst, str) and len(dst) <= 18 else None
+        except ValueError:
+            net = None
+        if net is None:
+            raise ProtocolError(
+                f"{where}.dst: expected an IPv4 prefix a.b.c.d/len, got {_short(dst)}"
+            )
+        out.append((str(net), _rate(st.get("bps"), f"{where}.bps")))
+    return tuple(out)
 
 
 def encode(msg: Message) -> bytes:
@@ -270,34 +299,41 @@ def decode_body(body: bytes) -> Message:
     return from_dict(data)
 
 
-def caps_frames(caps: Mapping[FlowKey, float]) -> bytes:
-    """A host's complete cap set as the controller sends it: caps frames of at most
-    :data:`MAX_FLOWS_PER_FRAME` entries, every one but the last with ``more`` (one empty frame
-    for an empty set: "no caps")."""
+def caps_frames(caps: Mapping[FlowKey, float], starts: tuple[tuple[str, float], ...] = ()) -> bytes:
+    """A host's complete cap set (and start table) as the controller sends it: caps frames of
+    at most :data:`MAX_FLOWS_PER_FRAME` entries of each, every one but the last with ``more``
+    (one empty frame for an empty set: "no caps")."""
     items = list(caps.items())
+    n = max(len(items), len(starts), 1)
     return b"".join(
         encode(
             Caps(
                 caps=dict(items[i : i + MAX_FLOWS_PER_FRAME]),
-                more=i + MAX_FLOWS_PER_FRAME < len(items),
+                more=i + MAX_FLOWS_PER_FRAME < n,
+                starts=tuple(starts[i : i + MAX_FLOWS_PER_FRAME]),
             )
         )
-        for i in range(0, max(len(items), 1), MAX_FLOWS_PER_FRAME)
+        for i in range(0, n, MAX_FLOWS_PER_FRAME)
     )
 
 
 class CapsAssembler:
-    """The agent's side of :func:`caps_frames`: caps frames in, complete cap sets out."""
+    """The agent's side of :func:`caps_frames`: caps frames in, complete cap sets out (the
+    start table of the last complete set in :attr:`starts`)."""
 
     def __init__(self) -> None:
         self._pending: dict[FlowKey, float] = {}
+        self._pending_starts: list[tuple[str, float]] = []
+        self.starts: tuple[tuple[str, float], ...] = ()
 
     def add(self, msg: Caps) -> dict[FlowKey, float] | None:
         """Take one caps frame; the host's whole cap set when this frame completes it."""
         self._pending.update(msg.caps)
+        self._pending_starts.extend(msg.starts)
         if msg.more:
             return None
         out, self._pending = self._pending, {}
+        self.starts, self._pending_starts = tuple(self._pending_starts), []
         return out
 
 

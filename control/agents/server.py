@@ -268,9 +268,12 @@ class AgentServer:
 
     # -- the owner's view ------------------------------------------------------------------
 
-    def push_caps(self, host: str, caps: Mapping[FlowKey, float]) -> bool:
-        """Send ``host`` its complete cap set; False when the host is not connected."""
-        frames = caps_frames(caps)
+    def push_caps(
+        self, host: str, caps: Mapping[FlowKey, float], starts: tuple[tuple[str, float], ...] = ()
+    ) -> bool:
+        """Send ``host`` its complete cap set (with its start table); False when the host is
+        not connected."""
+        frames = caps_frames(caps, starts)
         with self._lock:
             conn = self._by_host.get(host)
             sess = self._sessions.get(host)

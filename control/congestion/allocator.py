@@ -53,6 +53,9 @@ class RateAllocator:
         self.target = target
         self.rates: dict[str, float] = {}
         self.link_bps: dict[int, float] = {}  # allocated bit/s per directed link
+        # per directed link: what the last computation's caps leave at the target (bit/s;
+        # the whole target before the first one)
+        self.residual_bps: np.ndarray = self.capacity_bps() * target
         self.history: deque[Allocation] = deque(maxlen=history)
         self.count = 0
 
@@ -96,6 +99,7 @@ class RateAllocator:
             if per_link is not None
             else {}
         )
+        self.residual_bps = cap - per_link if per_link is not None else cap
         full = (
             int(np.count_nonzero((per_link > 0) & (per_link >= cap * (1 - 1e-6))))
             if per_link is not None

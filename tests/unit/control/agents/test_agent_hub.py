@@ -287,9 +287,9 @@ def test_a_replan_pushes_the_lowered_caps_before_it_writes_the_moved_flows(
             order.append("write")
             return apply(*a, **k)
 
-        def pushes(caps: Any) -> int:
+        def pushes(caps: Any, starts: Any = None) -> int:
             order.append("push")
-            return push(caps)
+            return push(caps, starts)
 
         monkeypatch.setattr(ctl.installer, "apply", writes)
         monkeypatch.setattr(ctl.agents, "push", pushes)
@@ -367,3 +367,31 @@ def test_a_flow_started_by_hand_is_bound_to_the_planned_flow_of_its_two_hosts(
         assert "caps_pushed" in kinds
     finally:
         h1.client.close()
+
+
+def test_every_host_gets_the_start_table_of_what_the_caps_leave(ctl: Controller) -> None:
+    """h2 has no flow: its cap set is empty, but its start table says what the fanin caps
+    leave on leaf1's uplinks (one of them carries h1 -> h5 at half of h5's downlink)."""
+    from icefabric.control.congestion.starts import unplanned_starts
+
+    got: list[tuple[tuple[str, float], ...]] = []
+    h2 = AgentClient(
+        ctl.agents.server.unix_path,  # type: ignore[union-attr]
+        "h2",
+        on_caps=lambda caps: None,
+        on_starts=got.append,
+        backoff=FAST,
+    )
+    h2.start()
+    try:
+        assert h2.wait_connected(WAIT_S)
+        ctl.add_job(FANIN)
+        assert _until(lambda: bool(got) and bool(got[-1]))
+        with ctl.lock:
+            want = unplanned_starts(ctl.topo, ctl.rates.residual_bps, ["h2"], target=0.95)
+        assert got[-1] == want["h2"] and h2.starts() == want["h2"] and h2.caps() == {}
+        # every destination is behind leaf1's uplinks, one of which carries h1 -> h5's cap
+        half = 0.95 * 100 * G / 2
+        assert want["h2"] and all(bps == pytest.approx(half) for _, bps in want["h2"])
+    finally:
+        h2.close()

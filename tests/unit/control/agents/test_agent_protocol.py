@@ -59,6 +59,7 @@ def _body(frame: bytes) -> bytes:
         ),
         Caps(caps={KEY: 2.5e9}, more=True),
         Caps(caps={}),
+        Caps(caps={KEY: 1e9}, starts=(("10.0.3.0/24", 5e8), ("10.0.4.7/32", 0.0))),
         Heartbeat(seq=3),
         Bye(reason="closing"),
     ],
@@ -169,6 +170,17 @@ GOOD_FLOW = {"job": "j", "flow_id": "f", "key": KEY.to_dict(), "state": "active"
             + b', "bps": Infinity}]}',
             r"caps\.caps\[0\]\.bps",
         ),
+        (
+            _raw(
+                {"v": 1, "type": "caps", "caps": [], "starts": [{"dst": "10.0.3.1/24", "bps": 1}]}
+            ),
+            r"caps\.starts\[0\]\.dst: expected an IPv4 prefix",
+        ),
+        (
+            _raw({"v": 1, "type": "caps", "caps": [], "starts": [{"dst": "10.0.3.0/24"}]}),
+            r"caps\.starts\[0\]\.bps",
+        ),
+        (_raw({"v": 1, "type": "caps", "caps": [], "starts": {}}), r"caps\.starts"),
         (_raw({"v": 1, "type": "bye", "reason": 3}), r"bye\.reason"),
         (b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1), "nests deeper"),
         (b"[" * 100_000 + b"]" * 100_000, "nests deeper"),
@@ -284,3 +296,17 @@ def test_fuzz_frame_reader_never_fails_but_for_oversize(chunks: list[bytes]) -> 
             for body in reader.feed(c):
                 with contextlib.suppress(ProtocolError):
                     decode_body(body)
+
+
+def test_a_start_table_spans_caps_frames_and_completes_with_the_set() -> None:
+    from icefabric.control.agents.protocol import CapsAssembler, FrameReader, caps_frames
+
+    starts = tuple((f"10.{i // 256}.{i % 256}.0/24", float(i)) for i in range(5000))
+    data = caps_frames({KEY: 1e9}, starts)
+    reader, asm = FrameReader(), CapsAssembler()
+    done = [asm.add(decode_body(b)) for b in reader.feed(data)]  # type: ignore[arg-type]
+    assert len(done) == 2 and done[0] is None and done[1] == {KEY: 1e9}
+    assert asm.starts == starts
+    # the next complete set without a table clears it
+    asm.add(decode_body(_body(caps_frames({}))))  # type: ignore[arg-type]
+    assert asm.starts == ()
