@@ -6,12 +6,15 @@ source port from the Linux RDMA core's flow label of the QP pair, ``rdma_calc_fl
 ``rdma_flow_label_to_udp_sport``), so the controller learns keys it could not have derived from
 the job description: :meth:`Agent.flow_reports` are what the agent channel sends.  The sending
 rate of a flow is ``min(algorithm's rate, cap)``; :meth:`Agent.apply_caps` takes the
-controller's complete cap set (a flow not in it has no cap).  No clock, no I/O: the drivers
+controller's complete cap set (a flow not in it has no cap), :meth:`Agent.apply_starts` its
+start table: a flow of no job (traffic the controller cannot plan) with no cap that has not
+sent yet starts at its destination prefix's rate (control/congestion/starts.py).  No clock, no I/O: the drivers
 (virtual-time engine, real-time host) pass the time in.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import random
 import zlib
@@ -68,6 +71,8 @@ class AgentStats:
     caps_applied: int = 0
     caps_unknown_flow: int = 0
     caps_invalid: int = 0
+    starts_applied: int = 0  # flows started at a start table's rate
+    starts_invalid: int = 0
     feedback_unknown_flow: int = 0
     cnp_unknown_flow: int = 0
 
@@ -103,6 +108,7 @@ class Agent:
         self.flows: dict[FlowKey, AgentFlow] = {}
         self.stats = AgentStats()
         self._changed: list[FlowReport] = []
+        self._starts: list[tuple[ipaddress.IPv4Network, float]] = []  # longest prefix first
 
     # ---- flows ------------------------------------------------------------------------------
     def open_flow(self, dst_ip: str, *, job: str = "", flow_id: str = "") -> FlowKey:
@@ -120,6 +126,7 @@ class Agent:
         )
         flow = AgentFlow(key=key, job=job, flow_id=flow_id, control=self._factory())
         self.flows[key] = flow
+        self._start(flow)
         self._changed.append(self._report(flow))
         return key
 
@@ -161,6 +168,48 @@ class Agent:
             flow.control.set_cap(cap)
             if cap is not None:
                 self.stats.caps_applied += 1
+
+    def apply_starts(self, starts: Sequence[tuple[str, float]]) -> None:
+        """The controller's start table ((prefix, bit/s) pairs, replacing the last one): every
+        flow of no job with no cap that has not sent yet starts at its destination's rate (the
+        longest matching prefix; none matching: the algorithm's own start)."""
+        table: list[tuple[ipaddress.IPv4Network, float]] = []
+        for dst, bps in starts:
+            try:
+                net = ipaddress.IPv4Network(dst)
+            except (TypeError, ValueError):
+                net = None
+            if net is None or not (isinstance(bps, int | float) and bps >= 0):
+                self.stats.starts_invalid += 1
+                log.warning(
+                    "%s: start %r -> %r ignored (expected a prefix, bit/s >= 0)",
+                    self.host,
+                    dst,
+                    bps,
+                )
+                continue
+            table.append((net, float(bps)))
+        self._starts = sorted(table, key=lambda e: -e[0].prefixlen)
+        for flow in self.flows.values():
+            self._start(flow)
+
+    def start_rate(self, dst_ip: str) -> float | None:
+        """The start table's rate for ``dst_ip`` (None: no prefix matches)."""
+        ip = ipaddress.IPv4Address(dst_ip)
+        for net, bps in self._starts:
+            if ip in net:
+                return bps
+        return None
+
+    def _start(self, flow: AgentFlow) -> None:
+        # a CCL job's flow is planned: its caps follow (the table is for the traffic the
+        # controller cannot plan, and it says what the caps leave now, not at the flow's phase)
+        if flow.job or flow.cap_bps is not None or flow.bytes_sent or not self._starts:
+            return
+        bps = self.start_rate(flow.key.dst_ip)
+        if bps is not None:
+            flow.control.start_at(bps)
+            self.stats.starts_applied += 1
 
     def on_feedback(
         self,

@@ -332,7 +332,14 @@ def _agent_client(
                 raise ValueError(f"--controller-store: {exc}") from None
     if not addresses:
         raise ValueError("no controller address (none published in etcd yet?)")
-    return AgentClient(addresses, name, token=token, on_caps=host.on_caps, discover=discover)
+    return AgentClient(
+        addresses,
+        name,
+        token=token,
+        on_caps=host.on_caps,
+        on_starts=host.on_starts,
+        discover=discover,
+    )
 
 
 def _take_share(host: RealTimeHost, schedule: Any, topology: Path, name: str) -> None:

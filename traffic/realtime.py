@@ -59,6 +59,7 @@ class RealTimeHost:
         self.messages: list[tuple[str, int, int, float]] = []  # (src ip, tag, bytes, us)
         self.stop = threading.Event()
         self.caps: queue.SimpleQueue[dict[FlowKey, float]] = queue.SimpleQueue()
+        self.starts: queue.SimpleQueue[tuple[tuple[str, float], ...]] = queue.SimpleQueue()
         self.send_errors = 0
         self._t0 = time.monotonic()
         self.t0_unix = time.time()  # the wall clock at now_us() == 0 (to line hosts up)
@@ -82,6 +83,10 @@ class RealTimeHost:
         with self._caps_cv:
             self._cap_keys |= set(caps)
             self._caps_cv.notify_all()
+
+    def on_starts(self, starts: tuple[tuple[str, float], ...]) -> None:
+        """AgentClient's callback for the start table (after ``on_caps``): to the loop."""
+        self.starts.put(starts)
 
     def wait_for_cap(self, keys: Sequence[FlowKey], timeout_s: float) -> bool:
         """Wait until the controller sent a cap for one of ``keys`` (it has taken their report
@@ -165,6 +170,8 @@ class RealTimeHost:
                 for key, bps in caps.items():
                     if key in self.agent.flows and isinstance(bps, int | float) and bps > 0:
                         self.cap_applied[key] = float(bps)
+            while not self.starts.empty():
+                self.agent.apply_starts(self.starts.get())
             now = self.now_us()
             t = self.agent.next_timer_us()
             if t is not None and t <= now:

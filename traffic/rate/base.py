@@ -41,6 +41,11 @@ class RateControl(Protocol):
         """Set the controller's cap (``None``: no cap)."""
         ...
 
+    def start_at(self, rate_bps: float) -> None:
+        """Start at ``rate_bps`` instead of the initial rate (the controller's start rate for
+        an unplanned flow); nothing once the algorithm has reacted to the fabric."""
+        ...
+
     def on_feedback(
         self, now_us: float, hops: Sequence[HopSample], *, sent_us: float | None = None
     ) -> None:

@@ -157,6 +157,15 @@ class Dcqcn:
         self._rc = min(self._rc, ceiling)
         self._rt = min(self._rt, ceiling)
 
+    def start_at(self, rate_bps: float) -> None:
+        """Rc and Rt to ``rate_bps`` (within [min rate, line]) while no CNP has come."""
+        if not rate_bps >= 0:
+            raise ValueError(f"Dcqcn.start_at: rate must be >= 0, got {rate_bps!r}")
+        if self.cnps:
+            return
+        p = self.params
+        self._rc = self._rt = min(p.line_rate_bps, max(p.min_rate_bps, rate_bps))
+
     def on_feedback(
         self, now_us: float, hops: Sequence[HopSample], *, sent_us: float | None = None
     ) -> None:

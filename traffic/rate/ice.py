@@ -210,6 +210,17 @@ class IceRate:
             self._rate = min(self._rate, ceiling)
             self._ref = min(self._ref, ceiling)
 
+    def start_at(self, rate_bps: float) -> None:
+        """Rate and reference to ``rate_bps`` (within [min rate, line]) while no feedback has
+        come: the controller's start rate for a flow no plan covers (control/congestion/
+        starts.py); a flow that has had feedback keeps HPCC's rule."""
+        if not rate_bps >= 0:
+            raise ValueError(f"IceRate.start_at: rate must be >= 0, got {rate_bps!r}")
+        if self.feedbacks:
+            return
+        p = self.params
+        self._rate = self._ref = min(p.line_rate_bps, max(p.min_rate_bps, rate_bps))
+
     def on_feedback(
         self, now_us: float, hops: Sequence[HopSample], *, sent_us: float | None = None
     ) -> None:
