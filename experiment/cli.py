@@ -61,9 +61,10 @@ def register(verbs: Verbs) -> None:
         "--ice",
         default=None,
         metavar="KEY=VALUE,...",
-        help="override the file's ice: knobs (anchor, derived_ai: true|false; eta: number; "
-        "sample_n: INT and feedback on 1 in N packets, a power of two; sample_gap: and at "
-        "least once per this many base RTTs, 0 none), "
+        help="override the file's ice: knobs (anchor, derived_ai, starts: true|false; eta: "
+        "number; sample_n: INT and feedback on 1 in N packets, a power of two; sample_gap: and "
+        "at least once per this many base RTTs, 0 none; starts: flows no plan covers start at "
+        "what the caps leave on their paths), "
         "e.g. anchor=false,derived_ai=false for HPCC's rule before the plan anchoring",
     )
     run.add_argument("--no-plot", action="store_true", help="do not write comparison.png")

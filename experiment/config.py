@@ -29,10 +29,11 @@ Format (experiment/README.md, "Experiment files", is the reference)::
     target: embedded                  # the switches: embedded (ice-switch, default) | bmv2
                                       # (simple_switch_grpc; engine mininet only)
     limits: {virtual_ms: 60000, wall_s: 600}  # give up (mode fails) past either
-    ice: {anchor: true, derived_ai: true, eta: 0.95, sample_n: 32, sample_gap: 0}
+    ice: {anchor: true, derived_ai: true, eta: 0.95, sample_n: 32, sample_gap: 0, starts: true}
                                       # ICE's end-side rule and INT sampling: 1 in sample_n
                                       # packets and at least one per sample_gap base RTTs
-                                      # (traffic/README.md);
+                                      # (traffic/README.md); starts: unplanned flows start at
+                                      # what the caps leave on their paths;
                                       # the defaults; anchor false: HPCC's rule on caps that
                                       # fill links to 95 % (the rule before the anchoring)
     jobs:                             # optional (engine virtual): more jobs sharing the fabric
@@ -353,13 +354,14 @@ def _ice(raw: Any, err: Any) -> IceKnobs:
         return IceKnobs()
     d = IceKnobs()
     for k in raw:
-        if k not in ("anchor", "derived_ai", "eta", "sample_n", "sample_gap"):
+        if k not in ("anchor", "derived_ai", "eta", "sample_n", "sample_gap", "starts"):
             err(
                 f"ice.{k}",
-                "unknown key (expected one of anchor, derived_ai, eta, sample_n, sample_gap)",
+                "unknown key (expected one of anchor, derived_ai, eta, sample_n, sample_gap, "
+                "starts)",
             )
     flags = {}
-    for k in ("anchor", "derived_ai"):
+    for k in ("anchor", "derived_ai", "starts"):
         v = raw.get(k, getattr(d, k))
         if not isinstance(v, bool):
             err(f"ice.{k}", f"expected true or false, got {v!r}")
@@ -382,6 +384,7 @@ def _ice(raw: Any, err: Any) -> IceKnobs:
         eta=eta,
         sample_n=n,
         sample_gap=float(gap),
+        starts=flags["starts"],
     )
 
 

@@ -86,6 +86,9 @@ class IceKnobs:
     # sample_gap base RTTs without a sample (0: no such floor; traffic/README.md)
     sample_n: int = 32
     sample_gap: float = 0.0
+    # each host's start table goes with its caps: a flow no plan covers starts at what the
+    # caps leave on its candidate paths, not at the line rate (control/congestion/starts.py)
+    starts: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (results.json)."""
@@ -95,6 +98,7 @@ class IceKnobs:
             "eta": self.eta,
             "sample_n": self.sample_n,
             "sample_gap": self.sample_gap,
+            "starts": self.starts,
         }
 
 

@@ -123,12 +123,17 @@ class VirtualEngine:
         delay = exp.rates.run_control_delay_us()
         # background flows: opened after the controller learnt the job's keys, so it never
         # plans or caps them (ice.p4's flowlet / ECMP fallback places them)
+        # of no job: what an agent opens for traffic outside any CCL job
         bg_keys = [
-            fab.open_flow(b.src, b.dst, job="background", flow_id=f"background/{i}")
+            fab.open_flow(b.src, b.dst, flow_id=f"background/{i}")
             for i, b in enumerate(exp.background)
         ]
         bg_done: dict[int, float] = {}
-        caps = PhaseCaps(ctl, fab, schedule, exp.rates.scale, delay) if mode.caps else None
+        caps = (
+            PhaseCaps(ctl, fab, schedule, exp.rates.scale, delay, starts=exp.ice.starts)
+            if mode.caps
+            else None
+        )
         seen = _SeenPaths({s.switch_id: s.name for s in spec_switches(exp)}, keys)
         paths = seen.paths
 
@@ -188,6 +193,11 @@ class VirtualEngine:
             obs.extra["caps_applied"] = fab.channel.applied
         if exp.background:
             obs.extra["background_done"] = len(bg_done)
+            # what the unplanned traffic got while the job ran (it outlasts the job)
+            sent = fab.flow_stats()
+            obs.extra["background_sent_bytes"] = sum(
+                sent[k].bytes_sent for k in bg_keys if k in sent
+            )
         if exp.link_down is not None:
             obs.extra["link_down"] = f"{exp.link_down.a}-{exp.link_down.b}"
         if mode.lb_mode == "ecmp" and exp.link_down is None:  # (the model knows no failure)
@@ -416,12 +426,21 @@ class PhaseCaps:
     agent over the agent channel's own framing, arriving ``delay_us`` later
     (:meth:`VirtualFabric.push_caps`).  A phase known ahead (:meth:`ahead`) has its caps in
     place when it starts; one learned as it starts runs on the end side's control until they
-    arrive."""
+    arrive.  With ``starts`` each host's start table goes with its caps (what the caps leave
+    for flows no plan covers, control/congestion/starts.py)."""
 
     def __init__(
-        self, ctl: Any, fab: Any, schedule: Schedule, scale: float, delay_us: float = 0.0
+        self,
+        ctl: Any,
+        fab: Any,
+        schedule: Schedule,
+        scale: float,
+        delay_us: float = 0.0,
+        *,
+        starts: bool = True,
     ) -> None:
         self.ctl, self.fab, self.scale, self.delay_us = ctl, fab, scale, delay_us
+        self.starts = starts
         self.phase_of: dict[int, str] = {}
         self.flows: dict[str, set[str]] = {}
         self.left: dict[str, int] = {}
@@ -462,16 +481,17 @@ class PhaseCaps:
     def push(self) -> None:
         """Caps for the running phases' flows; every other flow has none."""
         active = set().union(*(self.flows[p] for p in self.running)) if self.running else set()
-        self.fab.push_caps(
-            caps_for(self.ctl, self.scale, active, ", ".join(self.running)),
-            delay_us=self.delay_us,
-        )
+        caps, starts = caps_for(self.ctl, self.scale, active, ", ".join(self.running))
+        self.fab.push_caps(caps, starts=starts if self.starts else None, delay_us=self.delay_us)
         self.pushes += 1
 
 
-def caps_for(ctl: Any, scale: float, active: set[str], phases: str) -> dict[Any, float]:
+def caps_for(
+    ctl: Any, scale: float, active: set[str], phases: str
+) -> tuple[dict[Any, float], dict[str, tuple[tuple[str, float], ...]]]:
     """The controller's max-min fair caps for the ``active`` flows, keyed as the agents see
-    their flows, at the run's link rates (the controller computes them at the spec's)."""
+    their flows, and every host's start table, at the run's link rates (the controller
+    computes them at the spec's)."""
     hub = ctl.agents
     with ctl.lock:
         rates = ctl.rates.compute(
@@ -480,7 +500,11 @@ def caps_for(ctl: Any, scale: float, active: set[str], phases: str) -> dict[Any,
         out: dict[Any, float] = {}
         for caps in hub.caps_by_host(rates).values():
             out.update({k: v * scale for k, v in caps.items()})
-    return out
+        starts = {
+            host: tuple((dst, bps * scale) for dst, bps in table)
+            for host, table in hub.starts_by_host().items()
+        }
+    return out, starts
 
 
 def _sum_drops(drops: dict[str, dict[str, int]]) -> dict[str, int]:

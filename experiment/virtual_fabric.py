@@ -250,9 +250,16 @@ class VirtualFabric:
             self.hosts[name].agent.apply_caps(host_caps)
             self._touched.add(name)
 
-    def push_caps(self, caps: Mapping[FlowKey, float], *, delay_us: float = 0.0) -> None:
+    def push_caps(
+        self,
+        caps: Mapping[FlowKey, float],
+        *,
+        starts: Mapping[str, tuple[tuple[str, float], ...]] | None = None,
+        delay_us: float = 0.0,
+    ) -> None:
         """The controller's caps, as the agent channel carries them: each host's complete set
-        encoded as caps frames (:func:`caps_frames`), read back by the agent's frame reader and
+        (with its start table from ``starts``, per host name) encoded as caps frames
+        (:func:`caps_frames`), read back by the agent's frame reader and
         :class:`CapsAssembler` ``delay_us`` later (the control delay), then applied."""
         if not delay_us >= 0:
             raise ValueError(f"push_caps: delay_us must be >= 0, got {delay_us!r}")
@@ -263,7 +270,7 @@ class VirtualFabric:
                 per_host[host][key] = bps
         at = self.now_us + math.ceil(delay_us)
         for name, host_caps in per_host.items():
-            frames = caps_frames(host_caps)
+            frames = caps_frames(host_caps, (starts or {}).get(name, ()))
             self.channel.pushes += 1
             self.channel.bytes += len(frames)
             self._push(at, _TO_AGENT, name, 0, frames)
@@ -281,7 +288,9 @@ class VirtualFabric:
             if isinstance(msg, Caps):
                 complete = assembler.add(msg)
                 if complete is not None:
-                    self.hosts[host].agent.apply_caps(complete)
+                    agent = self.hosts[host].agent
+                    agent.apply_caps(complete)
+                    agent.apply_starts(assembler.starts)
                     self.channel.applied += 1
 
     # ---- time -------------------------------------------------------------------------------

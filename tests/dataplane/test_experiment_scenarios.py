@@ -77,3 +77,22 @@ def test_spray_spreads_every_leafs_packets_over_its_uplinks_without_loss(
         up = [links[f"{leaf}>spine1"], links[f"{leaf}>spine2"]]
         # per packet in turn (bucket = PSN mod 64): each uplink carries half of the leaf's bytes
         assert abs(up[0] - up[1]) <= 0.1 * sum(up), (leaf, up)
+
+
+def test_unplanned_flows_start_at_what_the_caps_leave(engine: VirtualEngine) -> None:
+    """The start table (control/congestion/starts.py): ICE's background flows start at what
+    the ring's caps leave on their paths, not at the line rate, so no uplink the caps fill is
+    overrun: a shorter queue, the ring faster, than with the table off (`ice.starts`)."""
+    bg = [{**b, "bytes": "2MiB"} for b in load_preset("background").data["background"]]
+    got = {}
+    for starts in (True, False):
+        exp = _smaller("background", background=bg, ice={"starts": starts})
+        exp = parse_experiment({**exp.data, "modes": ["ice"]}, source="bg", base=PRESET_DIR)
+        (m,) = run_experiment(exp, out_base=None, engine=engine).doc["modes"]
+        assert m["ok"], m["error"]
+        assert m["psn_losses"] == 0 and m["drops"] == 0
+        assert m["engine"]["background_sent_bytes"] > 0
+        got[starts] = m
+    on, off = got[True], got[False]
+    assert on["queue_packets"]["p99"] < off["queue_packets"]["p99"], (on, off)
+    assert on["busbw_over_bound"] > off["busbw_over_bound"]

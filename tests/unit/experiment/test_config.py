@@ -175,7 +175,11 @@ def test_ice_knobs_from_the_file_and_the_command_line() -> None:
         "eta": 0.9,
         "sample_n": 32,
         "sample_gap": IceKnobs().sample_gap,
+        "starts": True,
     }
+    assert not parse_experiment({**GOOD, "ice": {"starts": False}}).ice.starts
+    with pytest.raises(ExperimentError, match=r"ice\.starts: expected true or false"):
+        parse_experiment({**GOOD, "ice": {"starts": 1}})
     assert parse_experiment({**GOOD, "ice": {"sample_gap": 0}}).ice.sample_gap == 0.0
     for bad in (-1, 101, "x", True):
         with pytest.raises(ExperimentError, match=r"ice\.sample_gap: expected a number"):
