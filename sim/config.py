@@ -65,6 +65,9 @@ class SimConfig:
     # controller knew the job before it started and pushed them one delay ahead; False: a job
     # learned as it starts (an NCCL log), its first caps one delay late too
     caps_ahead: bool = True
+    # with the caps, the start table: an unplanned row starts at what they leave on its
+    # candidate paths, not at the line rate (control/congestion/starts.py; ICE only)
+    starts: bool = True
     # ICE's own bytes on the fabric links (shim + INT records + feedback frames) per payload
     # byte: the switch-to-switch links carry 1 / (1 + wire_overhead) of their rate as payload
     # (0: payload only; experiment.versus and icectl sim take ICE's from the packet model,

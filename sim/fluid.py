@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from icefabric.control.congestion import max_min_fill
+from icefabric.sim.caps import CapSchedule, UnplannedStarts
 from icefabric.sim.config import check_run_size
 from icefabric.sim.marks import EnqueueDepth
 from icefabric.sim.nic import nic_share
@@ -237,9 +237,13 @@ class FluidRun:
         self.cnps = 0
         self.qhist = np.zeros(len(QUEUE_EDGES) + 1, dtype=np.int64)
         self.q_max = np.zeros(nl)
-        self.next_cap = 0.0
-        self.cap_queue: deque[tuple[float, np.ndarray]] = deque()  # (reaches senders, caps)
-        self.first_caps = cfg.caps_ahead  # the first flows' caps were pushed ahead of their start
+        unplanned = w.unplanned if cfg.starts and self.ice is not None else None
+        starts = (
+            None
+            if unplanned is None or not unplanned.any()
+            else UnplannedStarts(self.sim.topo, w.flows, unplanned)
+        )
+        self.caps_ctl = CapSchedule(cfg, self.cap_bps[: self.net.n_links], starts)
         self.total = w.total_bytes
         self.trace = Trace.empty()
         self.steps = 0
@@ -530,31 +534,18 @@ class FluidRun:
             self.start_ready()
 
     def cap(self) -> None:
-        """The controller's water-filling caps over the unfinished planned flows, computed every
-        ``cap_interval_us``; they reach the senders ``cap_delay_us`` later (the first ones at
-        once with ``caps_ahead``)."""
-        cfg, t = self.cfg, self.t
-        if cfg.use_caps and t >= self.next_cap:
-            self.next_cap = t + cfg.cap_interval_us
+        """The controller's caps and start tables (sim/caps.py), applied as they arrive."""
+        if self.cfg.use_caps:
             act = np.flatnonzero(self.started & np.isnan(self.finish) & ~self.windowed)
-            if act.size:
-                rp = self.path[act]
-                ok = rp != self.pad
-                fe = np.repeat(np.arange(act.size), ok.sum(axis=1))
-                le = rp[ok]
-                rates = max_min_fill(fe, le, self.cap_bps[: self.net.n_links], act.size)
-                new_caps = np.full(self.n_f, np.inf)
-                new_caps[act] = np.maximum(rates, 1.0)
-                self.cap_queue.append((t if self.first_caps else t + cfg.cap_delay_us, new_caps))
-                self.first_caps = False
-        while self.cap_queue and self.cap_queue[0][0] <= t:
-            self.caps = self.cap_queue.popleft()[1]
-            if self.dc is not None:
-                self.dc.set_caps(self.caps)
-            if self.ice is not None:
-                self.ice.set_caps(self.caps)
-            if self.other is not None:
-                self.other.set_caps(self.caps)
+            self.caps_ctl.compute(self.t, act, self.path[act], self.pad, self.sent, self.n_f)
+        for caps, table in self.caps_ctl.due(self.t):
+            self.caps = caps
+            if table is not None and self.ice is not None:  # rows that have not sent yet
+                keep = self.sent[table[0]] == 0
+                self.ice.start_at(table[0][keep], table[1][keep])
+            for rc in (self.dc, self.ice, self.other):
+                if rc is not None:
+                    rc.set_caps(caps)
 
     def record(self, x: np.ndarray, active: np.ndarray) -> None:
         """A trace sample every ``trace_every`` steps."""

@@ -218,6 +218,19 @@ class IceArray:
         self.ref[r] = np.where(anchored, c, np.minimum(self.ref[r], c))
         self.stage[r] = np.where(anchored, 0, self.stage[r])
 
+    def start_at(self, rows: IntArray, rates: FloatArray) -> None:
+        """Rate and reference of ``rows`` that have had no feedback to ``rates`` (within
+        [min rate, line]), as :meth:`IceRate.start_at`."""
+        p = self.params
+        fresh = rows[self.feedbacks[rows] == 0]
+        r = np.clip(
+            np.asarray(rates, dtype=np.float64)[self.feedbacks[rows] == 0],
+            p.min_rate_bps,
+            p.line_rate_bps,
+        )
+        self.rate[fresh] = r
+        self.ref[fresh] = r
+
     def on_feedback(
         self,
         rows: IntArray,

@@ -109,6 +109,12 @@ def test_ice_array_equals_scalar(seed: int, max_queue: int, variant: dict[str, A
             arr.set_caps(
                 np.array([np.inf if c is None else c for c in caps]), np.array(rows, dtype=np.int64)
             )
+        if step < 30 or rng.random() < 0.01:  # a start table (only flows with no reaction yet)
+            rows = sorted(rng.sample(range(N), 3))
+            starts = [rng.choice([0.0, rng.uniform(1e9, 150e9)]) for _ in rows]
+            for r, b in zip(rows, starts, strict=True):
+                scalars[r].start_at(b)
+            arr.start_at(np.array(rows, dtype=np.int64), np.array(starts))
         rows = sorted(rng.sample(range(N), rng.randint(1, N)))
         hop_id = np.full((len(rows), hops), -1, dtype=np.int64)
         bps = np.zeros((len(rows), hops))
