@@ -27,10 +27,12 @@ capacity (max-min fair over the planned paths), so a flow with a cap sends at th
 relative to the cap: HPCC's headroom would only leave planned capacity idle) and reads INT for
 what the plan did not foresee: a hop whose queue stands (the queue of u_hop above: over two
 consecutive records a packet apart, or in one record of sampled INT) over
-``anchor_queue_bdp x B x T`` and more than B / cap frames (the planned flows of a hop, about
-B / cap of them, may each have a frame arrive at once from different input ports, a
-queue the plan allows; an incast receiver's 11 senders left their caps 84 times in one run on
-such 3-5 frame bursts while the threshold was 2.8 frames).  Then HPCC's rule above takes over, starting from
+``anchor_queue_bdp x B x T`` and more than ``frames_per_flow`` x B / cap frames (the planned
+flows of a hop, about B / cap of them, may each have frames arrive at once from different
+input ports, a queue the plan allows: its own and the one its pacer's one-frame token bucket
+lets it send ahead after a wait at the NIC, traffic/endpoint.py; an incast receiver's 11
+senders left their caps 84 times in one run on such 3-5 frame bursts while the threshold was
+2.8 frames).  Then HPCC's rule above takes over, starting from
 the cap as its reference, until the queue is gone (no hop's queue over the threshold); from
 there the flow ramps back to its cap by
 R_AI per reference update (HPCC's multiplicative step would approach the cap only
@@ -96,10 +98,14 @@ class IceParams:
     #: the standing queue (the queue term of u_hop, module docstring) that ends the anchored regime, as
     #: a fraction of the hop's bandwidth-delay product B x T (0.1: 11 KB at 100 Gbit/s, 9 us)
     anchor_queue_bdp: float = 0.1
-    #: the data frame's bytes on the wire (0: not known, no burst allowance): the plan lets one
-    #: frame of each of the B / cap planned flows a hop can carry arrive at once from different
-    #: input ports, so the anchored regime also tolerates B / cap frames queued (module docstring)
+    #: the data frame's bytes on the wire (0: not known, no burst allowance): the plan lets
+    #: ``frames_per_flow`` frames of each of the B / cap planned flows a hop can carry arrive at
+    #: once from different input ports, so the anchored regime also tolerates that many queued
+    #: (module docstring)
     frame_bytes: int = 0
+    #: frames a planned flow may have arrive at once: its own and the one its pacer may send
+    #: ahead (the endpoint's token bucket is one frame deep, traffic/endpoint.py)
+    frames_per_flow: int = 2
     #: consecutive under-target reference updates before a multiplicative increase (HPCC: 5).
     max_stage: int = 5
     #: lowest rate, as a fraction of the line rate.
@@ -123,13 +129,18 @@ class IceParams:
             raise ValueError(f"IceParams: eta must be in (0, 1], got {self.eta!r}")
         if self.frame_bytes < 0:
             raise ValueError(f"IceParams: frame_bytes must be >= 0, got {self.frame_bytes!r}")
+        if self.frames_per_flow < 1:
+            raise ValueError(
+                f"IceParams: frames_per_flow must be >= 1, got {self.frames_per_flow!r}"
+            )
 
     def anchor_threshold(self, ceiling_bps: float) -> float:
         """The queue term (queue x 8 / (B T)) above which a flow whose rate ceiling is
-        ``ceiling_bps`` leaves the anchored regime: ``anchor_queue_bdp``, or B / cap frames
-        where that is more (a queue of B / cap frames is B x frame x 8 / cap bits: its term is
-        frame x 8 / (cap T), whatever B)."""
-        burst = self.frame_bytes * 8.0 / (ceiling_bps * self.base_rtt_us * 1e-6)
+        ``ceiling_bps`` leaves the anchored regime: ``anchor_queue_bdp``, or ``frames_per_flow``
+        x B / cap frames where that is more (a queue of B / cap frames is B x frame x 8 / cap
+        bits: its term is frame x 8 / (cap T), whatever B)."""
+        frames = self.frames_per_flow * self.frame_bytes
+        burst = frames * 8.0 / (ceiling_bps * self.base_rtt_us * 1e-6)
         return max(self.anchor_queue_bdp, burst)
 
     @property

@@ -368,7 +368,7 @@ class IceArray:
         (IceParams.anchor_threshold)."""
         p = self.params
         ceiling = np.minimum(p.line_rate_bps, self.cap[sel])
-        burst = p.frame_bytes * 8.0 / (ceiling * p.base_rtt_us * 1e-6)
+        burst = p.frames_per_flow * p.frame_bytes * 8.0 / (ceiling * p.base_rtt_us * 1e-6)
         out: FloatArray = np.maximum(p.anchor_queue_bdp, burst)
         return out
 

@@ -397,31 +397,36 @@ def test_a_moved_flow_does_not_return_to_its_old_cap_until_the_next_caps() -> No
     assert not q.moved and not q.anchored and q.rate_bps() == min(high, 25e9)
 
 
-def test_the_anchored_regime_tolerates_a_frame_per_planned_flow_of_the_hop() -> None:
+def test_the_anchored_regime_tolerates_two_frames_per_planned_flow_of_the_hop() -> None:
     """A cap of B / 10 means about 10 planned flows on the bottleneck hop, each of which may
-    have a frame arrive at once: 10 frames queued stay anchored (though over 10 % of the
-    BDP), more leave; without the frame size the 10 % rule alone decides."""
+    have two frames arrive at once (its own and one its pacer sends ahead): 19 frames queued
+    stay anchored (though over 10 % of the BDP), more leave; without the frame size the 10 %
+    rule alone decides."""
     frame = 4_158
     bdp = LINE * T * 1e-6 / 8  # 125 KB: 10 % is 12.5 KB, 3 frames
     for frame_bytes, stays in ((frame, True), (0, False)):
         r = _ice(frame_bytes=frame_bytes)
         r.set_cap(LINE / 10)
         assert r.params.anchor_threshold(LINE / 10) == pytest.approx(
-            max(0.1, frame_bytes * 8 / (LINE / 10 * T * 1e-6))
+            max(0.1, 2 * frame_bytes * 8 / (LINE / 10 * T * 1e-6))
         )
         ts, tx = 0.0, 0
         r.on_feedback(ts, [_hop(tx, ts)])
-        for _ in range(5):  # a burst of 9 frames, over and over: within the plan
-            ts, tx = _steady(r, 1.0, ts, tx, q=9 * frame)
-        assert 9 * frame > 0.1 * bdp
+        for _ in range(5):  # a burst of 19 frames, over and over: within the plan
+            ts, tx = _steady(r, 1.0, ts, tx, q=19 * frame)
+        assert 19 * frame > 0.1 * bdp
         assert r.anchored is stays
-    r = _ice(frame_bytes=frame)
-    r.set_cap(LINE / 10)
-    ts, tx = 0.0, 0
-    r.on_feedback(ts, [_hop(tx, ts)])
-    ts, tx = _steady(r, 1.0, ts, tx, q=12 * frame)
-    ts, tx = _steady(r, 1.0, ts, tx, q=12 * frame)
-    assert not r.anchored  # more than one frame per planned flow: what the plan did not foresee
+    for per_flow, queued, stays in ((2, 22, False), (1, 12, False), (1, 9, True)):
+        r = _ice(frame_bytes=frame, frames_per_flow=per_flow)
+        r.set_cap(LINE / 10)
+        ts, tx = 0.0, 0
+        r.on_feedback(ts, [_hop(tx, ts)])
+        ts, tx = _steady(r, 1.0, ts, tx, q=queued * frame)
+        ts, tx = _steady(r, 1.0, ts, tx, q=queued * frame)
+        # more than frames_per_flow frames per planned flow: what the plan did not foresee
+        assert r.anchored is stays, (per_flow, queued)
+    with pytest.raises(ValueError, match="frames_per_flow"):
+        _ice(frames_per_flow=0)
     # a flow with the whole line planned shares its hop with nobody: the 10 % rule decides
     assert r.params.anchor_threshold(LINE) == pytest.approx(0.1)
 
