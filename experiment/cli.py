@@ -99,7 +99,7 @@ def _add_matrix(esub: Any, add_json: Any) -> None:
         default="sim",
         help="sim (default): the fluid simulator's scenarios at --gpus GPUs; virtual: the "
         "packet-level presets (collisions=ecmp-collides, two-jobs, incast, background, "
-        "failure=link-down, job-arrives) "
+        "failure=link-down, job-arrives, incast-storage) "
         "on embedded ice.p4 switches in virtual time, the ceiling from the simulator on each "
         "run's paths (experiment/README.md)",
     )

@@ -39,6 +39,8 @@ PACKET_PRESETS = {
     # no simulator counterpart: a second job arriving mid-collective; its ceiling, as with
     # two-jobs, is the mean of each job's alone on its paths, which the arrival does not change
     "job-arrives": "job-arrives",
+    # no simulator counterpart either: unplanned writes converging on a ring member
+    "incast-storage": "incast-storage",
 }
 DEFAULT_PACKET_SCHEMES = ("ecmp+dcqcn", "ecmp+hpcc", "spray+hpcc", "ice")
 

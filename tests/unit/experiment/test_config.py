@@ -315,3 +315,13 @@ def test_background_and_link_down_round_trip() -> None:
     assert d["background"] == [{"src": "h1", "dst": "h2", "bytes": 1 << 20}]
     assert d["link_down"] == {"a": "leaf1", "b": "spine2", "at_us": 5.0, "drain_us": 1.0}
     assert parse_experiment(GOOD).to_dict()["link_down"] is None
+
+
+def test_incast_storage_is_an_unplanned_incast_on_a_ring_member() -> None:
+    from icefabric.experiment.matrix import PACKET_PRESETS
+
+    exp = load_preset("incast-storage")
+    assert PACKET_PRESETS["incast-storage"] == "incast-storage"
+    assert {b.dst for b in exp.background} == {"h10"} and len(exp.background) == 3
+    ring = set(exp.data["workload"]["hosts"])
+    assert "h10" in ring and not {b.src for b in exp.background} & ring
