@@ -38,7 +38,8 @@ class UnplannedStarts:
         res = np.maximum(capacity_bps - allocated_bps, 0.0)
         pair = pair_residuals(self.topo, res, self.pairs)
         fabric = np.array([pair[p] for p in self.pairs], dtype=np.float64)
-        return np.minimum(res[self.uplink], fabric)
+        out: np.ndarray = np.minimum(res[self.uplink], fabric)
+        return out
 
 
 class CapSchedule:
