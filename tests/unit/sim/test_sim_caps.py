@@ -3,8 +3,6 @@ a run where a planned flow's cap fills the uplink an unplanned flow is hashed on
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from icefabric.control.ccl.demand import Flow
@@ -20,22 +18,15 @@ from icefabric.topo.generators import leaf_spine
 G = 1e9
 
 
-def flow(k: int, src: str, dst: str, nbytes: float) -> Flow:
-    return Flow(
-        flow_id=f"f{k}",
-        job="t",
-        phase="p",
-        channel=0,
-        src_host=src,
-        dst_host=dst,
-        src_rank=k,
-        dst_rank=100 + k,
-        bytes=nbytes,
-    )
+def flow(k: int, src: str, dst: str, nbytes: float, job: str = "t") -> Flow:
+    """A flow of ``job`` (named f<k>, or bg<k> for the unplanned job "background")."""
+    name = f"bg{k}" if job == "background" else f"f{k}"
+    ends = {"src_host": src, "dst_host": dst, "src_rank": k, "dst_rank": 100 + k}
+    return Flow(flow_id=name, job=job, phase="p", channel=0, bytes=nbytes, **ends)
 
 
 def _unplanned(k: int, src: str, dst: str, nbytes: float) -> Flow:
-    return dataclasses.replace(flow(k, src, dst, nbytes), job="background", flow_id=f"bg{k}")
+    return flow(k, src, dst, nbytes, job="background")
 
 
 def test_start_rates_are_the_smallest_residual_over_uplink_and_candidates() -> None:
