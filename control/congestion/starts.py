@@ -13,9 +13,9 @@ flows' caps) over the source host's uplink and every link of every live candidat
 between the two leaves. The destination host's own downlink is not counted (the table is per
 leaf, not per host, to stay small; a receiver's downlink is the end side's to find, at the
 first record). Prefixes whose start would be the host's line rate are left out (the default
-start, HPCC's). The agent starts a flow that has not sent yet and has no cap at its prefix's
-rate (traffic/agent.py); the end-side rule then governs it as before, rising into capacity
-the planned flows leave idle.
+start, HPCC's). The agent starts a flow of no job that has not sent yet and has no cap at its
+prefix's rate (traffic/agent.py); the end-side rule then governs it as before, rising into
+capacity the planned flows leave idle.
 """
 
 from __future__ import annotations
@@ -80,10 +80,12 @@ def unplanned_starts(
     ``residual_bps``: per directed link, the capacity the active flows' caps leave at the rate
     target (:attr:`RateAllocator.residual_bps`)."""
     res = np.maximum(np.asarray(residual_bps, dtype=np.float64), 0.0)
-    pairs = pair_residuals(topo, res)
+    chosen = topo.spec.hosts if hosts is None else [topo.spec.host(n) for n in hosts]
     nets = leaf_prefixes(topo)
+    # only the pairs from the chosen hosts' leaves (a push to a few hosts needs few rows)
+    pairs = pair_residuals(topo, res, ((h.leaf, b) for h in chosen for b in nets))
     out: dict[str, tuple[Start, ...]] = {}
-    for host in topo.spec.hosts if hosts is None else [topo.spec.host(n) for n in hosts]:
+    for host in chosen:
         up = topo.host_uplink(host.name)
         line = float(topo.capacity[up]) * 8.0 * target
         by_rate: dict[float, list[ipaddress.IPv4Network]] = {}
