@@ -1,8 +1,8 @@
 """The in-process switch: BMv2 simple_switch semantics around a compiled v1model Pipeline.
 
 Ingress -> (clone I2E, digests, resubmit, multicast, drop, unicast) -> per-port strict-priority
-FIFO queues (`priority_queues`, selected by standard_metadata.priority) with a drain rate and a
-capacity -> egress -> (clone E2E, drop, recirculate, output).  Two ways to
+FIFO queues (`priority_queues`, selected by standard_metadata.priority, a clone's by its
+session's class of service) with a drain rate and a capacity -> egress -> (clone E2E, drop, recirculate, output).  Two ways to
 run it: deterministic (`inject` + `run_until_idle`, usually with a ManualClock) and real time
 (`start()` runs one scheduler thread; ports call `inject` from their receive threads).
 """
@@ -363,6 +363,7 @@ class Device:
                 pre,
                 trunc,
                 arr.passes + 1,
+                session.class_of_service,
             )
 
     def _multicast(
@@ -410,7 +411,9 @@ class Device:
         passes: int,
         priority: int = 0,
     ) -> None:
-        """Queue a packet for egress; clones arrive with priority 0 (BMv2 resets metadata)."""
+        """Queue a packet for egress at ``priority``: a clone's is its session's class of
+        service (its metadata is reset, as BMv2's; P4Runtime's CloneSessionEntry.class_of_service
+        chooses the copies' queue, which BMv2's PI refuses: there clones use queue 0)."""
         item = Queued(
             ctx,
             port,
@@ -509,6 +512,7 @@ class Device:
                 pre,
                 trunc,
                 item.passes + 1,
+                session.class_of_service,
             )
 
     def _output(self, port: int, data: bytes) -> None:

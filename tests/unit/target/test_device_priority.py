@@ -192,6 +192,31 @@ def test_clones_get_priority_zero_and_multicast_keeps_it(prio_program: object) -
     assert out == {(2, 1): 7, (3, 1): 0, (4, 2): 5, (5, 2): 5}
 
 
+def test_a_clone_session_class_of_service_picks_the_copies_queue(prio_program: object) -> None:
+    """P4Runtime's CloneSessionEntry.class_of_service: the copies' queue (their own metadata is
+    reset), so a copy overtakes the data queued on its port; out of range it is dropped."""
+    dev, clock = make(prio_program, 8)
+    dev.set_clone_session(5, CloneSession((Replica(2, 0),), class_of_service=6))
+    dev.set_queue_rate(2, pps=1000)  # one packet per ms: a queue builds on port 2
+    for seq in range(1, 4):
+        dev.inject(1, frame(seq, 0x0000))  # data, priority 0, to port 2
+    dev.inject(1, frame(9, 0x0100))  # priority 0 + I2E clone to port 2 at class of service 6
+    for _ in range(10):
+        clock.advance(1000)
+        dev.run_until_idle()
+    out = [(int.from_bytes(d[:6], "big"), fields(d)[0]) for p, d in dev.collect() if p == 2]
+    # the first data packet was already on the wire; the copy leaves before the queued data
+    assert out[:2] == [(1, 0), (9, 6)]
+    assert sorted(out) == [(1, 0), (2, 0), (3, 0), (9, 0), (9, 6)]
+
+    dev4, _ = make(prio_program, 4)
+    dev4.set_clone_session(5, CloneSession((Replica(3, 0),), class_of_service=6))
+    dev4.inject(1, frame(1, 0x0100))
+    dev4.run_until_idle()
+    assert [p for p, _ in dev4.collect()] == [2]
+    assert dev4.drop_counts().get("priority_out_of_range") == 1
+
+
 def test_priority_queues_validation() -> None:
     with pytest.raises(ValueError, match="priority_queues"):
         TrafficManager(0)
