@@ -50,22 +50,6 @@ class FabricError(ValueError):
     """The topology cannot be programmed (too many tags, table overflow, bad option)."""
 
 
-# Tofino (p4src/tna/ice.p4): the CPU port of its default build (-DICE_TNA_CPU_PORT), and what the
-# last-hop mirror sessions keep of a copy (TNA has no truncate()): feedback and reports need the
-# mirror header 32 + Ethernet 14 + shim 8 + at most 4 INT records 144 = 198 bytes (Tofino 1: 3
-# records, 162); the rest of the copy is padding behind the records, so 272 keeps a margin.
-TOFINO_DEFAULT_CPU_PORT = 64
-TOFINO_CLONE_PACKET_LENGTH = 272
-# Tofino queue depths are in cells (80 bytes on Tofino 1), not packets, and its ECN ramp uses
-# Kmax - Kmin as a mask (p4src/tna/control/ecn.p4): 65 cells ~ 5 packets of 1 KB (the
-# v1model Kmin), 65 + 255 cells ~ 25 packets.
-TOFINO_ECN_KMIN_CELLS = 65
-TOFINO_ECN_KMAX_CELLS = 65 + 255
-# The TNA program's ingress clock, which its flowlet and INT sampler registers read, is the
-# nanosecond timestamp >> 10: ticks of 1,024 ns (p4src/tna/control/ingress.p4, take_time).
-TOFINO_INGRESS_CLOCK_NS = 1024
-
-
 def to_switch_clock(us: int, clock_ns: int) -> int:
     """``us`` in ticks of ``clock_ns`` ns, rounded; non-zero stays non-zero (0: never)."""
     return 0 if us <= 0 else max(1, (us * 1000 + clock_ns // 2) // clock_ns)
@@ -137,6 +121,10 @@ class FabricOptions:
     # the copy itself (truncate); TNA has no truncate, so on Tofino the mirror session must
     # (see p4src/tna/control/feedback.p4 and TOFINO_CLONE_PACKET_LENGTH).
     clone_packet_length: int = 0
+    # The last hop's feedback copies leave at the feedback priority as their clone sessions'
+    # class of service, not behind the data on their first port: only where the target honours
+    # it (fabric_targets.for_target), so off by default
+    feedback_class_of_service: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -516,6 +504,9 @@ def _telemetry_entries(
     topo: Topology, opts: FabricOptions, macs: Mapping[str, str], out: dict[str, list[Entity]]
 ) -> None:
     adj = _fabric_neighbours(topo)
+    prios = queue_priorities(topo.spec.defaults.priority_queues)
+    # the feedback copies' queue on their first port (FabricOptions.feedback_class_of_service)
+    cos = prios[1] if prios is not None and opts.feedback_class_of_service else 0
     for s in topo.spec.switches:
         ents = out[s.name]
         ents.append(
@@ -554,6 +545,7 @@ def _telemetry_entries(
                     session_id=n.ICE_SESSION_FEEDBACK,
                     replicas=[port],
                     packet_length_bytes=opts.clone_packet_length,
+                    class_of_service=cos,
                 )
             )
             ents.append(
@@ -561,6 +553,7 @@ def _telemetry_entries(
                     session_id=n.ICE_SESSION_FEEDBACK_REPORT,
                     replicas=[Replica(port), *report],
                     packet_length_bytes=opts.clone_packet_length,
+                    class_of_service=cos,
                 )
             )
         ents.append(

@@ -24,6 +24,7 @@ from rich.console import Console
 from icefabric.control import render
 from icefabric.control.controller import Controller
 from icefabric.control.fabric import ALL_PATH_KINDS, FabricOptions, switch_mac
+from icefabric.control.fabric_targets import for_target
 from icefabric.control.flowkey import ROCE_UDP_PORT
 from icefabric.control.install import flow_key
 from icefabric.control.linkstate import LinkEvent
@@ -316,8 +317,9 @@ def link_failure(
         f"{len(spec.hosts)} hosts"
     )
     pipeline = PipelineConfig.for_embedded(ICE_P4)
-    options = FabricOptions(
-        mode="ice", int_kinds=ALL_PATH_KINDS, report_every_n=1, feedback_every_n=1
+    options = for_target(
+        FabricOptions(mode="ice", int_kinds=ALL_PATH_KINDS, report_every_n=1, feedback_every_n=1),
+        "embedded",
     )
     with InProcessFabric(spec, RealTime(fabric_pps=link_pps)) as fab:
         ctl = Controller(

@@ -196,7 +196,7 @@ class MininetEngine:
             net = start_network(
                 spec, target=self.target, log_dir=str(work), switch_args=switch_args
             )
-            options = mode_options(exp, mode, report_every_n=REPORT_EVERY_N)
+            options = mode_options(exp, mode, report_every_n=REPORT_EVERY_N, target=self.target)
             ctl = Controller(
                 spec,
                 pipeline,

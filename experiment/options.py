@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from icefabric.control.congestion.allocator import DEFAULT_TARGET
 from icefabric.control.fabric import ALL_PATH_KINDS, FabricOptions
+from icefabric.control.fabric_targets import for_target
 from icefabric.experiment.config import Experiment, Mode, run_topology
 from icefabric.p4src.ice_p4 import ETHERNET_BYTES, IPV4_BYTES, UDP_BYTES
 from icefabric.topo.spec import TopologySpec
@@ -23,19 +24,26 @@ FLOWLET_TIMEOUT_US = 100  # FabricOptions' default, for links at the spec's rate
 
 
 def mode_options(
-    exp: Experiment, mode: Mode, *, report_every_n: int, base_rtt_us: float | None = None
+    exp: Experiment,
+    mode: Mode,
+    *,
+    report_every_n: int,
+    base_rtt_us: float | None = None,
+    target: str = "embedded",
 ) -> FabricOptions:
     """The controller's base forwarding for ``mode``: its load-balancing mode; INT and feedback
     only where the mode's rate algorithm reads INT (``Mode.int_on``), on 1 in ``sample_n``
     packets of a flow and, given the fabric's ``base_rtt_us`` (ICE's T), at least once per
     ``sample_gap`` x T; INT reports sampled 1 in ``report_every_n`` packets (to learn
-    each flow's path); the flowlet gap stretched by 1/scale like every time constant."""
+    each flow's path); the flowlet gap stretched by 1/scale like every time constant.
+    As the switches' ``target`` needs them (``fabric_targets.for_target``: on the embedded
+    one the last hop's feedback copies leave at the feedback priority, as CNPs do)."""
     ice = mode.int_on
     n = exp.ice.sample_n
     gap = 0
     if ice and base_rtt_us is not None and exp.ice.sample_gap > 0:
         gap = max(1, min(round(exp.ice.sample_gap * base_rtt_us), 2**31 - 1))
-    return FabricOptions(
+    options = FabricOptions(
         mode=mode.lb_mode,
         # INT only where the rate control reads it: a baseline (DCQCN) fabric carries no INT,
         # and 44-80 bytes of records per packet would overload its links by 1-2 % and mark
@@ -49,6 +57,7 @@ def mode_options(
         report_every_n=max(1, report_every_n // n) if ice else report_every_n,
         flowlet_timeout_us=min(round(FLOWLET_TIMEOUT_US / exp.rates.scale), 2**32 - 1),
     )
+    return for_target(options, target)
 
 
 # A feedback frame's headers before its hop records: Ethernet 14 + IPv4 20 + UDP 8 + feedback 36.

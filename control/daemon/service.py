@@ -8,7 +8,6 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,16 +26,8 @@ from icefabric.control.daemon.api import (
     RequestError,
 )
 from icefabric.control.daemon.paths import default_state_file
-from icefabric.control.fabric import (
-    MODES,
-    TOFINO_CLONE_PACKET_LENGTH,
-    TOFINO_DEFAULT_CPU_PORT,
-    TOFINO_ECN_KMAX_CELLS,
-    TOFINO_ECN_KMIN_CELLS,
-    TOFINO_INGRESS_CLOCK_NS,
-    FabricError,
-    FabricOptions,
-)
+from icefabric.control.fabric import MODES, FabricError, FabricOptions
+from icefabric.control.fabric_targets import TOFINO_DEFAULT_CPU_PORT, for_target
 from icefabric.control.store.base import StoreError
 from icefabric.control.store.options import StoreOptionError, make_store
 from icefabric.control.telemetry.metrics import MetricsServer
@@ -252,14 +243,7 @@ def _pipeline_and_options(
     if cpu_port is not None and not 0 <= cpu_port <= 511:
         raise _RunError(f"icectl: run: --cpu-port must be 0..511, got {cpu_port}")
     options = FabricOptions(mode=args.mode, cpu_port=CPU_PORT if cpu_port is None else cpu_port)
-    if args.target == "tofino":
-        options = replace(
-            options,
-            clone_packet_length=TOFINO_CLONE_PACKET_LENGTH,
-            ecn_kmin=TOFINO_ECN_KMIN_CELLS,
-            ecn_kmax=TOFINO_ECN_KMAX_CELLS,
-            switch_clock_ns=TOFINO_INGRESS_CLOCK_NS,
-        )
+    options = for_target(options, args.target)
     return pipeline, spec, options
 
 

@@ -102,8 +102,9 @@ control IceIngress(inout headers_t hdr,
 
                 if (md.drop_reason == DROP_REASON_NONE) {
                     // ICE feedback from another switch: ahead of data (below the probes) on this
-                    // hop (the last hop's own I2E clone cannot be: a clone's metadata is reset,
-                    // so it leaves its first switch in queue PRIORITY_DATA).
+                    // hop.  The last hop's own I2E copy cannot be raised here (a clone's metadata
+                    // is reset): its clone session's class of service is its queue, which the
+                    // controller sets where the target honours it (control/fabric_targets.py).
                     if (hdr.udp.isValid() && hdr.udp.dst_port == UDP_PORT_ICE_FEEDBACK
                             && md.ingress_port_kind == PORT_KIND_FABRIC) {
                         standard_metadata.priority = md.feedback_priority;

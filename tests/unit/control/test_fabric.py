@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from icefabric.control import fabric
+from icefabric.control import fabric, fabric_targets
 from icefabric.control.p4rt import LPM, CloneSessionEntry, Entity, TableEntry
 from icefabric.control.topology import Topology
 from icefabric.p4src import ice_p4 as n
@@ -206,7 +206,10 @@ def test_flowlet_timeout_and_sampling_gap_are_written_in_the_switch_clock() -> N
     # v1model counts microseconds; the TNA program's ingress clock ticks every 1,024 ns, so the
     # same 100 us timeout is 98 of its ticks (not 100, which would be 102.4 us).
     topo = _topo()
-    for clock_ns, timeout, gap in ((1000, 100, 250), (fabric.TOFINO_INGRESS_CLOCK_NS, 98, 244)):
+    for clock_ns, timeout, gap in (
+        (1000, 100, 250),
+        (fabric_targets.TOFINO_INGRESS_CLOCK_NS, 98, 244),
+    ):
         opts = fabric.FabricOptions(
             mode="ice", flowlet_timeout_us=100, int_sample_max_gap_us=250, switch_clock_ns=clock_ns
         )
@@ -240,6 +243,42 @@ def test_clone_sessions_and_feedback_use_a_live_uplink_and_the_cpu_port() -> Non
     out2 = fabric.base_entries(topo)
     fb2 = {e.session_id: e for e in out2["leaf1"] if isinstance(e, CloneSessionEntry)}
     assert fb2[n.ICE_SESSION_FEEDBACK].replicas[0].port != up
+
+
+@pytest.mark.parametrize("queues", [1, 4, 8])
+def test_feedback_sessions_carry_the_feedback_priority_only_where_asked(queues: int) -> None:
+    """FabricOptions.feedback_class_of_service: the feedback sessions' copies leave at the
+    feedback priority (the report-only session stays at 0); off by default (PI-based targets
+    refuse a class of service) and with one queue (nothing may be raised)."""
+    spec = leaf_spine(leaves=2, spines=2, hosts_per_leaf=1, priority_queues=queues)
+    prios = fabric.queue_priorities(queues)
+    for on in (False, True):
+        out = fabric.base_entries(
+            Topology(spec), fabric.FabricOptions(feedback_class_of_service=on)
+        )
+        cos = {e.session_id: e.class_of_service for e in out["leaf1"]
+               if isinstance(e, CloneSessionEntry)}  # fmt: skip
+        want = prios[1] if on and prios is not None else 0
+        assert cos == {
+            n.ICE_SESSION_FEEDBACK: want,
+            n.ICE_SESSION_FEEDBACK_REPORT: want,
+            n.ICE_SESSION_REPORT: 0,
+        }
+    assert (queues, fabric.queue_priorities(queues)) in {(1, None), (4, (3, 2)), (8, (7, 6))}
+
+
+def test_for_target_sets_what_each_target_needs() -> None:
+    base = fabric.FabricOptions(mode="ecmp")
+    emb = fabric_targets.for_target(base, "embedded")
+    assert emb.feedback_class_of_service and emb.mode == "ecmp"
+    assert emb.switch_clock_ns == base.switch_clock_ns
+    bm = fabric_targets.for_target(emb, "bmv2")
+    assert not bm.feedback_class_of_service and bm.ecn_kmin == base.ecn_kmin
+    tof = fabric_targets.for_target(base, "tofino")
+    assert not tof.feedback_class_of_service
+    assert tof.switch_clock_ns == fabric_targets.TOFINO_INGRESS_CLOCK_NS
+    with pytest.raises(ValueError, match="target: expected one of embedded, bmv2, tofino"):
+        fabric_targets.for_target(base, "p4sim")
 
 
 def test_egress_settings_link_rates_and_ecn() -> None:

@@ -258,7 +258,7 @@ def test_run_target_tofino_writes_its_options_in_the_tna_programs_units(tmp_path
     # timeout / sampling gap in the TNA ingress clock's 1,024 ns ticks.
     import argparse
 
-    from icefabric.control import fabric
+    from icefabric.control import fabric_targets
     from icefabric.control.daemon import service
     from icefabric.topo.spec import load_topology
 
@@ -279,6 +279,7 @@ def test_run_target_tofino_writes_its_options_in_the_tna_programs_units(tmp_path
     )
     pipeline, _, options = service._pipeline_and_options(args, spec)
     assert pipeline.kind == "tofino"
-    assert options.switch_clock_ns == fabric.TOFINO_INGRESS_CLOCK_NS
-    assert options.ecn_kmin == fabric.TOFINO_ECN_KMIN_CELLS
-    assert options.clone_packet_length == fabric.TOFINO_CLONE_PACKET_LENGTH
+    assert options.switch_clock_ns == fabric_targets.TOFINO_INGRESS_CLOCK_NS
+    assert options.ecn_kmin == fabric_targets.TOFINO_ECN_KMIN_CELLS
+    assert options.clone_packet_length == fabric_targets.TOFINO_CLONE_PACKET_LENGTH
+    assert not options.feedback_class_of_service  # PI refuses a clone class of service

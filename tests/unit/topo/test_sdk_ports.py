@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from icefabric.control import fabric
+from icefabric.control import fabric, fabric_targets
 from icefabric.control.p4rt import CloneSessionEntry, TableEntry
 from icefabric.control.topology import Topology
 from icefabric.p4src import ice_p4 as n
@@ -105,7 +105,7 @@ def test_base_forwarding_of_a_mapped_spec_names_device_ports_only() -> None:
 
 def test_tofino_clone_sessions_cut_the_copy() -> None:
     topo = Topology(parse_topology(_data()))
-    opts = fabric.FabricOptions(clone_packet_length=fabric.TOFINO_CLONE_PACKET_LENGTH)
+    opts = fabric.FabricOptions(clone_packet_length=fabric_targets.TOFINO_CLONE_PACKET_LENGTH)
     sessions = [
         e for e in fabric.base_entries(topo, opts)["leaf1"] if isinstance(e, CloneSessionEntry)
     ]
