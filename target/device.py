@@ -2,9 +2,10 @@
 
 Ingress -> (clone I2E, digests, resubmit, multicast, drop, unicast) -> per-port strict-priority
 FIFO queues (`priority_queues`, selected by standard_metadata.priority, a clone's by its
-session's class of service) with a drain rate and a capacity -> egress -> (clone E2E, drop, recirculate, output).  Two ways to
-run it: deterministic (`inject` + `run_until_idle`, usually with a ManualClock) and real time
-(`start()` runs one scheduler thread; ports call `inject` from their receive threads).
+session's class of service) with a drain rate and a capacity -> egress -> (clone E2E, drop,
+recirculate, output).  Two ways to run it: deterministic (`inject` + `run_until_idle`, usually
+with a ManualClock) and real time (`start()` runs one scheduler thread; ports call `inject`
+from their receive threads).
 """
 
 from __future__ import annotations
